@@ -1,0 +1,72 @@
+# ork -- top-level convenience targets. The build itself is CMake; see README.md.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+FIXTURES   ?= ../shared/fixtures
+MODEL      ?= $(FIXTURES)/models/stories260K.gguf
+PROMPT     ?= Once upon a time
+N_PREDICT  ?= 64
+FUZZ_SECONDS ?= 10
+
+.PHONY: all setup build asan fuzz run test test-release test-asan test-fuzz clean help
+
+all: build
+
+help:
+	@echo "make run    set up, build, and generate text with the default model ($(MODEL))"
+	@echo "make test   set up, build (release + ASan/UBSan + fuzzers) and run the whole suite"
+	@echo "make build  release build in $(BUILD)/ (binary: $(BUILD)/ork)"
+	@echo "make asan   AddressSanitizer + UBSan build in $(ASAN_BUILD)/"
+	@echo "make fuzz   libFuzzer targets (clang) in $(FUZZ_BUILD)/"
+
+setup:
+	@scripts/setup-deps
+
+build:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DORK_WERROR=ON >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+asan:
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORK_WERROR=ON -DORK_SANITIZE=ON >/dev/null
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+fuzz:
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORK_WERROR=ON -DORK_FUZZ=ON >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
+run: setup build
+	@if [ -f "$(MODEL)" ]; then \
+	  echo "+ $(BUILD)/ork run -m $(MODEL) -p \"$(PROMPT)\" -n $(N_PREDICT)"; \
+	  $(BUILD)/ork run -m "$(MODEL)" -p "$(PROMPT)" -n $(N_PREDICT); \
+	else \
+	  echo "make run: no model at $(MODEL)."; \
+	  echo "Pass one with: make run MODEL=/path/to/model.gguf [PROMPT='...'] [N_PREDICT=64]"; \
+	fi
+
+test-release: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: asan
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS) -LE slow
+
+# Each libFuzzer target runs briefly from its committed corpus (the corpus itself is replayed
+# by the ctest suites above in both builds).
+test-fuzz: fuzz
+	@set -e; for f in $(FUZZ_BUILD)/fuzz/fuzz_*; do \
+	  [ -x "$$f" ] || continue; n=$$(basename $$f); \
+	  echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
+	  mkdir -p $(FUZZ_BUILD)/corpus-work/$$n; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=0 \
+	      $(FUZZ_BUILD)/corpus-work/$$n tests/fuzz/corpus/$${n#fuzz_} 2>$(FUZZ_BUILD)/$$n.log \
+	    || { tail -40 $(FUZZ_BUILD)/$$n.log; exit 1; }; \
+	done
+
+test: setup
+	$(MAKE) test-release
+	$(MAKE) test-asan
+	$(MAKE) test-fuzz
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,61 @@
+/* ork-engine/sampler.h -- token sampling: greedy, temperature, top-k, top-p, min-p, and
+ * repetition / presence / frequency penalties, seeded and reproducible.
+ *
+ * Order of operations (same as llama.cpp's default chain): penalties over the last
+ * `penalty_last_n` accepted tokens -> top-k -> top-p -> min-p -> temperature -> draw.
+ * temp <= 0 means greedy (argmax after penalties; ties -> lowest id). The RNG is a
+ * self-contained 64-bit generator seeded from `seed`, so results do not depend on libc. */
+#ifndef ORK_ENGINE_SAMPLER_H
+#define ORK_ENGINE_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ork_sampler_params {
+    float temp;               /* 0.8; <= 0: greedy */
+    int32_t top_k;            /* 40; <= 0: disabled */
+    float top_p;              /* 0.95; >= 1: disabled */
+    float min_p;              /* 0.05; <= 0: disabled */
+    float repeat_penalty;     /* 1.0 = disabled */
+    float presence_penalty;   /* 0.0 = disabled */
+    float frequency_penalty;  /* 0.0 = disabled */
+    int32_t penalty_last_n;   /* 64; 0 disables penalties, -1 = whole history */
+    uint64_t seed;            /* ORK_SEED_RANDOM: seed from the clock */
+};
+#define ORK_SEED_RANDOM UINT64_MAX
+
+void ork_sampler_params_default(struct ork_sampler_params *p);
+/* Validates ranges (ORK_EINVAL naming the field). */
+int ork_sampler_create(const struct ork_sampler_params *p, int32_t n_vocab, struct ork_sampler **out);
+void ork_sampler_free(struct ork_sampler *s);
+/* Pick a token from logits[n_vocab] (not modified). Does not record it: call accept. */
+int32_t ork_sampler_sample(struct ork_sampler *s, const float *logits);
+/* Record a token in the penalty history (prompt tokens too, if desired). */
+void ork_sampler_accept(struct ork_sampler *s, int32_t id);
+/* Clear history and re-seed. */
+void ork_sampler_reset(struct ork_sampler *s);
+uint64_t ork_sampler_seed(const struct ork_sampler *s);   /* the effective seed */
+
+/* Stop strings: scans generated text incrementally. push() returns how many bytes of the
+ * text accumulated so far are safe to emit (not a prefix of any stop string), and sets
+ * *stopped when a stop string completed (the emitted text excludes it). */
+struct ork_stop;
+int ork_stop_create(const char *const *stops, size_t n, struct ork_stop **out);
+void ork_stop_free(struct ork_stop *st);
+void ork_stop_reset(struct ork_stop *st);
+/* Feed `len` bytes; writes emit-safe bytes to out (cap >= len + longest stop) and returns
+ * their count; *stopped is set when a stop string matched. */
+int ork_stop_push(struct ork_stop *st, const char *text, size_t len, char *out, size_t cap,
+                  bool *stopped);
+/* At end of generation: the held-back bytes (no stop matched). */
+int ork_stop_flush(struct ork_stop *st, char *out, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

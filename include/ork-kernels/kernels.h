@@ -1,0 +1,63 @@
+/* ork-kernels/kernels.h -- CPU kernels: the scalar reference for every supported type, the
+ * dispatched (possibly SIMD) versions, and the math ops of a transformer block.
+ *
+ * Conventions: a weight matrix W has N rows of K elements (GGUF ne[0] = K, ne[1] = N), row r
+ * at (const uint8_t *)data + r * row_bytes. A matmul computes Y[M][N] = X[M][K] * W^T with X and
+ * Y in f32, row-major. K must be a multiple of the type's block size. */
+#ifndef ORK_KERNELS_KERNELS_H
+#define ORK_KERNELS_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ork-kernels/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ork_pool;
+
+struct ork_mat {
+    uint32_t type;          /* enum ork_type */
+    int64_t n_rows;         /* N */
+    int64_t n_cols;         /* K */
+    size_t row_bytes;       /* ork_type_row_bytes(type, K) unless strided */
+    const void *data;
+};
+
+/* Scalar reference: dequantize n elements (multiple of the block) of one row. 0 or
+ * ORK_EUNSUPPORTED naming the type. */
+int ork_dequant_row_ref(uint32_t type, const void *src, float *dst, int64_t n);
+/* Scalar reference dot product of one weight row with an f32 vector. */
+float ork_vec_dot_ref(uint32_t type, const void *row, const float *x, int64_t n);
+
+/* Dispatched versions (fastest available path; same results as the reference within the
+ * tolerance documented in src/kernels/). */
+int ork_dequant_row(uint32_t type, const void *src, float *dst, int64_t n);
+
+/* Y[M][N] = X[M][K] * W^T, split over the pool's threads (pool may be NULL: caller's thread).
+ * Returns ORK_EUNSUPPORTED for unsupported types. */
+int ork_matmul(struct ork_pool *pool, const struct ork_mat *w, const float *x, int64_t m, float *y);
+
+/* Row of an embedding table as f32 (any supported type). */
+int ork_get_row(const struct ork_mat *w, int64_t row, float *dst);
+
+/* Transformer math (scalar-exact order documented in the implementation). */
+void ork_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps);
+void ork_softmax(float *x, int64_t n);
+void ork_silu_mul(float *gate, const float *up, int64_t n);     /* gate = silu(gate) * up */
+/* RoPE on one head vector of length head_dim (rotating the first n_rot dims). neox = false:
+ * pairs (2i, 2i+1) (GGML "normal", llama); neox = true: pairs (i, i + n_rot/2) (qwen2/3). */
+void ork_rope(float *x, int64_t head_dim, int64_t n_rot, int64_t pos, float base, int neox);
+
+/* fp16/bf16 conversions (round-to-nearest-even). */
+float ork_fp16_to_f32(uint16_t h);
+uint16_t ork_f32_to_fp16(float f);
+float ork_bf16_to_f32(uint16_t h);
+uint16_t ork_f32_to_bf16(float f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

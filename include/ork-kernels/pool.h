@@ -1,0 +1,25 @@
+/* ork-kernels/pool.h -- one persistent thread pool: threads are created once and fed work
+ * through a condition variable; running a job allocates nothing and creates no thread. */
+#ifndef ORK_KERNELS_POOL_H
+#define ORK_KERNELS_POOL_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ork_pool;
+
+/* Job body: called once per thread with ith in [0, nth); the caller's thread runs ith 0. */
+typedef void (*ork_pool_fn)(void *ctx, int ith, int nth);
+
+/* n_threads <= 0: number of online CPUs. */
+int ork_pool_create(int n_threads, struct ork_pool **out);
+void ork_pool_destroy(struct ork_pool *p);
+int ork_pool_threads(const struct ork_pool *p);
+/* Run fn on all threads and return when all have finished. */
+void ork_pool_run(struct ork_pool *p, ork_pool_fn fn, void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,78 @@
+/* args.c -- strict option-value parsing shared by the subcommands. */
+#include "cli.h"
+
+#include <ork/error.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+bool ork_cli_parse_int(const char *cmd, const char *opt, const char *s, long long lo, long long hi,
+                       long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end) {
+        fprintf(stderr, "ork %s: invalid value '%s' for %s: not an integer\n", cmd, s, opt);
+        return false;
+    }
+    if (v < lo || v > hi) {
+        fprintf(stderr, "ork %s: invalid value '%s' for %s: must be in [%lld, %lld]\n", cmd, s, opt,
+                lo, hi);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool ork_cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (*s == '-') {
+        fprintf(stderr, "ork %s: invalid value '%s' for %s: must not be negative\n", cmd, s, opt);
+        return false;
+    }
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || end == s || *end) {
+        fprintf(stderr, "ork %s: invalid value '%s' for %s: not an unsigned integer\n", cmd, s, opt);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool ork_cli_parse_float(const char *cmd, const char *opt, const char *s, double lo, double hi,
+                         double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v)) {
+        fprintf(stderr, "ork %s: invalid value '%s' for %s: not a number\n", cmd, s, opt);
+        return false;
+    }
+    if (v < lo || v > hi) {
+        fprintf(stderr, "ork %s: invalid value '%s' for %s: must be in [%g, %g]\n", cmd, s, opt, lo,
+                hi);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+const char *ork_cli_value(const char *cmd, int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "ork %s: %s needs a value\n", cmd, argv[*i]);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+void ork_cli_error(const char *cmd, int code)
+{
+    fprintf(stderr, "ork %s: %s\n", cmd, ork_error_describe(code));
+}

@@ -1,0 +1,39 @@
+/* cli.h -- shared pieces of the ork command-line program (src/cli/ only).
+ *
+ * Each subcommand is `int ork_cmd_<name>(int argc, char **argv)` in cmd_<name>.c, where argv[0]
+ * is the subcommand name. It returns the process exit status (0 ok, 1 runtime error, 2 usage
+ * error) after printing any error to stderr; only main() calls exit. `--help` on every
+ * subcommand prints its usage to stdout and returns 0. */
+#ifndef ORK_CLI_H
+#define ORK_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define ORK_EXIT_OK 0
+#define ORK_EXIT_ERROR 1
+#define ORK_EXIT_USAGE 2
+
+int ork_cmd_run(int argc, char **argv);
+int ork_cmd_chat(int argc, char **argv);
+int ork_cmd_perplexity(int argc, char **argv);
+int ork_cmd_info(int argc, char **argv);
+int ork_cmd_regdump(int argc, char **argv);
+int ork_cmd_selftest(int argc, char **argv);
+
+/* Strict number parsing for option values: the whole string must parse and fit. On failure
+ * they print "ork <cmd>: invalid value 'x' for OPT: reason" and return false. */
+bool ork_cli_parse_int(const char *cmd, const char *opt, const char *s, long long lo, long long hi,
+                       long long *out);
+bool ork_cli_parse_float(const char *cmd, const char *opt, const char *s, double lo, double hi,
+                         double *out);
+bool ork_cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out);
+
+/* For option loops: returns the value following argv[*i] (advancing *i), or prints
+ * "ork <cmd>: OPT needs a value" and returns NULL. */
+const char *ork_cli_value(const char *cmd, int argc, char **argv, int *i);
+
+/* Print "ork <cmd>: <message from the library, or strerror(code)>" to stderr. */
+void ork_cli_error(const char *cmd, int code);
+
+#endif

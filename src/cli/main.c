@@ -1,0 +1,57 @@
+/* main.c -- the ork command-line program: dispatch to subcommands. The only place that exits. */
+#include "cli.h"
+
+#include <ork/debug.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ork_cmd {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct ork_cmd cmds[] = {
+    { "run",        ork_cmd_run,        "generate text from a prompt" },
+    { "chat",       ork_cmd_chat,       "interactive chat using the model's template" },
+    { "perplexity", ork_cmd_perplexity, "perplexity of a text file" },
+    { "info",       ork_cmd_info,       "summarise a GGUF file's metadata and tensors" },
+    { "regdump",    ork_cmd_regdump,    "print an NPU regcmd program buffer symbolically" },
+    { "selftest",   ork_cmd_selftest,   "validate NPU matmul against the CPU reference" },
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: ork <command> [options]   (ork <command> --help for details)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        fprintf(out, "  %-11s %s\n", cmds[i].name, cmds[i].summary);
+    fprintf(out, "\nenvironment:\n  ORK_DEBUG=flag,...  debug logging/bypass flags (ORK_DEBUG=help lists them)\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (ork_debug_help_requested()) {
+        ork_debug_print_help(stdout);
+        return 0;
+    }
+    if (argc < 2) {
+        usage(stderr);
+        return ORK_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("ork 0.1.0\n");
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (!strcmp(argv[1], cmds[i].name))
+            exit(cmds[i].fn(argc - 1, argv + 1));
+    fprintf(stderr, "ork: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return ORK_EXIT_USAGE;
+}
