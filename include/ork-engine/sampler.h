@@ -29,6 +29,8 @@ struct ork_sampler_params {
 };
 #define ORK_SEED_RANDOM UINT64_MAX
 
+struct ork_sampler;
+
 void ork_sampler_params_default(struct ork_sampler_params *p);
 /* Validates ranges (ORK_EINVAL naming the field). */
 int ork_sampler_create(const struct ork_sampler_params *p, int32_t n_vocab, struct ork_sampler **out);
@@ -40,6 +42,9 @@ void ork_sampler_accept(struct ork_sampler *s, int32_t id);
 /* Clear history and re-seed. */
 void ork_sampler_reset(struct ork_sampler *s);
 uint64_t ork_sampler_seed(const struct ork_sampler *s);   /* the effective seed */
+/* Apply the repeat/presence/frequency penalties of the current history to logits[n_vocab] in
+ * place (the first step of ork_sampler_sample, exposed for tests and diagnostics). */
+void ork_sampler_apply_penalties(const struct ork_sampler *s, float *logits);
 
 /* Stop strings: scans generated text incrementally. push() returns how many bytes of the
  * text accumulated so far are safe to emit (not a prefix of any stop string), and sets
