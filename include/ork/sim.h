@@ -1,0 +1,61 @@
+/* ork/sim.h -- public options of the ork NPU simulator.
+ *
+ * The simulator is a userspace model of the vendor rknpu kernel driver plus the RK3588 NPU
+ * (spec/rk3588-npu.md): buffer objects with 32-bit IOVAs in per-domain windows, the task and
+ * PC-chain walker, a functional executor, hazard checks, a per-core timing model, the debugfs
+ * `load` file and fault injection. It is reached through the same kernel vtable as real hardware
+ * (the `sim` device), so callers only ever fill these options; see docs/sim.md.
+ *
+ * This header is options only: no simulator internals, no hardware registers. */
+#ifndef ORK_SIM_H
+#define ORK_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How modelled time relates to wall-clock time. */
+enum ork_sim_timing {
+    ORK_SIM_TIMING_INSTANT = 0, /* compute, complete at once (default; fastest for tests) */
+    ORK_SIM_TIMING_PACED = 1,   /* compute, and delay each completion in real time to model time */
+    ORK_SIM_TIMING_ONLY = 2,    /* no arithmetic (outputs untouched): study big shapes' timing */
+};
+
+/* Faults the simulator injects, so that callers' timeout and recovery paths run in CI. */
+enum ork_sim_fault_kind {
+    ORK_SIM_FAULT_NONE = 0,
+    ORK_SIM_FAULT_HANG = 1,     /* the task never completes: the submit times out (-> ORK_ETIMEDOUT)
+                                 * and the NPU stays hung until a reset action (spec §10.8, §14.5) */
+    ORK_SIM_FAULT_DMA = 2,      /* the task raises DMA_READ_ERROR (spec §8.2): the job fails with
+                                 * an error naming the task; the simulated kernel soft-resets */
+    ORK_SIM_FAULT_DROP = 3,     /* a NONBLOCK job is accepted but never started (spec §8.6,
+                                 * DISPATCH_DROP in §14.5): waiting for it times out */
+};
+
+struct ork_sim_fault {
+    enum ork_sim_fault_kind kind;
+    uint32_t submit;            /* 1-based index of the submit it hits (counted per device) */
+    uint32_t task;              /* 0-based task index inside that submit (HANG, DMA) */
+};
+
+#define ORK_SIM_MAX_FAULTS 4
+
+struct ork_sim_opts {
+    uint32_t struct_size;       /* sizeof(struct ork_sim_opts); 0 = take every default */
+    enum ork_sim_timing timing;
+    const char *load_path;      /* write the vendor debugfs `load` file (spec §12.1) here after
+                                 * every job; NULL: no file (ork_sim load is still computed) */
+    uint32_t n_cores;           /* 1..3; 0 = 3 (RK3588) */
+    uint64_t domain_limit;      /* bytes mappable per IOMMU domain; 0 = 3900 MiB (spec §13) */
+    uint32_t freq_mhz;          /* NPU clock for the timing model; 0 = 1000 (spec §1.2) */
+    bool strict;                /* reproduce hardware misbehaviour where the spec says "strict" */
+    struct ork_sim_fault faults[ORK_SIM_MAX_FAULTS];
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif
