@@ -59,6 +59,10 @@ int ork_stop_push(struct ork_stop *st, const char *text, size_t len, char *out, 
                   bool *stopped);
 /* At end of generation: the held-back bytes (no stop matched). */
 int ork_stop_flush(struct ork_stop *st, char *out, size_t cap);
+/* Length of the longest stop string (0 when there are none): push needs cap >= len + this. */
+size_t ork_stop_max_len(const struct ork_stop *st);
+/* Index (into the array given to create) of the stop string that matched, or -1. */
+int ork_stop_matched(const struct ork_stop *st);
 
 #ifdef __cplusplus
 }

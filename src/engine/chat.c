@@ -1,0 +1,310 @@
+/* chat.c -- chat prompt formats (see ork-engine/chat.h): ChatML (Qwen), Llama 3 and Llama 2.
+ *
+ * A model's tokenizer.chat_template is a Jinja program; we do not interpret it. We recognise the
+ * template family by its special-token markers and render that family's published format in C.
+ * The formats are written from their public descriptions (docs/sampling.md cites them):
+ *
+ *   ChatML   "<|im_start|>{role}\n{content}<|im_end|>\n" per message;
+ *            generation prompt "<|im_start|>assistant\n".
+ *   Llama 3  "<|start_header_id|>{role}<|end_header_id|>\n\n{trim(content)}<|eot_id|>" per
+ *            message; generation prompt "<|start_header_id|>assistant<|end_header_id|>\n\n".
+ *   Llama 2  "[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user} [/INST] {assistant} </s>" then
+ *            "<s>[INST] {user} [/INST] ..." for later turns; user and assistant text stripped of
+ *            surrounding whitespace; the system message folds into the first user turn. The
+ *            closing "[/INST]" already opens the assistant turn, so add_assistant adds nothing.
+ *
+ * BOS is never written: the tokenizer adds it. Not here: tool calls, reasoning blocks, or any
+ * template feature beyond plain system/user/assistant turns. */
+#include <ork-engine/chat.h>
+
+#include <ork/alloc.h>
+#include <ork/error.h>
+
+#include <stdint.h>
+#include <string.h>
+
+/* Markers that identify each family's template text (its special tokens). */
+#define CHATML_MARKER "<|im_start|>"
+#define LLAMA3_MARKER "<|start_header_id|>"
+#define LLAMA2_MARKER "[INST]"
+
+/* ChatML pieces. */
+#define CHATML_BEGIN "<|im_start|>"
+#define CHATML_END "<|im_end|>\n"
+
+/* Llama 3 pieces. */
+#define LLAMA3_HEADER_BEGIN "<|start_header_id|>"
+#define LLAMA3_HEADER_END "<|end_header_id|>\n\n"
+#define LLAMA3_EOT "<|eot_id|>"
+
+/* Llama 2 pieces (Meta's reference chat_completion: B_INST, E_INST, B_SYS, E_SYS; BOS and EOS
+ * written as the SentencePiece special-token texts). */
+#define LLAMA2_B_INST "[INST]"
+#define LLAMA2_E_INST "[/INST]"
+#define LLAMA2_B_SYS "<<SYS>>\n"
+#define LLAMA2_E_SYS "\n<</SYS>>\n\n"
+#define LLAMA2_BOS "<s>"
+#define LLAMA2_EOS "</s>"
+
+static const char *const format_names[] = {
+    [ORK_CHAT_CHATML] = "chatml",
+    [ORK_CHAT_LLAMA3] = "llama3",
+    [ORK_CHAT_LLAMA2] = "llama2",
+};
+#define N_FORMATS (sizeof(format_names) / sizeof(format_names[0]))
+
+int ork_chat_detect(const char *template_text, enum ork_chat_format *out)
+{
+    if (!out)
+        return ork_errorf(ORK_EINVAL, "chat: detect: out must not be NULL");
+    if (!template_text)
+        return ork_errorf(ORK_EUNSUPPORTED, "chat: the model has no chat template");
+    /* Order matters only for templates that mention several families; ChatML and Llama 3
+     * markers are special tokens and far more specific than the bracketed Llama 2 one. */
+    if (strstr(template_text, CHATML_MARKER)) {
+        *out = ORK_CHAT_CHATML;
+        return 0;
+    }
+    if (strstr(template_text, LLAMA3_MARKER)) {
+        *out = ORK_CHAT_LLAMA3;
+        return 0;
+    }
+    if (strstr(template_text, LLAMA2_MARKER)) {
+        *out = ORK_CHAT_LLAMA2;
+        return 0;
+    }
+    return ork_errorf(ORK_EUNSUPPORTED, "chat: unrecognised chat template (no %s, %s or %s marker)",
+                      CHATML_MARKER, LLAMA3_MARKER, LLAMA2_MARKER);
+}
+
+int ork_chat_format_from_name(const char *name, enum ork_chat_format *out)
+{
+    if (!name || !out)
+        return ork_errorf(ORK_EINVAL, "chat: format name and out must not be NULL");
+    for (size_t i = 0; i < N_FORMATS; i++) {
+        if (strcmp(name, format_names[i]) == 0) {
+            *out = (enum ork_chat_format)i;
+            return 0;
+        }
+    }
+    return ork_errorf(ORK_EINVAL, "chat: unknown chat format '%s' (expected chatml, llama3 or llama2)",
+                      name);
+}
+
+const char *ork_chat_format_name(enum ork_chat_format f)
+{
+    if ((unsigned)f < N_FORMATS)
+        return format_names[f];
+    return "unknown";
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * A growable output string. */
+
+struct sbuf {
+    char *p;
+    size_t len, cap;
+    int err;   /* first error; later appends are no-ops */
+};
+
+static void sb_append(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->err)
+        return;
+    if (n > SIZE_MAX - b->len - 1) {
+        b->err = ork_errorf(ORK_ENOMEM, "chat: rendered prompt too large");
+        return;
+    }
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1)
+            cap = cap > SIZE_MAX / 2 ? b->len + n + 1 : cap * 2;
+        char *p = ork_realloc(b->p, cap);
+        if (!p) {
+            b->err = ork_errorf(ORK_ENOMEM, "chat: cannot allocate %zu bytes for the prompt", cap);
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void sb_puts(struct sbuf *b, const char *s)
+{
+    sb_append(b, s, strlen(s));
+}
+
+/* ASCII whitespace, as Python's str.strip() treats it for ASCII text. */
+static bool is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/* Append s[0..n) without leading and trailing whitespace. */
+static void sb_append_stripped(struct sbuf *b, const char *s, size_t n)
+{
+    while (n > 0 && is_space(*s)) {
+        s++;
+        n--;
+    }
+    while (n > 0 && is_space(s[n - 1]))
+        n--;
+    sb_append(b, s, n);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Rendering */
+
+enum role { ROLE_SYSTEM, ROLE_USER, ROLE_ASSISTANT };
+
+static int check_messages(const struct ork_chat_msg *msgs, size_t n)
+{
+    if (n > 0 && !msgs)
+        return ork_errorf(ORK_EINVAL, "chat: %zu messages but the array is NULL", n);
+    for (size_t i = 0; i < n; i++) {
+        const char *r = msgs[i].role;
+        if (!r)
+            return ork_errorf(ORK_EINVAL, "chat: message %zu: role is NULL", i);
+        if (strcmp(r, "system") != 0 && strcmp(r, "user") != 0 && strcmp(r, "assistant") != 0)
+            return ork_errorf(ORK_EINVAL,
+                              "chat: message %zu: unknown role '%s' (expected system, user or "
+                              "assistant)", i, r);
+        if (!msgs[i].content)
+            return ork_errorf(ORK_EINVAL, "chat: message %zu (%s): content is NULL", i, r);
+    }
+    return 0;
+}
+
+static enum role role_of(const struct ork_chat_msg *m)
+{
+    if (strcmp(m->role, "system") == 0)
+        return ROLE_SYSTEM;
+    if (strcmp(m->role, "user") == 0)
+        return ROLE_USER;
+    return ROLE_ASSISTANT;
+}
+
+static void render_chatml(struct sbuf *b, const struct ork_chat_msg *msgs, size_t n,
+                          bool add_assistant)
+{
+    for (size_t i = 0; i < n; i++) {
+        sb_puts(b, CHATML_BEGIN);
+        sb_puts(b, msgs[i].role);
+        sb_puts(b, "\n");
+        sb_puts(b, msgs[i].content);
+        sb_puts(b, CHATML_END);
+    }
+    if (add_assistant)
+        sb_puts(b, CHATML_BEGIN "assistant\n");
+}
+
+static void render_llama3(struct sbuf *b, const struct ork_chat_msg *msgs, size_t n,
+                          bool add_assistant)
+{
+    for (size_t i = 0; i < n; i++) {
+        sb_puts(b, LLAMA3_HEADER_BEGIN);
+        sb_puts(b, msgs[i].role);
+        sb_puts(b, LLAMA3_HEADER_END);
+        sb_append_stripped(b, msgs[i].content, strlen(msgs[i].content));
+        sb_puts(b, LLAMA3_EOT);
+    }
+    if (add_assistant)
+        sb_puts(b, LLAMA3_HEADER_BEGIN "assistant" LLAMA3_HEADER_END);
+}
+
+/* Llama 2 needs an optional leading system message, then user/assistant turns alternating and
+ * starting with a user turn (Meta's reference rejects any other order). */
+static int render_llama2(struct sbuf *b, const struct ork_chat_msg *msgs, size_t n)
+{
+    size_t first = 0;
+    const char *system = NULL;
+    if (n > 0 && role_of(&msgs[0]) == ROLE_SYSTEM) {
+        system = msgs[0].content;
+        first = 1;
+    }
+    if (system && first == n)
+        return ork_errorf(ORK_EINVAL, "chat: llama2 format needs a user message after the system "
+                          "message");
+    for (size_t i = first; i < n; i++) {
+        enum role want = ((i - first) % 2 == 0) ? ROLE_USER : ROLE_ASSISTANT;
+        enum role got = role_of(&msgs[i]);
+        if (got == ROLE_SYSTEM)
+            return ork_errorf(ORK_EINVAL, "chat: message %zu: llama2 format allows a system message "
+                              "only as the first message", i);
+        if (got != want)
+            return ork_errorf(ORK_EINVAL, "chat: message %zu: llama2 format needs user and "
+                              "assistant turns alternating, got '%s' where '%s' was expected", i,
+                              msgs[i].role, want == ROLE_USER ? "user" : "assistant");
+    }
+
+    for (size_t i = first; i < n; i++) {
+        const char *content = msgs[i].content;
+        if (role_of(&msgs[i]) == ROLE_ASSISTANT) {
+            sb_puts(b, " ");
+            sb_append_stripped(b, content, strlen(content));
+            sb_puts(b, " " LLAMA2_EOS);
+            continue;
+        }
+        if (i > first)              /* the first BOS comes from the tokenizer */
+            sb_puts(b, LLAMA2_BOS);
+        sb_puts(b, LLAMA2_B_INST " ");
+        if (i == first && system) {
+            /* Meta folds B_SYS + system + E_SYS + user into one text and strips the whole; the
+             * leading '<' of B_SYS means only the user's trailing whitespace (or, with an empty
+             * user message, E_SYS's) is affected. */
+            struct sbuf fold = { 0 };
+            sb_puts(&fold, LLAMA2_B_SYS);
+            sb_puts(&fold, system);
+            sb_puts(&fold, LLAMA2_E_SYS);
+            sb_puts(&fold, content);
+            if (fold.err) {
+                ork_free(fold.p);
+                return fold.err;
+            }
+            sb_append_stripped(b, fold.p, fold.len);
+            ork_free(fold.p);
+        } else {
+            sb_append_stripped(b, content, strlen(content));
+        }
+        sb_puts(b, " " LLAMA2_E_INST);
+    }
+    return 0;
+}
+
+int ork_chat_render(enum ork_chat_format f, const struct ork_chat_msg *msgs, size_t n,
+                    bool add_assistant, char **out)
+{
+    if (!out)
+        return ork_errorf(ORK_EINVAL, "chat: render: out must not be NULL");
+    *out = NULL;
+    if ((unsigned)f >= N_FORMATS)
+        return ork_errorf(ORK_EINVAL, "chat: render: unknown chat format %d", (int)f);
+    int ret = check_messages(msgs, n);
+    if (ret < 0)
+        return ret;
+
+    struct sbuf b = { 0 };
+    sb_append(&b, "", 0);   /* an empty conversation still yields "" */
+    switch (f) {
+    case ORK_CHAT_CHATML:
+        render_chatml(&b, msgs, n, add_assistant);
+        break;
+    case ORK_CHAT_LLAMA3:
+        render_llama3(&b, msgs, n, add_assistant);
+        break;
+    case ORK_CHAT_LLAMA2:
+        ret = render_llama2(&b, msgs, n);
+        break;
+    }
+    if (ret == 0 && b.err)
+        ret = b.err;
+    if (ret < 0) {
+        ork_free(b.p);
+        return ret;
+    }
+    *out = b.p;
+    return 0;
+}

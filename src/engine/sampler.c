@@ -1,0 +1,500 @@
+/* sampler.c -- token sampling (see ork-engine/sampler.h): repetition/presence/frequency penalties
+ * over a window of accepted tokens, then top-k -> top-p -> min-p -> temperature -> draw, with a
+ * self-contained seeded RNG (xoshiro256**, seeded through splitmix64).
+ *
+ * This module is not a tokenizer or a stop-string matcher (stop.c), and it never looks at text.
+ * Everything it needs is allocated at create time: ork_sampler_sample() does no allocation.
+ *
+ * Candidate selection uses one binary max-heap over the candidate array: building it is O(n) and
+ * every pop yields the next-best token, so top-k pops k tokens and top-p pops only until the
+ * cumulative probability is reached. Only the survivors are ever put in order. */
+#include <ork-engine/sampler.h>
+
+#include <ork/alloc.h>
+#include <ork/error.h>
+#include <ork/log.h>
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+/* Longest penalty window we preallocate a ring buffer for. Longer windows would cost more memory
+ * than any supported context length needs (the largest models we run have 128 Ki contexts). */
+#define SAMPLER_MAX_LAST_N (1 << 20)
+
+/* splitmix64 increment and mixing constants: Steele, Lea and Flood, "Fast splittable
+ * pseudorandom number generators" (OOPSLA 2014), as used to seed xoshiro by its authors. */
+#define SPLITMIX_GAMMA 0x9e3779b97f4a7c15ull
+#define SPLITMIX_MUL1 0xbf58476d1ce4e5b9ull
+#define SPLITMIX_MUL2 0x94d049bb133111ebull
+
+/* 2^-53: turns the top 53 bits of a 64-bit draw into a double in [0, 1). */
+#define RNG_DOUBLE_SCALE (1.0 / 9007199254740992.0)
+
+struct cand {
+    int32_t id;
+    float logit;   /* after penalties; NaN replaced by -inf and +inf by FLT_MAX */
+    float p;       /* scratch: unnormalised probability during the draw */
+};
+
+struct ork_sampler {
+    struct ork_sampler_params params;
+    int32_t n_vocab;
+    uint64_t seed;            /* effective seed (never ORK_SEED_RANDOM) */
+    uint64_t rng[4];          /* xoshiro256** state */
+
+    struct cand *cand;        /* (n_vocab) candidates, rebuilt on every sample */
+
+    /* Penalty history: the multiset of the last `penalty_last_n` accepted tokens. */
+    int32_t *ring;            /* (ring_cap) accepted ids in arrival order; NULL when last_n == -1 */
+    int32_t ring_cap, ring_len, ring_head;   /* head: index of the oldest entry */
+    uint32_t *count;          /* (n_vocab) occurrences of each id in the window */
+    int32_t *distinct;        /* (n_vocab) ids with count > 0, unordered */
+    int32_t *distinct_pos;    /* (n_vocab) position of an id in `distinct`, or -1 */
+    int32_t n_distinct;
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * RNG */
+
+static uint64_t splitmix64_next(uint64_t *x)
+{
+    uint64_t z = (*x += SPLITMIX_GAMMA);
+    z = (z ^ (z >> 30)) * SPLITMIX_MUL1;
+    z = (z ^ (z >> 27)) * SPLITMIX_MUL2;
+    return z ^ (z >> 31);
+}
+
+static inline uint64_t rotl64(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+/* xoshiro256** (Blackman and Vigna, 2018): the published recurrence, written from its
+ * definition. Its state must not be all zero, which splitmix64 seeding guarantees in practice. */
+static uint64_t rng_next(uint64_t s[4])
+{
+    uint64_t result = rotl64(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl64(s[3], 45);
+    return result;
+}
+
+static double rng_uniform(uint64_t s[4])
+{
+    return (double)(rng_next(s) >> 11) * RNG_DOUBLE_SCALE;
+}
+
+static void rng_seed(struct ork_sampler *s)
+{
+    uint64_t x = s->seed;
+    for (int i = 0; i < 4; i++)
+        s->rng[i] = splitmix64_next(&x);
+}
+
+static uint64_t seed_from_clock(void)
+{
+    struct timespec rt = { 0 }, mono = { 0 };
+    clock_gettime(CLOCK_REALTIME, &rt);
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    uint64_t x = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
+    x ^= ((uint64_t)mono.tv_nsec << 32) ^ (uint64_t)mono.tv_sec;
+    uint64_t seed = splitmix64_next(&x);
+    return seed == ORK_SEED_RANDOM ? seed - 1 : seed;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Parameters */
+
+void ork_sampler_params_default(struct ork_sampler_params *p)
+{
+    if (!p)
+        return;
+    memset(p, 0, sizeof(*p));
+    p->temp = 0.8f;
+    p->top_k = 40;
+    p->top_p = 0.95f;
+    p->min_p = 0.05f;
+    p->repeat_penalty = 1.0f;
+    p->presence_penalty = 0.0f;
+    p->frequency_penalty = 0.0f;
+    p->penalty_last_n = 64;
+    p->seed = ORK_SEED_RANDOM;
+}
+
+static int params_validate(const struct ork_sampler_params *p, int32_t n_vocab)
+{
+    if (n_vocab <= 0)
+        return ork_errorf(ORK_EINVAL, "sampler: n_vocab %d must be > 0", n_vocab);
+    if (!isfinite(p->temp))
+        return ork_errorf(ORK_EINVAL, "sampler: temp must be a finite number");
+    if (isnan(p->top_p) || p->top_p < 0.0f)
+        return ork_errorf(ORK_EINVAL, "sampler: top_p %g must be >= 0 (>= 1 disables it)",
+                          (double)p->top_p);
+    if (isnan(p->min_p) || p->min_p > 1.0f)
+        return ork_errorf(ORK_EINVAL, "sampler: min_p %g must be <= 1 (<= 0 disables it)",
+                          (double)p->min_p);
+    if (!isfinite(p->repeat_penalty) || p->repeat_penalty <= 0.0f)
+        return ork_errorf(ORK_EINVAL, "sampler: repeat_penalty %g must be finite and > 0 "
+                          "(1 disables it)", (double)p->repeat_penalty);
+    if (!isfinite(p->presence_penalty))
+        return ork_errorf(ORK_EINVAL, "sampler: presence_penalty must be a finite number");
+    if (!isfinite(p->frequency_penalty))
+        return ork_errorf(ORK_EINVAL, "sampler: frequency_penalty must be a finite number");
+    if (p->penalty_last_n < -1 || p->penalty_last_n > SAMPLER_MAX_LAST_N)
+        return ork_errorf(ORK_EINVAL, "sampler: penalty_last_n %d must be in [-1, %d]",
+                          p->penalty_last_n, SAMPLER_MAX_LAST_N);
+    return 0;
+}
+
+static bool penalties_active(const struct ork_sampler_params *p)
+{
+    return p->penalty_last_n != 0 && (p->repeat_penalty != 1.0f || p->presence_penalty != 0.0f ||
+                                      p->frequency_penalty != 0.0f);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Lifecycle */
+
+void ork_sampler_free(struct ork_sampler *s)
+{
+    if (!s)
+        return;
+    ork_free(s->cand);
+    ork_free(s->ring);
+    ork_free(s->count);
+    ork_free(s->distinct);
+    ork_free(s->distinct_pos);
+    ork_free(s);
+}
+
+static void history_clear(struct ork_sampler *s)
+{
+    for (int32_t i = 0; i < s->n_distinct; i++) {
+        int32_t id = s->distinct[i];
+        s->count[id] = 0;
+        s->distinct_pos[id] = -1;
+    }
+    s->n_distinct = 0;
+    s->ring_len = 0;
+    s->ring_head = 0;
+}
+
+int ork_sampler_create(const struct ork_sampler_params *p, int32_t n_vocab, struct ork_sampler **out)
+{
+    if (!p || !out)
+        return ork_errorf(ORK_EINVAL, "sampler: params and out must not be NULL");
+    *out = NULL;
+    int ret = params_validate(p, n_vocab);
+    if (ret < 0)
+        return ret;
+
+    struct ork_sampler *s = ork_calloc(1, sizeof(*s));
+    if (!s)
+        return ork_errorf(ORK_ENOMEM, "sampler: cannot allocate state");
+    s->params = *p;
+    s->n_vocab = n_vocab;
+    s->cand = ork_calloc((size_t)n_vocab, sizeof(*s->cand));
+    s->count = ork_calloc((size_t)n_vocab, sizeof(*s->count));
+    s->distinct = ork_calloc((size_t)n_vocab, sizeof(*s->distinct));
+    s->distinct_pos = ork_calloc((size_t)n_vocab, sizeof(*s->distinct_pos));
+    if (!s->cand || !s->count || !s->distinct || !s->distinct_pos)
+        goto err_nomem;
+    if (p->penalty_last_n > 0) {
+        s->ring_cap = p->penalty_last_n;
+        s->ring = ork_calloc((size_t)s->ring_cap, sizeof(*s->ring));
+        if (!s->ring)
+            goto err_nomem;
+    }
+    for (int32_t i = 0; i < n_vocab; i++)
+        s->distinct_pos[i] = -1;
+
+    s->seed = p->seed == ORK_SEED_RANDOM ? seed_from_clock() : p->seed;
+    rng_seed(s);
+    *out = s;
+    return 0;
+
+err_nomem:
+    ork_sampler_free(s);
+    return ork_errorf(ORK_ENOMEM, "sampler: cannot allocate buffers for n_vocab %d", n_vocab);
+}
+
+void ork_sampler_reset(struct ork_sampler *s)
+{
+    if (!s)
+        return;
+    history_clear(s);
+    rng_seed(s);
+}
+
+uint64_t ork_sampler_seed(const struct ork_sampler *s)
+{
+    return s ? s->seed : 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Penalty history */
+
+static void count_add(struct ork_sampler *s, int32_t id)
+{
+    if (s->count[id]++ == 0) {
+        s->distinct_pos[id] = s->n_distinct;
+        s->distinct[s->n_distinct++] = id;
+    }
+}
+
+static void count_remove(struct ork_sampler *s, int32_t id)
+{
+    if (--s->count[id] == 0) {
+        int32_t pos = s->distinct_pos[id];
+        int32_t last = s->distinct[--s->n_distinct];
+        s->distinct[pos] = last;
+        s->distinct_pos[last] = pos;
+        s->distinct_pos[id] = -1;
+    }
+}
+
+void ork_sampler_accept(struct ork_sampler *s, int32_t id)
+{
+    if (!s)
+        return;
+    if (id < 0 || id >= s->n_vocab) {
+        ORK_LOGW("sampler: accept: token id %d outside the vocabulary [0, %d); ignored", id,
+                 s->n_vocab);
+        return;
+    }
+    if (s->params.penalty_last_n == 0)
+        return;
+    if (s->params.penalty_last_n == -1) {   /* whole history: counts only */
+        count_add(s, id);
+        return;
+    }
+    if (s->ring_len == s->ring_cap) {       /* window full: the oldest token leaves */
+        count_remove(s, s->ring[s->ring_head]);
+        s->ring[s->ring_head] = id;
+        s->ring_head = (s->ring_head + 1) % s->ring_cap;
+    } else {
+        s->ring[(s->ring_head + s->ring_len) % s->ring_cap] = id;
+        s->ring_len++;
+    }
+    count_add(s, id);
+}
+
+/* The penalty applied to one logit with `cnt` > 0 occurrences in the window: the repeat penalty
+ * divides positive logits and multiplies non-positive ones; then frequency * count and the
+ * presence penalty (once) are subtracted (llama.cpp's definitions). */
+static float penalize(const struct ork_sampler_params *p, float logit, uint32_t cnt)
+{
+    if (logit <= 0.0f)
+        logit *= p->repeat_penalty;
+    else
+        logit /= p->repeat_penalty;
+    return logit - (float)cnt * p->frequency_penalty - p->presence_penalty;
+}
+
+void ork_sampler_apply_penalties(const struct ork_sampler *s, float *logits)
+{
+    if (!s || !logits || !penalties_active(&s->params))
+        return;
+    for (int32_t i = 0; i < s->n_distinct; i++) {
+        int32_t id = s->distinct[i];
+        logits[id] = penalize(&s->params, logits[id], s->count[id]);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Candidate ordering: higher logit first, ties broken by lower id (a strict total order, so
+ * every result is deterministic). */
+
+static inline bool cand_before(const struct cand *a, const struct cand *b)
+{
+    return a->logit > b->logit || (a->logit == b->logit && a->id < b->id);
+}
+
+static void heap_sift_down(struct cand *c, size_t n, size_t i)
+{
+    struct cand x = c[i];
+    for (;;) {
+        size_t child = 2 * i + 1;
+        if (child >= n)
+            break;
+        if (child + 1 < n && cand_before(&c[child + 1], &c[child]))
+            child++;
+        if (!cand_before(&c[child], &x))
+            break;
+        c[i] = c[child];
+        i = child;
+    }
+    c[i] = x;
+}
+
+static void heap_build(struct cand *c, size_t n)
+{
+    for (size_t i = n / 2; i-- > 0;)
+        heap_sift_down(c, n, i);
+}
+
+/* Pop the best element of the heap c[0..n) into c[n-1]; the heap shrinks to c[0..n-1). */
+static void heap_pop(struct cand *c, size_t n)
+{
+    struct cand top = c[0];
+    c[0] = c[n - 1];
+    c[n - 1] = top;
+    heap_sift_down(c, n - 1, 0);
+}
+
+static void cand_reverse(struct cand *c, size_t n)
+{
+    for (size_t i = 0, j = n; i + 1 < j; i++, j--) {
+        struct cand t = c[i];
+        c[i] = c[j - 1];
+        c[j - 1] = t;
+    }
+}
+
+static float sanitize_logit(float x)
+{
+    if (isnan(x))
+        return -INFINITY;
+    if (x > FLT_MAX)
+        return FLT_MAX;
+    return x;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The chain */
+
+/* Draw from c[0..n) with probabilities softmax(logit / temp). */
+static int32_t draw(struct ork_sampler *s, struct cand *c, size_t n, float temp)
+{
+    float max = c[0].logit;
+    for (size_t i = 1; i < n; i++)
+        if (c[i].logit > max)
+            max = c[i].logit;
+    if (max == -INFINITY)     /* everything masked: fall back to the first candidate */
+        return c[0].id;
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        c[i].p = expf((c[i].logit - max) / temp);
+        sum += (double)c[i].p;
+    }
+    double r = rng_uniform(s->rng) * sum;
+    double acc = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        acc += (double)c[i].p;
+        if (r < acc)
+            return c[i].id;
+    }
+    for (size_t i = n; i-- > 0;)   /* rounding put r past the total: last non-zero candidate */
+        if (c[i].p > 0.0f)
+            return c[i].id;
+    return c[0].id;
+}
+
+int32_t ork_sampler_sample(struct ork_sampler *s, const float *logits)
+{
+    if (!s || !logits)
+        return ork_errorf(ORK_EINVAL, "sampler: sample: sampler and logits must not be NULL");
+    const struct ork_sampler_params *p = &s->params;
+    struct cand *c = s->cand;
+    size_t n = (size_t)s->n_vocab;
+
+    /* 1. Penalties (candidates are indexed by id here). */
+    for (size_t i = 0; i < n; i++) {
+        c[i].id = (int32_t)i;
+        c[i].logit = sanitize_logit(logits[i]);
+    }
+    if (penalties_active(p)) {
+        for (int32_t i = 0; i < s->n_distinct; i++) {
+            int32_t id = s->distinct[i];
+            c[id].logit = sanitize_logit(penalize(p, c[id].logit, s->count[id]));
+        }
+    }
+
+    /* Greedy: argmax, ties to the lowest id. Top-k/top-p/min-p always keep the argmax, so they
+     * cannot change the result. */
+    if (p->temp <= 0.0f) {
+        size_t best = 0;
+        for (size_t i = 1; i < n; i++)
+            if (c[i].logit > c[best].logit)
+                best = i;
+        return c[best].id;
+    }
+
+    /* 2. Top-k: pop the k best from a heap; they end up sorted (best first) at the array's end. */
+    bool sorted = false;
+    if (p->top_k > 0 && (size_t)p->top_k < n) {
+        size_t k = (size_t)p->top_k;
+        heap_build(c, n);
+        for (size_t i = 0; i < k; i++)
+            heap_pop(c, n - i);
+        c += n - k;
+        n = k;
+        cand_reverse(c, n);
+        sorted = true;
+    }
+
+    float max = c[0].logit;
+    for (size_t i = 1; i < n; i++)
+        if (c[i].logit > max)
+            max = c[i].logit;
+    if (max == -INFINITY)
+        return draw(s, c, n, p->temp);
+
+    /* 4 (done first, same result). Min-p keeps p_i >= min_p * p_max, i.e.
+     * logit_i >= max + ln(min_p): a threshold on logits, unaffected by renormalisation. Top-p
+     * and min-p both keep a best-first prefix, so their intersection does not depend on the
+     * order they run in, provided top-p's probabilities are normalised over the top-k set. */
+    float min_logit = -INFINITY;
+    if (p->min_p > 0.0f)
+        min_logit = max + logf(p->min_p);
+
+    /* 3. Top-p: the smallest best-first prefix whose probability reaches top_p (at least one). */
+    if (p->top_p < 1.0f) {
+        double z = 0.0;   /* softmax normaliser over the top-k set, at temperature 1 */
+        for (size_t i = 0; i < n; i++)
+            z += exp((double)c[i].logit - (double)max);
+        double target = (double)p->top_p * z;
+        size_t keep = 0;
+        double cum = 0.0;
+        if (sorted) {
+            while (keep < n && c[keep].logit >= min_logit) {
+                cum += exp((double)c[keep].logit - (double)max);
+                keep++;
+                if (cum >= target)
+                    break;
+            }
+        } else {
+            /* Pop best-first only as far as needed: O(n + keep log n), no full sort. */
+            heap_build(c, n);
+            while (keep < n) {
+                const struct cand *top = &c[0];
+                if (top->logit < min_logit)
+                    break;
+                cum += exp((double)top->logit - (double)max);
+                heap_pop(c, n - keep);
+                keep++;
+                if (cum >= target)
+                    break;
+            }
+            c += n - keep;
+            cand_reverse(c, keep);
+        }
+        n = keep ? keep : 1;   /* keep >= 1 always: the best candidate passes min-p */
+    } else if (p->min_p > 0.0f) {
+        size_t keep = 0;
+        for (size_t i = 0; i < n; i++)
+            if (c[i].logit >= min_logit)
+                c[keep++] = c[i];
+        n = keep ? keep : 1;
+    }
+
+    /* 5-6. Temperature and draw. */
+    return draw(s, c, n, p->temp);
+}
