@@ -57,6 +57,20 @@ uint16_t ork_f32_to_fp16(float f);
 float ork_bf16_to_f32(uint16_t h);
 uint16_t ork_f32_to_bf16(float f);
 
+
+/* --- Additions: dispatched dots, argument check, active path. --- */
+
+/* 0 when the CPU kernels can compute with `type` over rows of n elements; otherwise
+ * ORK_EUNSUPPORTED (naming the type) or ORK_EINVAL (n not a multiple of the block). */
+int ork_kernels_check(uint32_t type, int64_t n);
+/* Dispatched dot of one weight row with an f32 vector: equals the dispatched f32 dot of the
+ * dequantized row with x, bit for bit (NaN for an unsupported type or bad n). */
+float ork_vec_dot(uint32_t type, const void *row, const float *x, int64_t n);
+/* Dispatched f32 dot product (the one ork_matmul uses for every output element). */
+float ork_vec_dot_f32(const float *a, const float *b, int64_t n);
+/* Name of the path the dispatched kernels take on this CPU: "avx2" or "scalar". */
+const char *ork_kernels_path(void);
+
 #ifdef __cplusplus
 }
 #endif

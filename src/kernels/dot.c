@@ -1,0 +1,188 @@
+/* dot.c -- the dispatched CPU kernels: f32 dot products, row dots for every supported type,
+ * and row dequantization, each with a scalar path (the reference order) and, on x86-64 CPUs
+ * with AVX2+FMA+F16C, a SIMD path chosen once at run time. ORK_DEBUG=scalar forces the scalar
+ * path. Not here: the definition of the types (quant_ref.c), threading (matmul.c, pool.c).
+ *
+ * Accumulation order. Every dot product in ork is "the f32 dot of the dequantized weight row
+ * with x", computed through an accumulator state so that a long row can be fed in chunks
+ * without changing a bit of the result:
+ *   scalar: one f32 accumulator, elements in order 0, 1, 2, ... (= ork_vec_dot_ref);
+ *   avx2:   32 f32 lanes (4 registers x 8); element i goes to lane i % 32 with a fused
+ *           multiply-add, while 32 elements remain; the last n % 32 elements are summed in
+ *           order into a separate f32 tail; at the end lanes k, k+8, k+16, k+24 are added as
+ *           (l[k] + l[k+8]) + (l[k+16] + l[k+24]), the 8 results pairwise
+ *           ((s0+s1)+(s2+s3)) + ((s4+s5)+(s6+s7)), and the tail added last.
+ * The two orders differ by rounding only; tests/unit/test_kernels_dot.c bounds the difference
+ * (relative to sum |w x|) by 1e-5. Dequantization is exact on both paths (same bits). */
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <ork/debug.h>
+#include <ork/error.h>
+#include <ork-kernels/kernels.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ORK_HAVE_X86_DISPATCH 1
+#include <immintrin.h>
+#endif
+
+enum kpath { KPATH_SCALAR = 0, KPATH_AVX2 = 1 };
+
+/* Lanes of the SIMD accumulator: 4 AVX registers of 8 f32 (enough independent chains to hide
+ * the FMA latency). Chunks fed to an accumulator are multiples of this, so chunking never
+ * changes which lane an element lands in. */
+#define DOT_LANES 32
+/* Elements dequantized at a time by ork_vec_dot (a multiple of every block size and of
+ * DOT_LANES; 4 KiB of stack). */
+#define DOT_CHUNK 1024
+
+struct dot_acc {
+    float lane[DOT_LANES];
+    float tail;
+};
+
+static enum kpath g_path;
+static pthread_once_t g_path_once = PTHREAD_ONCE_INIT;
+
+static void path_init(void)
+{
+    g_path = KPATH_SCALAR;
+#ifdef ORK_HAVE_X86_DISPATCH
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c"))
+        g_path = KPATH_AVX2;
+#endif
+    if (ork_debug(ORK_DBG_SCALAR))
+        g_path = KPATH_SCALAR;
+}
+
+static enum kpath path(void)
+{
+    pthread_once(&g_path_once, path_init);
+    return g_path;
+}
+
+const char *ork_kernels_path(void)
+{
+    return path() == KPATH_AVX2 ? "avx2" : "scalar";
+}
+
+/* ---- scalar ---- */
+
+static void acc_step_scalar(struct dot_acc *acc, const float *a, const float *b, int64_t n)
+{
+    float s = acc->lane[0];
+    for (int64_t i = 0; i < n; i++)
+        s += a[i] * b[i];
+    acc->lane[0] = s;
+}
+
+static void deq_f16_scalar(const uint8_t *p, float *dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = ork_fp16_to_f32((uint16_t)(p[2 * i] | (p[2 * i + 1] << 8)));
+}
+
+/* ---- AVX2 + FMA + F16C ---- */
+
+#ifdef ORK_HAVE_X86_DISPATCH
+__attribute__((target("avx2,fma")))
+static void acc_step_avx2(struct dot_acc *acc, const float *a, const float *b, int64_t n)
+{
+    __m256 s0 = _mm256_loadu_ps(acc->lane + 0);
+    __m256 s1 = _mm256_loadu_ps(acc->lane + 8);
+    __m256 s2 = _mm256_loadu_ps(acc->lane + 16);
+    __m256 s3 = _mm256_loadu_ps(acc->lane + 24);
+    int64_t i = 0;
+    for (; i + DOT_LANES <= n; i += DOT_LANES) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 0), _mm256_loadu_ps(b + i + 0), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+    }
+    _mm256_storeu_ps(acc->lane + 0, s0);
+    _mm256_storeu_ps(acc->lane + 8, s1);
+    _mm256_storeu_ps(acc->lane + 16, s2);
+    _mm256_storeu_ps(acc->lane + 24, s3);
+    float t = acc->tail;
+    for (; i < n; i++)
+        t += a[i] * b[i];
+    acc->tail = t;
+}
+
+__attribute__((target("avx2,fma,f16c")))
+static void deq_f16_avx2(const uint8_t *p, float *dst, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2 * i))));
+    deq_f16_scalar(p + 2 * i, dst + i, n - i);
+}
+#endif
+
+static float acc_end(const struct dot_acc *acc, enum kpath kp)
+{
+    if (kp == KPATH_SCALAR)
+        return acc->lane[0];
+    const float *l = acc->lane;
+    float s[8];
+    for (int k = 0; k < 8; k++)
+        s[k] = (l[k] + l[k + 8]) + (l[k + 16] + l[k + 24]);
+    return (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))) + acc->tail;
+}
+
+static void acc_step(struct dot_acc *acc, const float *a, const float *b, int64_t n, enum kpath kp)
+{
+#ifdef ORK_HAVE_X86_DISPATCH
+    if (kp == KPATH_AVX2) {
+        acc_step_avx2(acc, a, b, n);
+        return;
+    }
+#endif
+    acc_step_scalar(acc, a, b, n);
+}
+
+float ork_vec_dot_f32(const float *a, const float *b, int64_t n)
+{
+    enum kpath kp = path();
+    struct dot_acc acc;
+    memset(&acc, 0, sizeof acc);
+    acc_step(&acc, a, b, n, kp);
+    return acc_end(&acc, kp);
+}
+
+int ork_dequant_row(uint32_t type, const void *src, float *dst, int64_t n)
+{
+    if (type == ORK_TYPE_F16 && n >= 0) {
+#ifdef ORK_HAVE_X86_DISPATCH
+        if (path() == KPATH_AVX2) {
+            deq_f16_avx2(src, dst, n);
+            return 0;
+        }
+#endif
+        deq_f16_scalar(src, dst, n);
+        return 0;
+    }
+    return ork_dequant_row_ref(type, src, dst, n);
+}
+
+float ork_vec_dot(uint32_t type, const void *row, const float *x, int64_t n)
+{
+    if (ork_kernels_check(type, n) < 0)
+        return __builtin_nanf("");
+    if (type == ORK_TYPE_F32)
+        return ork_vec_dot_f32(row, x, n);
+    enum kpath kp = path();
+    struct dot_acc acc;
+    memset(&acc, 0, sizeof acc);
+    float buf[DOT_CHUNK];
+    const uint8_t *p = row;
+    for (int64_t off = 0; off < n; off += DOT_CHUNK) {
+        int64_t c = n - off < DOT_CHUNK ? n - off : DOT_CHUNK;
+        ork_dequant_row(type, p + ork_type_row_bytes(type, (uint64_t)off), buf, c);
+        acc_step(&acc, buf, x + off, c, kp);
+    }
+    return acc_end(&acc, kp);
+}
