@@ -1,0 +1,176 @@
+/* ork-engine/engine.h -- the model and session API: everything the CLI and the server need to
+ * load a GGUF model, evaluate tokens, and generate text.
+ *
+ * Objects and ownership:
+ *   struct ork_model    the GGUF mapping, the hyperparameters, the weight views (borrowed from the
+ *                       mapping) and the tokenizer. Read-only after load; one model may back any
+ *                       number of sessions (each session used by one thread at a time).
+ *   struct ork_session  one conversation: KV cache, thread pool, scratch arena and the list of
+ *                       tokens the cache holds. Everything is allocated at create time, so
+ *                       evaluating and generating allocate nothing per token.
+ *
+ * Supported architectures: llama, qwen2 (q/k/v biases, NEOX RoPE), qwen3 (per-head q/k RMSNorm,
+ * NEOX RoPE, head_dim from attention.key_length). See docs/engine.md.
+ *
+ * Errors follow ork/error.h: negative ORK_E* codes with a message naming what was wrong
+ * (ork_error_message()). ORK_ECONTEXT means the KV cache is full. */
+#ifndef ORK_ENGINE_ENGINE_H
+#define ORK_ENGINE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ork-engine/gguf.h>
+#include <ork-engine/sampler.h>
+#include <ork-engine/tokenizer.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- model ------------------------------------------------------------------------------- */
+
+enum ork_arch {
+    ORK_ARCH_LLAMA = 0,     /* RoPE on adjacent pairs (the GGUF converter permutes Q/K for it) */
+    ORK_ARCH_QWEN2 = 1,     /* NEOX RoPE, q/k/v biases */
+    ORK_ARCH_QWEN3 = 2,     /* NEOX RoPE, per-head RMSNorm of q and k before RoPE */
+};
+
+/* Hyperparameters, read from "<arch>.*" metadata and checked against the tensors. */
+struct ork_model_config {
+    enum ork_arch arch;
+    char arch_name[16];         /* general.architecture */
+    int32_t dim;                /* embedding_length */
+    int32_t n_layers;           /* block_count */
+    int32_t ffn_dim;            /* feed_forward_length */
+    int32_t n_heads;            /* attention.head_count */
+    int32_t n_kv_heads;         /* attention.head_count_kv (default n_heads) */
+    int32_t head_dim;           /* attention.key_length (default dim / n_heads) */
+    int32_t n_rot;              /* rope.dimension_count (default head_dim) */
+    int32_t n_vocab;            /* rows of token_embd */
+    int32_t n_ctx_train;        /* context_length */
+    float rope_base;            /* rope.freq_base (default 10000) */
+    float rms_eps;              /* attention.layer_norm_rms_epsilon */
+    bool tied_output;           /* no output.weight: the LM head is token_embd */
+};
+
+struct ork_model;
+
+struct ork_model_params {
+    bool no_tokenizer;          /* skip loading the tokenizer (evaluation from ids only) */
+};
+void ork_model_params_default(struct ork_model_params *p);
+
+/* Open, validate and bind a model. Errors: ORK_EIO / ORK_EFORMAT from the GGUF reader,
+ * ORK_EUNSUPPORTED (architecture or tensor type; the message names it), ORK_EFORMAT (missing
+ * tensor or wrong shape; the message names the tensor), ORK_ENOMEM. p may be NULL. */
+int ork_model_load(const char *path, const struct ork_model_params *p, struct ork_model **out);
+void ork_model_free(struct ork_model *m);
+
+const struct ork_model_config *ork_model_config(const struct ork_model *m);
+/* NULL when loaded with no_tokenizer. */
+const struct ork_tokenizer *ork_model_tokenizer(const struct ork_model *m);
+const struct ork_gguf *ork_model_gguf(const struct ork_model *m);
+/* Human-readable one-line summary ("llama, 5 layers, dim 64, ..."), into buf. */
+int ork_model_describe(const struct ork_model *m, char *buf, size_t cap);
+
+/* ---- session ----------------------------------------------------------------------------- */
+
+enum ork_kv_type {
+    ORK_KV_F32 = 0,             /* exact (default) */
+    ORK_KV_F16 = 1,             /* half the memory; logprobs differ by up to ~2e-2 */
+};
+
+struct ork_session_params {
+    int32_t ctx_size;           /* KV cache length in tokens; 0: min(context_length, 4096) */
+    int32_t n_batch;            /* tokens per forward batch during prefill; 0: 256 */
+    int32_t n_threads;          /* <= 0: online CPUs */
+    enum ork_kv_type kv_type;   /* default ORK_KV_F32 */
+};
+void ork_session_params_default(struct ork_session_params *p);
+
+struct ork_session;
+
+/* p may be NULL (defaults). The session borrows the model (it must outlive the session). */
+int ork_session_create(struct ork_model *m, const struct ork_session_params *p,
+                       struct ork_session **out);
+void ork_session_free(struct ork_session *s);
+
+const struct ork_model *ork_session_model(const struct ork_session *s);
+int32_t ork_session_ctx_size(const struct ork_session *s);
+int32_t ork_session_n_batch(const struct ork_session *s);
+/* Tokens currently held by the KV cache (positions 0 .. n_past-1), in order. */
+int32_t ork_session_n_past(const struct ork_session *s);
+const int32_t *ork_session_tokens(const struct ork_session *s);
+/* Forget everything after the first n tokens (n <= n_past). reset == truncate(0). */
+int ork_session_truncate(struct ork_session *s, int32_t n);
+void ork_session_reset(struct ork_session *s);
+
+/* ---- evaluation -------------------------------------------------------------------------- */
+
+enum ork_eval_flags {
+    ORK_EVAL_LAST_LOGITS = 0,       /* logits (n_vocab) of the last token only */
+    ORK_EVAL_ALL_LOGITS = 1u << 0,  /* logits (n, n_vocab) of every token, row-major */
+};
+
+/* Run tokens[0..n) at positions pos .. pos+n-1 through the model, in batches of n_batch rows
+ * (each matmul sees M = batch rows), appending their K/V to the cache with causal attention
+ * over positions 0 .. p. pos must be <= n_past (a smaller pos first truncates the cache there).
+ * logits may be NULL (prefill without output). Errors: ORK_ECONTEXT when pos + n > ctx_size
+ * (nothing is evaluated), ORK_EINVAL for a token id outside the vocabulary. */
+int ork_model_eval(struct ork_session *s, const int32_t *tokens, int32_t n, int32_t pos,
+                   float *logits, uint32_t flags);
+
+/* ---- generation -------------------------------------------------------------------------- */
+
+/* Called with each chunk of generated text (valid UTF-8, stop strings held back / removed).
+ * Return non-zero to stop generating. */
+typedef int (*ork_gen_text_fn)(void *user, const char *text, size_t len);
+
+struct ork_gen_params {
+    struct ork_sampler_params sampling;
+    int32_t n_predict;          /* max tokens to generate; < 0: until EOG or context full */
+    const char *const *stops;   /* stop strings (the text stops before them) */
+    size_t n_stops;
+    bool add_special;           /* prepend BOS (etc.) as the tokenizer flags say (default true) */
+    bool parse_special;         /* recognise special-token text in the prompt (default false) */
+    bool reuse_cache;           /* keep the longest common prefix of the cache (default true) */
+    ork_gen_text_fn on_text;    /* may be NULL */
+    void *user;
+};
+void ork_gen_params_default(struct ork_gen_params *p);
+
+enum ork_stop_reason {
+    ORK_STOP_NONE = 0,
+    ORK_STOP_N_PREDICT,         /* n_predict tokens generated */
+    ORK_STOP_EOG,               /* end-of-generation token */
+    ORK_STOP_STRING,            /* a stop string matched */
+    ORK_STOP_CALLBACK,          /* on_text returned non-zero */
+    ORK_STOP_CONTEXT,           /* the KV cache is full */
+};
+const char *ork_stop_reason_name(enum ork_stop_reason r);
+
+struct ork_gen_stats {
+    int32_t n_prompt;           /* prompt tokens (including reused ones) */
+    int32_t n_reused;           /* prompt tokens already in the cache (not evaluated again) */
+    int32_t n_gen;              /* generated tokens */
+    double prompt_ms;           /* prefill wall time */
+    double gen_ms;              /* decode wall time (sampling included) */
+    enum ork_stop_reason stop;
+};
+
+/* Tokenize prompt and generate (ork_generate_tokens). */
+int ork_generate(struct ork_session *s, struct ork_sampler *smp, const char *prompt,
+                 const struct ork_gen_params *p, struct ork_gen_stats *stats);
+/* Generate from a token sequence. With reuse_cache, the cache keeps its longest common prefix
+ * with ids and only the rest is evaluated (chat turns); otherwise the cache is reset. The
+ * sampler (created by the caller for the model's vocabulary) sees the prompt tokens in its
+ * penalty history. The generated tokens stay in the cache (an EOG token is not evaluated). */
+int ork_generate_tokens(struct ork_session *s, struct ork_sampler *smp, const int32_t *ids,
+                        int32_t n, const struct ork_gen_params *p, struct ork_gen_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

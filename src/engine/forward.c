@@ -1,0 +1,233 @@
+/* forward.c -- the transformer forward pass on the CPU, for a batch of M tokens at consecutive
+ * positions (prefill: M up to n_batch; decode: M = 1). Every projection is one ork_matmul over
+ * the M rows, so a weight matrix streams once per batch. Attention is causal over the KV cache
+ * (kv.c) and split over the thread pool by (token, head).
+ *
+ * Per layer, as in the published models (llama; qwen2 adds q/k/v biases; qwen3 adds per-head
+ * RMSNorm of q and k before RoPE; qwen2/3 rotate NEOX-style halves, llama adjacent pairs):
+ *   h  = x + Wo * attn(rope(Wq*n(x) [+bq]), rope(Wk*n(x) [+bk]), Wv*n(x) [+bv])
+ *   x' = h + Wdown * (silu(Wgate*n(h)) * Wup*n(h))
+ * then logits = Wout * rmsnorm(x).
+ *
+ * Not here: weight binding (model.c), cache storage (kv.c), sampling (generate.c). Activations
+ * come from the session's arena, reset per batch: nothing is allocated per token. */
+#include "model_priv.h"
+
+#include <ork/error.h>
+
+#include <math.h>
+#include <string.h>
+
+/* Number of arena allocations per batch (for the alignment slack in the size estimate). */
+#define FWD_N_BUFFERS 12
+#define FWD_ALIGN 64    /* arena.c aligns every allocation to 64 bytes */
+
+size_t ork__forward_scratch_bytes(const struct ork_model_config *c, int32_t n_batch, int32_t ctx,
+                                  int32_t n_threads)
+{
+    size_t m = (size_t)n_batch;
+    size_t q_dim = (size_t)c->n_heads * (size_t)c->head_dim;
+    size_t kv_dim = (size_t)c->n_kv_heads * (size_t)c->head_dim;
+    size_t floats = m * (2 * (size_t)c->dim      /* x, xb */
+                         + 2 * q_dim             /* q, att */
+                         + 2 * kv_dim            /* k, v */
+                         + 2 * (size_t)c->ffn_dim) /* hb, hb2 */
+                    + (size_t)n_threads * (size_t)ctx;  /* attention scores, one row per thread */
+    return floats * sizeof(float) + (size_t)FWD_N_BUFFERS * FWD_ALIGN;
+}
+
+/* ---- attention over the pool ------------------------------------------------------------- */
+
+struct attn_job {
+    const struct ork_kv_cache *kv;
+    int32_t layer;
+    int32_t n_tok;          /* rows in this batch */
+    int32_t pos0;           /* position of row 0 */
+    int32_t n_heads, n_kv_heads, head_dim;
+    const float *q;         /* (n_tok, n_heads * head_dim) */
+    float *out;             /* (n_tok, n_heads * head_dim) */
+    float *scores;          /* (nth, ctx) */
+    int32_t ctx;
+    float scale;
+};
+
+static void attn_worker(void *ctx, int ith, int nth)
+{
+    const struct attn_job *j = ctx;
+    int32_t q_dim = j->n_heads * j->head_dim;
+    int32_t group = j->n_heads / j->n_kv_heads;
+    float *sc = j->scores + (size_t)ith * (size_t)j->ctx;
+    int32_t n_items = j->n_tok * j->n_heads;
+    for (int32_t it = ith; it < n_items; it += nth) {
+        int32_t i = it / j->n_heads, h = it % j->n_heads;
+        int32_t n_pos = j->pos0 + i + 1;                    /* causal: keys 0 .. pos */
+        int32_t off = (h / group) * j->head_dim;            /* GQA: the shared kv head */
+        const float *qh = j->q + (size_t)i * q_dim + (size_t)h * j->head_dim;
+        ork__kv_scores(j->kv, j->layer, off, j->head_dim, qh, j->scale, n_pos, sc);
+        ork_softmax(sc, n_pos);
+        ork__kv_weighted_sum(j->kv, j->layer, off, j->head_dim, sc, n_pos,
+                             j->out + (size_t)i * q_dim + (size_t)h * j->head_dim);
+    }
+}
+
+/* ---- helpers ----------------------------------------------------------------------------- */
+
+static void add_rows(float *x, const float *b, int32_t m, int32_t n)
+{
+    for (int32_t i = 0; i < m; i++)
+        for (int32_t k = 0; k < n; k++)
+            x[(size_t)i * n + k] += b[k];
+}
+
+static void rmsnorm_rows(float *out, const float *x, const float *w, int32_t m, int32_t n, float eps)
+{
+    for (int32_t i = 0; i < m; i++)
+        ork_rmsnorm(out + (size_t)i * n, x + (size_t)i * n, w, n, eps);
+}
+
+/* Per-head RMSNorm (qwen3) then RoPE, for the m rows of n_h heads at positions pos0 + i. */
+static void norm_rope_heads(float *x, int32_t m, int32_t n_h, const float *norm,
+                            const struct ork_model_config *c, int32_t pos0)
+{
+    int neox = c->arch != ORK_ARCH_LLAMA;
+    int32_t hd = c->head_dim;
+    for (int32_t i = 0; i < m; i++)
+        for (int32_t h = 0; h < n_h; h++) {
+            float *v = x + ((size_t)i * n_h + h) * hd;
+            if (norm)
+                ork_rmsnorm(v, v, norm, hd, c->rms_eps);
+            ork_rope(v, hd, c->n_rot, pos0 + i, c->rope_base, neox);
+        }
+}
+
+#define ALLOC_F(ptr, count)                                                                 \
+    do {                                                                                    \
+        (ptr) = ork_arena_alloc(s->arena, (size_t)(count) * sizeof(float));                 \
+        if (!(ptr))                                                                         \
+            return ork_errorf(ORK_ENOMEM, "forward: scratch arena exhausted (%s)", #ptr);   \
+    } while (0)
+
+#define MATMUL(w, in, rows, out)                                                            \
+    do {                                                                                    \
+        int r_ = ork_matmul(s->pool, &(w), (in), (rows), (out));                            \
+        if (r_ < 0)                                                                         \
+            return r_;                                                                      \
+    } while (0)
+
+/* ---- one batch --------------------------------------------------------------------------- */
+
+int ork__forward_batch(struct ork_session *s, const int32_t *tokens, int32_t n, int32_t pos,
+                       float *logits, bool all)
+{
+    const struct ork_model *md = s->m;
+    const struct ork_model_config *c = &md->cfg;
+    const struct ork_weights *w = &md->w;
+    int32_t dim = c->dim, q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+    int32_t nth = ork_pool_threads(s->pool);
+    float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *scores;
+
+    ork_arena_reset(s->arena);
+    ALLOC_F(x, (size_t)n * dim);
+    ALLOC_F(xb, (size_t)n * dim);
+    ALLOC_F(q, (size_t)n * q_dim);
+    ALLOC_F(att, (size_t)n * q_dim);
+    ALLOC_F(k, (size_t)n * kv_dim);
+    ALLOC_F(v, (size_t)n * kv_dim);
+    ALLOC_F(hb, (size_t)n * c->ffn_dim);
+    ALLOC_F(hb2, (size_t)n * c->ffn_dim);
+    ALLOC_F(scores, (size_t)nth * s->kv.ctx);
+
+    for (int32_t i = 0; i < n; i++) {
+        int ret = ork_get_row(&w->tok_embd, tokens[i], x + (size_t)i * dim);
+        if (ret < 0)
+            return ret;
+    }
+
+    struct attn_job job = {
+        .kv = &s->kv, .n_tok = n, .pos0 = pos, .n_heads = c->n_heads,
+        .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim, .q = q, .out = att,
+        .scores = scores, .ctx = s->kv.ctx, .scale = 1.0f / sqrtf((float)c->head_dim),
+    };
+
+    for (int32_t l = 0; l < c->n_layers; l++) {
+        const struct ork_layer_weights *L = &w->layers[l];
+
+        /* attention block */
+        rmsnorm_rows(xb, x, L->attn_norm, n, dim, c->rms_eps);
+        MATMUL(L->wq, xb, n, q);
+        MATMUL(L->wk, xb, n, k);
+        MATMUL(L->wv, xb, n, v);
+        if (L->bq) {
+            add_rows(q, L->bq, n, q_dim);
+            add_rows(k, L->bk, n, kv_dim);
+            add_rows(v, L->bv, n, kv_dim);
+        }
+        norm_rope_heads(q, n, c->n_heads, L->q_norm, c, pos);
+        norm_rope_heads(k, n, c->n_kv_heads, L->k_norm, c, pos);
+        for (int32_t i = 0; i < n; i++)
+            ork__kv_store(&s->kv, l, pos + i, k + (size_t)i * kv_dim, v + (size_t)i * kv_dim);
+        job.layer = l;
+        ork_pool_run(s->pool, attn_worker, &job);
+        MATMUL(L->wo, att, n, xb);
+        for (size_t i = 0; i < (size_t)n * dim; i++)
+            x[i] += xb[i];
+
+        /* feed-forward block (SwiGLU) */
+        rmsnorm_rows(xb, x, L->ffn_norm, n, dim, c->rms_eps);
+        MATMUL(L->w_gate, xb, n, hb);
+        MATMUL(L->w_up, xb, n, hb2);
+        ork_silu_mul(hb, hb2, (int64_t)n * c->ffn_dim);
+        MATMUL(L->w_down, hb, n, xb);
+        for (size_t i = 0; i < (size_t)n * dim; i++)
+            x[i] += xb[i];
+    }
+
+    if (!logits)
+        return 0;
+    if (all) {
+        rmsnorm_rows(xb, x, w->output_norm, n, dim, c->rms_eps);
+        MATMUL(w->output, xb, n, logits);
+    } else {
+        ork_rmsnorm(xb, x + (size_t)(n - 1) * dim, w->output_norm, dim, c->rms_eps);
+        MATMUL(w->output, xb, 1, logits);
+    }
+    return 0;
+}
+
+/* ---- public ------------------------------------------------------------------------------ */
+
+int ork_model_eval(struct ork_session *s, const int32_t *tokens, int32_t n, int32_t pos,
+                   float *logits, uint32_t flags)
+{
+    const struct ork_model_config *c = &s->m->cfg;
+    if (!tokens || n < 1)
+        return ork_errorf(ORK_EINVAL, "ork_model_eval: no tokens to evaluate");
+    if (pos < 0 || pos > s->n_past)
+        return ork_errorf(ORK_EINVAL, "ork_model_eval: position %d is past the %d cached tokens",
+                          pos, s->n_past);
+    if ((int64_t)pos + n > s->kv.ctx)
+        return ork_errorf(ORK_ECONTEXT, "context full: %lld tokens > ctx_size %d",
+                          (long long)pos + n, s->kv.ctx);
+    for (int32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->n_vocab)
+            return ork_errorf(ORK_EINVAL, "token id %d at index %d is outside the vocabulary "
+                              "(%d tokens)", tokens[i], i, c->n_vocab);
+    bool all = (flags & ORK_EVAL_ALL_LOGITS) != 0;
+    s->n_past = pos;
+    int32_t nb = s->p.n_batch;
+    for (int32_t done = 0; done < n; done += nb) {
+        int32_t m = n - done < nb ? n - done : nb;
+        bool last = done + m == n;
+        float *out = NULL;
+        if (logits && all)
+            out = logits + (size_t)done * (size_t)c->n_vocab;
+        else if (logits && last)
+            out = logits;
+        int ret = ork__forward_batch(s, tokens + done, m, pos + done, out, all);
+        if (ret < 0)
+            return ret;
+        memcpy(s->tokens + pos + done, tokens + done, (size_t)m * sizeof(int32_t));
+        s->n_past = pos + done + m;
+    }
+    return 0;
+}

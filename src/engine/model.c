@@ -1,0 +1,363 @@
+/* model.c -- load a GGUF model: architecture table, hyperparameters from metadata, weight
+ * binding (views into the mapping) and validation of every tensor's presence, shape and type.
+ *
+ * This file decides *what* the model is; it computes nothing (forward.c) and holds no run state
+ * (model_session.c). Errors name the key or tensor that was wrong. */
+#include "model_priv.h"
+
+#include <ork/alloc.h>
+#include <ork/debug.h>
+#include <ork/error.h>
+#include <ork/log.h>
+#include <ork-kernels/types.h>
+
+#include <stdio.h>
+#include <string.h>
+
+/* Defaults when the metadata omits a key (GGUF spec / llama.cpp conventions). */
+#define ORK_ROPE_BASE_DEFAULT 10000.0f  /* RoFormer paper, theta = 10000 */
+#define ORK_RMS_EPS_DEFAULT 1e-5f       /* llama.cpp's default for llama-family models */
+/* A bound on layer count and sizes that no real model reaches; it keeps a corrupt header from
+ * turning into a huge allocation or an int32 overflow. */
+#define ORK_MAX_LAYERS 1024
+#define ORK_MAX_DIM (1 << 20)
+
+struct arch_desc {
+    const char *name;
+    enum ork_arch arch;
+    bool qkv_bias;          /* attn_q/k/v.bias required */
+    bool qk_norm;           /* attn_q_norm / attn_k_norm required */
+};
+
+static const struct arch_desc arch_table[] = {
+    { "llama", ORK_ARCH_LLAMA, false, false },
+    { "qwen2", ORK_ARCH_QWEN2, true,  false },
+    { "qwen3", ORK_ARCH_QWEN3, false, true  },
+};
+
+void ork_model_params_default(struct ork_model_params *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+/* ---- metadata ---------------------------------------------------------------------------- */
+
+static int get_i32_key(const struct ork_gguf *g, const char *arch, const char *suffix, bool required,
+                       int32_t def, int32_t lo, int32_t hi, int32_t *out)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    uint32_t v;
+    int ret = ork_gguf_get_u32(g, key, &v);
+    if (ret == ORK_ENOENT) {
+        if (required)
+            return ork_errorf(ORK_EFORMAT, "model metadata: required key '%s' is missing", key);
+        *out = def;
+        return 0;
+    }
+    if (ret < 0)
+        return ret;
+    if ((int64_t)v < lo || (int64_t)v > hi)
+        return ork_errorf(ORK_EFORMAT, "model metadata: '%s' = %u is out of range [%d, %d]", key, v,
+                          lo, hi);
+    *out = (int32_t)v;
+    return 0;
+}
+
+static int get_f32_key(const struct ork_gguf *g, const char *arch, const char *suffix, float def,
+                       float *out)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    int ret = ork_gguf_get_f32(g, key, out);
+    if (ret == ORK_ENOENT) {
+        *out = def;
+        return 0;
+    }
+    return ret;
+}
+
+static int read_config(const struct ork_gguf *g, struct ork_model_config *c,
+                       const struct arch_desc **desc)
+{
+    struct ork_gguf_str s;
+    int ret = ork_gguf_get_str(g, "general.architecture", &s);
+    if (ret == ORK_ENOENT)
+        return ork_errorf(ORK_EFORMAT, "model metadata: 'general.architecture' is missing");
+    if (ret < 0)
+        return ret;
+    *desc = NULL;
+    for (size_t i = 0; i < sizeof arch_table / sizeof arch_table[0]; i++)
+        if (strlen(arch_table[i].name) == s.len && !memcmp(arch_table[i].name, s.ptr, s.len))
+            *desc = &arch_table[i];
+    if (!*desc)
+        return ork_errorf(ORK_EUNSUPPORTED,
+                          "architecture '%.*s' is not supported (ork runs llama, qwen2, qwen3)",
+                          (int)(s.len > 64 ? 64 : s.len), s.ptr);
+    const char *a = (*desc)->name;
+    memset(c, 0, sizeof(*c));
+    c->arch = (*desc)->arch;
+    snprintf(c->arch_name, sizeof c->arch_name, "%s", a);
+
+    if ((ret = get_i32_key(g, a, "embedding_length", true, 0, 1, ORK_MAX_DIM, &c->dim)) < 0 ||
+        (ret = get_i32_key(g, a, "block_count", true, 0, 1, ORK_MAX_LAYERS, &c->n_layers)) < 0 ||
+        (ret = get_i32_key(g, a, "feed_forward_length", true, 0, 1, ORK_MAX_DIM, &c->ffn_dim)) < 0 ||
+        (ret = get_i32_key(g, a, "attention.head_count", true, 0, 1, ORK_MAX_DIM, &c->n_heads)) < 0 ||
+        (ret = get_i32_key(g, a, "attention.head_count_kv", false, c->n_heads, 1, ORK_MAX_DIM,
+                           &c->n_kv_heads)) < 0 ||
+        (ret = get_i32_key(g, a, "context_length", false, 2048, 1, INT32_MAX / 2,
+                           &c->n_ctx_train)) < 0)
+        return ret;
+    if (c->n_heads % c->n_kv_heads)
+        return ork_errorf(ORK_EFORMAT,
+                          "model metadata: head_count %d is not a multiple of head_count_kv %d",
+                          c->n_heads, c->n_kv_heads);
+    int32_t def_hd = c->dim / c->n_heads;
+    int32_t vlen = 0;
+    if ((ret = get_i32_key(g, a, "attention.key_length", false, def_hd, 1, ORK_MAX_DIM,
+                           &c->head_dim)) < 0 ||
+        (ret = get_i32_key(g, a, "attention.value_length", false, c->head_dim, 1, ORK_MAX_DIM,
+                           &vlen)) < 0)
+        return ret;
+    if (vlen != c->head_dim)
+        return ork_errorf(ORK_EUNSUPPORTED,
+                          "model metadata: attention.value_length %d != key_length %d is not supported",
+                          vlen, c->head_dim);
+    if (c->head_dim < 1)
+        return ork_errorf(ORK_EFORMAT, "model metadata: head dimension is 0 (dim %d, %d heads)",
+                          c->dim, c->n_heads);
+    if ((ret = get_i32_key(g, a, "rope.dimension_count", false, c->head_dim, 0, c->head_dim,
+                           &c->n_rot)) < 0)
+        return ret;
+    if (c->n_rot % 2)
+        return ork_errorf(ORK_EFORMAT, "model metadata: rope.dimension_count %d is odd", c->n_rot);
+    if ((ret = get_f32_key(g, a, "rope.freq_base", ORK_ROPE_BASE_DEFAULT, &c->rope_base)) < 0 ||
+        (ret = get_f32_key(g, a, "attention.layer_norm_rms_epsilon", ORK_RMS_EPS_DEFAULT,
+                           &c->rms_eps)) < 0)
+        return ret;
+    if (!(c->rope_base > 0.0f))
+        return ork_errorf(ORK_EFORMAT, "model metadata: %s.rope.freq_base %g must be > 0", a,
+                          (double)c->rope_base);
+    if (!(c->rms_eps >= 0.0f))
+        return ork_errorf(ORK_EFORMAT, "model metadata: %s.attention.layer_norm_rms_epsilon %g "
+                          "must be >= 0", a, (double)c->rms_eps);
+    return 0;
+}
+
+/* ---- tensors ----------------------------------------------------------------------------- */
+
+static int find_tensor(const struct ork_gguf *g, const char *name, bool required,
+                       const struct ork_gguf_tensor **out)
+{
+    *out = ork_gguf_tensor_find(g, name);
+    if (!*out && required)
+        return ork_errorf(ORK_EFORMAT, "tensor '%s' is missing from the model", name);
+    return 0;
+}
+
+static int check_type(const struct ork_gguf_tensor *t)
+{
+    const struct ork_type_traits *tr = ork_type_traits(t->type);
+    if (!tr || !tr->supported)
+        return ork_errorf(ORK_EUNSUPPORTED, "tensor '%s' has type %s, which ork does not support",
+                          t->name, tr ? tr->name : ork_type_name(t->type));
+    if (t->ne[0] % tr->block)
+        return ork_errorf(ORK_EFORMAT, "tensor '%s': row length %llu is not a multiple of the "
+                          "%s block size %u", t->name, (unsigned long long)t->ne[0], tr->name,
+                          tr->block);
+    return 0;
+}
+
+/* A matrix of `rows` outputs by `cols` inputs: GGUF ne = [cols, rows]. */
+static int bind_mat(const struct ork_gguf *g, const char *name, int64_t rows, int64_t cols,
+                    struct ork_mat *m)
+{
+    const struct ork_gguf_tensor *t;
+    int ret = find_tensor(g, name, true, &t);
+    if (ret < 0)
+        return ret;
+    if (t->n_dims != 2 || (int64_t)t->ne[0] != cols || (int64_t)t->ne[1] != rows)
+        return ork_errorf(ORK_EFORMAT, "tensor '%s' has shape [%llu, %llu] (%u dims), expected "
+                          "[%lld, %lld] from the model config", name,
+                          (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], t->n_dims,
+                          (long long)cols, (long long)rows);
+    if ((ret = check_type(t)) < 0)
+        return ret;
+    m->type = t->type;
+    m->n_rows = rows;
+    m->n_cols = cols;
+    m->row_bytes = ork_type_row_bytes(t->type, (uint64_t)cols);
+    m->data = t->data;
+    if (m->row_bytes * (uint64_t)rows > t->nbytes)
+        return ork_errorf(ORK_EFORMAT, "tensor '%s': %llu bytes is too small for its shape", name,
+                          (unsigned long long)t->nbytes);
+    return 0;
+}
+
+/* A vector of n F32 values (norm weights, biases). required = false: absent -> NULL. */
+static int bind_vec(const struct ork_gguf *g, const char *name, int64_t n, bool required,
+                    const float **out)
+{
+    const struct ork_gguf_tensor *t;
+    int ret = find_tensor(g, name, required, &t);
+    *out = NULL;
+    if (ret < 0 || !t)
+        return ret;
+    if (t->n_dims != 1 || (int64_t)t->ne[0] != n)
+        return ork_errorf(ORK_EFORMAT, "tensor '%s' has shape [%llu] (%u dims), expected [%lld] "
+                          "from the model config", name, (unsigned long long)t->ne[0], t->n_dims,
+                          (long long)n);
+    if (t->type != ORK_TYPE_F32)
+        return ork_errorf(ORK_EUNSUPPORTED, "tensor '%s' has type %s; ork needs F32 for 1-D "
+                          "tensors (norm weights and biases)", name, ork_type_name(t->type));
+    if (((uintptr_t)t->data % sizeof(float)) != 0)
+        return ork_errorf(ORK_EFORMAT, "tensor '%s' data is not 4-byte aligned", name);
+    *out = t->data;
+    return 0;
+}
+
+static int bind_layer(const struct ork_gguf *g, const struct ork_model_config *c,
+                      const struct arch_desc *d, int32_t l, struct ork_layer_weights *L)
+{
+    char name[96];
+    int64_t q_dim = (int64_t)c->n_heads * c->head_dim;
+    int64_t kv_dim = (int64_t)c->n_kv_heads * c->head_dim;
+    int ret;
+#define TN(suffix) (snprintf(name, sizeof name, "blk.%d." suffix, (int)l), name)
+    if ((ret = bind_vec(g, TN("attn_norm.weight"), c->dim, true, &L->attn_norm)) < 0 ||
+        (ret = bind_mat(g, TN("attn_q.weight"), q_dim, c->dim, &L->wq)) < 0 ||
+        (ret = bind_mat(g, TN("attn_k.weight"), kv_dim, c->dim, &L->wk)) < 0 ||
+        (ret = bind_mat(g, TN("attn_v.weight"), kv_dim, c->dim, &L->wv)) < 0 ||
+        (ret = bind_vec(g, TN("attn_q.bias"), q_dim, d->qkv_bias, &L->bq)) < 0 ||
+        (ret = bind_vec(g, TN("attn_k.bias"), kv_dim, d->qkv_bias, &L->bk)) < 0 ||
+        (ret = bind_vec(g, TN("attn_v.bias"), kv_dim, d->qkv_bias, &L->bv)) < 0 ||
+        (ret = bind_vec(g, TN("attn_q_norm.weight"), c->head_dim, d->qk_norm, &L->q_norm)) < 0 ||
+        (ret = bind_vec(g, TN("attn_k_norm.weight"), c->head_dim, d->qk_norm, &L->k_norm)) < 0 ||
+        (ret = bind_mat(g, TN("attn_output.weight"), c->dim, q_dim, &L->wo)) < 0 ||
+        (ret = bind_vec(g, TN("ffn_norm.weight"), c->dim, true, &L->ffn_norm)) < 0 ||
+        (ret = bind_mat(g, TN("ffn_gate.weight"), c->ffn_dim, c->dim, &L->w_gate)) < 0 ||
+        (ret = bind_mat(g, TN("ffn_up.weight"), c->ffn_dim, c->dim, &L->w_up)) < 0 ||
+        (ret = bind_mat(g, TN("ffn_down.weight"), c->dim, c->ffn_dim, &L->w_down)) < 0)
+        return ret;
+#undef TN
+    if ((L->q_norm == NULL) != (L->k_norm == NULL))
+        return ork_errorf(ORK_EFORMAT, "layer %d: attn_q_norm and attn_k_norm must come together",
+                          (int)l);
+    return 0;
+}
+
+static int bind_weights(const struct ork_gguf *g, struct ork_model_config *c,
+                        const struct arch_desc *d, struct ork_weights *w)
+{
+    const struct ork_gguf_tensor *te;
+    int ret = find_tensor(g, "token_embd.weight", true, &te);
+    if (ret < 0)
+        return ret;
+    if (te->n_dims != 2 || te->ne[1] < 1 || te->ne[1] > INT32_MAX)
+        return ork_errorf(ORK_EFORMAT, "tensor 'token_embd.weight' must be 2-D (dim, n_vocab)");
+    c->n_vocab = (int32_t)te->ne[1];
+    if ((ret = bind_mat(g, "token_embd.weight", c->n_vocab, c->dim, &w->tok_embd)) < 0 ||
+        (ret = bind_vec(g, "output_norm.weight", c->dim, true, &w->output_norm)) < 0)
+        return ret;
+    if (ork_gguf_tensor_find(g, "output.weight")) {
+        if ((ret = bind_mat(g, "output.weight", c->n_vocab, c->dim, &w->output)) < 0)
+            return ret;
+        c->tied_output = false;
+    } else {
+        w->output = w->tok_embd;
+        c->tied_output = true;
+    }
+    w->layers = ork_calloc((size_t)c->n_layers, sizeof(*w->layers));
+    if (!w->layers)
+        return ork_errorf(ORK_ENOMEM, "model: cannot allocate %d layer descriptors", c->n_layers);
+    for (int32_t l = 0; l < c->n_layers; l++)
+        if ((ret = bind_layer(g, c, d, l, &w->layers[l])) < 0)
+            return ret;
+    return 0;
+}
+
+/* ---- public ------------------------------------------------------------------------------ */
+
+int ork_model_load(const char *path, const struct ork_model_params *p, struct ork_model **out)
+{
+    struct ork_model_params defp;
+    if (!p) {
+        ork_model_params_default(&defp);
+        p = &defp;
+    }
+    if (!path || !out)
+        return ork_errorf(ORK_EINVAL, "ork_model_load: path and out are required");
+    struct ork_model *m = ork_calloc(1, sizeof(*m));
+    if (!m)
+        return ORK_ENOMEM;
+    const struct arch_desc *d = NULL;
+    int ret = ork_gguf_open(path, &m->gguf);
+    if (ret < 0)
+        goto err_free;
+    if ((ret = read_config(m->gguf, &m->cfg, &d)) < 0 ||
+        (ret = bind_weights(m->gguf, &m->cfg, d, &m->w)) < 0)
+        goto err_close;
+    if (!p->no_tokenizer) {
+        if ((ret = ork_tokenizer_load(m->gguf, &m->tok)) < 0)
+            goto err_close;
+        int32_t nv = ork_tokenizer_n_vocab(m->tok);
+        if (nv > m->cfg.n_vocab) {
+            ret = ork_errorf(ORK_EFORMAT, "tokenizer has %d tokens but token_embd.weight has "
+                             "only %d rows", nv, m->cfg.n_vocab);
+            goto err_tok;
+        }
+    }
+    if (ork_debug(ORK_DBG_MODEL)) {
+        char buf[256];
+        ork_model_describe(m, buf, sizeof buf);
+        ORK_LOGI("model: %s", buf);
+    }
+    *out = m;
+    return 0;
+err_tok:
+    ork_tokenizer_free(m->tok);
+err_close:
+    ork_free(m->w.layers);
+    ork_gguf_close(m->gguf);
+err_free:
+    ork_free(m);
+    return ret;
+}
+
+void ork_model_free(struct ork_model *m)
+{
+    if (!m)
+        return;
+    if (m->tok)
+        ork_tokenizer_free(m->tok);
+    ork_free(m->w.layers);
+    ork_gguf_close(m->gguf);
+    ork_free(m);
+}
+
+const struct ork_model_config *ork_model_config(const struct ork_model *m)
+{
+    return &m->cfg;
+}
+
+const struct ork_tokenizer *ork_model_tokenizer(const struct ork_model *m)
+{
+    return m->tok;
+}
+
+const struct ork_gguf *ork_model_gguf(const struct ork_model *m)
+{
+    return m->gguf;
+}
+
+int ork_model_describe(const struct ork_model *m, char *buf, size_t cap)
+{
+    const struct ork_model_config *c = &m->cfg;
+    return snprintf(buf, cap,
+                    "%s, %d layers, dim %d, ffn %d, %d heads (%d kv, head_dim %d, rope %d%s), "
+                    "vocab %d, ctx %d, weights %s%s",
+                    c->arch_name, c->n_layers, c->dim, c->ffn_dim, c->n_heads, c->n_kv_heads,
+                    c->head_dim, c->n_rot, c->arch == ORK_ARCH_LLAMA ? "" : " neox", c->n_vocab,
+                    c->n_ctx_train, ork_type_name(m->w.layers[0].w_gate.type),
+                    c->tied_output ? ", tied output" : "");
+}

@@ -1,0 +1,92 @@
+/* model_priv.h -- engine-internal layout of a model and a session, shared by model.c (load and
+ * weight binding), kv.c (KV cache), forward.c (the transformer) and generate.c (generation).
+ * Not a public header: the CLI and server use include/ork-engine/engine.h only. */
+#ifndef ORK_ENGINE_MODEL_PRIV_H
+#define ORK_ENGINE_MODEL_PRIV_H
+
+#include <ork-engine/arena.h>
+#include <ork-engine/engine.h>
+#include <ork-engine/gguf.h>
+#include <ork-engine/tokenizer.h>
+#include <ork-kernels/kernels.h>
+#include <ork-kernels/pool.h>
+
+#include <stdint.h>
+
+/* Per-layer weights, borrowed from the GGUF mapping (own nothing). Matrices follow the kernel
+ * convention: n_rows = outputs (GGUF ne[1]), n_cols = inputs (GGUF ne[0]). q_dim is
+ * n_heads * head_dim, kv_dim is n_kv_heads * head_dim. */
+struct ork_layer_weights {
+    const float *attn_norm;     /* (dim) */
+    struct ork_mat wq;          /* (q_dim, dim) */
+    struct ork_mat wk;          /* (kv_dim, dim) */
+    struct ork_mat wv;          /* (kv_dim, dim) */
+    const float *bq;            /* (q_dim) qwen2, else NULL */
+    const float *bk;            /* (kv_dim) qwen2, else NULL */
+    const float *bv;            /* (kv_dim) qwen2, else NULL */
+    const float *q_norm;        /* (head_dim) qwen3, else NULL */
+    const float *k_norm;        /* (head_dim) qwen3, else NULL */
+    struct ork_mat wo;          /* (dim, q_dim) */
+    const float *ffn_norm;      /* (dim) */
+    struct ork_mat w_gate;      /* (ffn_dim, dim) */
+    struct ork_mat w_up;        /* (ffn_dim, dim) */
+    struct ork_mat w_down;      /* (dim, ffn_dim) */
+};
+
+struct ork_weights {
+    struct ork_mat tok_embd;            /* (n_vocab, dim) */
+    const float *output_norm;           /* (dim) */
+    struct ork_mat output;              /* (n_vocab, dim); == tok_embd when tied */
+    struct ork_layer_weights *layers;   /* (n_layers), ork_calloc'd */
+};
+
+struct ork_model {
+    struct ork_gguf *gguf;              /* owned; the weights point into its mapping */
+    struct ork_model_config cfg;
+    struct ork_weights w;
+    struct ork_tokenizer *tok;          /* owned; NULL with no_tokenizer */
+};
+
+/* KV cache: per layer, ctx rows of kv_dim values (rotated keys; values), F32 or F16. */
+struct ork_kv_cache {
+    enum ork_kv_type type;
+    int32_t n_layers;
+    int32_t ctx;                /* rows per layer */
+    int32_t kv_dim;             /* n_kv_heads * head_dim */
+    void *k;                    /* (n_layers, ctx, kv_dim) float or uint16_t (fp16) */
+    void *v;                    /* (n_layers, ctx, kv_dim) */
+};
+
+int ork__kv_init(struct ork_kv_cache *kv, enum ork_kv_type type, int32_t n_layers, int32_t ctx,
+                 int32_t kv_dim);
+void ork__kv_fini(struct ork_kv_cache *kv);
+/* Store the K and V rows (kv_dim floats each) of one position. */
+void ork__kv_store(struct ork_kv_cache *kv, int32_t layer, int32_t pos, const float *k,
+                   const float *v);
+/* scores[t] = scale * dot(q, K[layer][t][off .. off+n)) for t in [0, n_pos). */
+void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t off, int32_t n,
+                    const float *q, float scale, int32_t n_pos, float *scores);
+/* out[0..n) = sum_t w[t] * V[layer][t][off .. off+n) for t in [0, n_pos). */
+void ork__kv_weighted_sum(const struct ork_kv_cache *kv, int32_t layer, int32_t off, int32_t n,
+                          const float *w, int32_t n_pos, float *out);
+
+struct ork_session {
+    struct ork_model *m;
+    struct ork_session_params p;        /* resolved (no zeros) */
+    struct ork_kv_cache kv;
+    struct ork_pool *pool;
+    struct ork_arena *arena;            /* per-batch activations, reset every batch */
+    int32_t *tokens;                    /* (ctx) tokens held by the cache */
+    int32_t n_past;
+    float *logits;                      /* (n_vocab) last-token logits for generation */
+};
+
+/* Bytes of arena scratch one forward batch of n_batch tokens needs. */
+size_t ork__forward_scratch_bytes(const struct ork_model_config *c, int32_t n_batch, int32_t ctx,
+                                  int32_t n_threads);
+/* One batch (n <= n_batch) at positions pos .. pos+n-1; the cache holds 0 .. pos-1. Writes the
+ * logits of all rows (all = true) or of the last row to logits (NULL: none). */
+int ork__forward_batch(struct ork_session *s, const int32_t *tokens, int32_t n, int32_t pos,
+                       float *logits, bool all);
+
+#endif
