@@ -317,16 +317,24 @@ static inline bool cand_before(const struct cand *a, const struct cand *b)
     return a->logit > b->logit || (a->logit == b->logit && a->id < b->id);
 }
 
-static void heap_sift_down(struct cand *c, size_t n, size_t i)
+static inline void cand_swap(struct cand *a, struct cand *b)
+{
+    struct cand t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Sift down in a heap whose root is the WORST element of c[0..n). */
+static void worst_heap_sift(struct cand *c, size_t n, size_t i)
 {
     struct cand x = c[i];
     for (;;) {
         size_t child = 2 * i + 1;
         if (child >= n)
             break;
-        if (child + 1 < n && cand_before(&c[child + 1], &c[child]))
-            child++;
-        if (!cand_before(&c[child], &x))
+        if (child + 1 < n && cand_before(&c[child], &c[child + 1]))
+            child++;                          /* the worse of the two children */
+        if (!cand_before(&x, &c[child]))
             break;
         c[i] = c[child];
         i = child;
@@ -334,27 +342,23 @@ static void heap_sift_down(struct cand *c, size_t n, size_t i)
     c[i] = x;
 }
 
-static void heap_build(struct cand *c, size_t n)
+/* Partial selection and sort: afterwards c[0..k) holds the k best of c[0..n), best first
+ * (1 <= k <= n). A heap of the k best seen so far, with the worst at its root, is kept while
+ * scanning: O(n + k log n) on typical logits, and no full sort when k is small. The elements of
+ * c[k..n) are permuted, never lost. */
+static void select_best_sorted(struct cand *c, size_t n, size_t k)
 {
-    for (size_t i = n / 2; i-- > 0;)
-        heap_sift_down(c, n, i);
-}
-
-/* Pop the best element of the heap c[0..n) into c[n-1]; the heap shrinks to c[0..n-1). */
-static void heap_pop(struct cand *c, size_t n)
-{
-    struct cand top = c[0];
-    c[0] = c[n - 1];
-    c[n - 1] = top;
-    heap_sift_down(c, n - 1, 0);
-}
-
-static void cand_reverse(struct cand *c, size_t n)
-{
-    for (size_t i = 0, j = n; i + 1 < j; i++, j--) {
-        struct cand t = c[i];
-        c[i] = c[j - 1];
-        c[j - 1] = t;
+    for (size_t i = k / 2; i-- > 0;)
+        worst_heap_sift(c, k, i);
+    for (size_t i = k; i < n; i++) {
+        if (cand_before(&c[i], &c[0])) {
+            cand_swap(&c[0], &c[i]);
+            worst_heap_sift(c, k, 0);
+        }
+    }
+    for (size_t end = k; end > 1; end--) {   /* heapsort: the worst goes to the back */
+        cand_swap(&c[0], &c[end - 1]);
+        worst_heap_sift(c, end - 1, 0);
     }
 }
 
@@ -369,6 +373,25 @@ static float sanitize_logit(float x)
 
 /* ---------------------------------------------------------------------------------------------
  * The chain */
+
+/* Walk the best-first candidates c[0..n): the length of the smallest prefix whose probability
+ * mass (exp(logit - max) summed) reaches `target`, stopping early at the first logit below
+ * `min_logit`. *reached says whether the walk ended for one of those two reasons. */
+static size_t top_p_prefix(const struct cand *c, size_t n, float max, double target,
+                           float min_logit, bool *reached)
+{
+    double cum = 0.0;
+    *reached = true;
+    for (size_t keep = 0; keep < n; keep++) {
+        if (c[keep].logit < min_logit)
+            return keep;
+        cum += exp((double)c[keep].logit - (double)max);
+        if (cum >= target)
+            return keep + 1;
+    }
+    *reached = false;
+    return n;
+}
 
 /* Draw from c[0..n) with probabilities softmax(logit / temp). */
 static int32_t draw(struct ork_sampler *s, struct cand *c, size_t n, float temp)
@@ -427,16 +450,11 @@ int32_t ork_sampler_sample(struct ork_sampler *s, const float *logits)
         return c[best].id;
     }
 
-    /* 2. Top-k: pop the k best from a heap; they end up sorted (best first) at the array's end. */
+    /* 2. Top-k: the k best, sorted, in c[0..k). */
     bool sorted = false;
     if (p->top_k > 0 && (size_t)p->top_k < n) {
-        size_t k = (size_t)p->top_k;
-        heap_build(c, n);
-        for (size_t i = 0; i < k; i++)
-            heap_pop(c, n - i);
-        c += n - k;
-        n = k;
-        cand_reverse(c, n);
+        n = (size_t)p->top_k;
+        select_best_sorted(c, (size_t)s->n_vocab, n);
         sorted = true;
     }
 
@@ -447,7 +465,7 @@ int32_t ork_sampler_sample(struct ork_sampler *s, const float *logits)
     if (max == -INFINITY)
         return draw(s, c, n, p->temp);
 
-    /* 4 (done first, same result). Min-p keeps p_i >= min_p * p_max, i.e.
+    /* 4 (done together with 3, same result). Min-p keeps p_i >= min_p * p_max, i.e.
      * logit_i >= max + ln(min_p): a threshold on logits, unaffected by renormalisation. Top-p
      * and min-p both keep a best-first prefix, so their intersection does not depend on the
      * order they run in, provided top-p's probabilities are normalised over the top-k set. */
@@ -461,32 +479,30 @@ int32_t ork_sampler_sample(struct ork_sampler *s, const float *logits)
         for (size_t i = 0; i < n; i++)
             z += exp((double)c[i].logit - (double)max);
         double target = (double)p->top_p * z;
-        size_t keep = 0;
-        double cum = 0.0;
+        bool reached;
+        size_t keep;
         if (sorted) {
-            while (keep < n && c[keep].logit >= min_logit) {
-                cum += exp((double)c[keep].logit - (double)max);
-                keep++;
-                if (cum >= target)
-                    break;
-            }
+            keep = top_p_prefix(c, n, max, target, min_logit, &reached);
         } else {
-            /* Pop best-first only as far as needed: O(n + keep log n), no full sort. */
-            heap_build(c, n);
-            while (keep < n) {
-                const struct cand *top = &c[0];
-                if (top->logit < min_logit)
-                    break;
-                cum += exp((double)top->logit - (double)max);
-                heap_pop(c, n - keep);
-                keep++;
-                if (cum >= target)
-                    break;
+            /* Without top-k, sort only plausible members: tokens with probability below
+             * eps = (1 - top_p) / n together hold less than 1 - top_p, so the prefix reaches
+             * top_p before any of them. Move the others to the front and sort just those. */
+            float thr = (float)((double)max + log((1.0 - (double)p->top_p) * z / (double)n));
+            if (min_logit > thr)
+                thr = min_logit;
+            size_t m = 0;
+            for (size_t i = 0; i < n; i++)
+                if (c[i].logit >= thr)
+                    cand_swap(&c[m++], &c[i]);
+            select_best_sorted(c, m, m);   /* m >= 1: the maximum passes both thresholds */
+            keep = top_p_prefix(c, m, max, target, min_logit, &reached);
+            if (!reached && m < n && thr > min_logit) {
+                /* Rounding left the prefix short of top_p: sort everything (rare). */
+                select_best_sorted(c, n, n);
+                keep = top_p_prefix(c, n, max, target, min_logit, &reached);
             }
-            c += n - keep;
-            cand_reverse(c, keep);
         }
-        n = keep ? keep : 1;   /* keep >= 1 always: the best candidate passes min-p */
+        n = keep ? keep : 1;
     } else if (p->min_p > 0.0f) {
         size_t keep = 0;
         for (size_t i = 0; i < n; i++)
