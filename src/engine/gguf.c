@@ -724,11 +724,10 @@ static int parse_tensors(struct ork_gguf *g, struct reader *r, uint64_t n_tensor
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         struct ork_gguf_tensor *t = &g->tensors[i];
         if (t->offset > avail || t->nbytes > avail - t->offset)
-            return ork_errorf(ORK_EFORMAT, "gguf: tensor '%.*s': data [offset %llu, size %llu] at file offset %llu ends past end of file (%llu bytes)",
+            return ork_errorf(ORK_EFORMAT, "gguf: tensor '%.*s': data [offset %llu, size %llu] ends past end of file (%llu bytes, data section at %llu)",
                               GGUF_MSG_NAME_MAX, t->name, (unsigned long long)t->offset,
-                              (unsigned long long)t->nbytes,
-                              (unsigned long long)(t->offset <= avail ? data + t->offset : t->offset),
-                              (unsigned long long)r->size);
+                              (unsigned long long)t->nbytes, (unsigned long long)r->size,
+                              (unsigned long long)data);
         t->data = r->p + data + t->offset;
     }
     return check_overlaps(g);
