@@ -85,6 +85,9 @@ enum ork_sim_hazard {
     ORK_SIM_HAZARD_COUNT
 };
 
+/* Register-database name of an offset ("CNA_CBUF_CON0"), or "unknown register". */
+const char *ork__sim_reg_name(uint32_t reg);
+
 /* "M_ABOVE_CAP" etc.; "?" for out-of-range ids. */
 const char *ork__sim_hazard_name(enum ork_sim_hazard h);
 const char *ork__sim_hazard_desc(enum ork_sim_hazard h);
@@ -116,7 +119,8 @@ static inline uint32_t ork__sim_reg(const struct ork_sim_regfile *rf, uint32_t r
 struct ork_sim_task_in {
     uint32_t index;           /* task index within the submit: used in messages only */
     uint32_t regcmd_addr;     /* program IOVA (messages; OVERLAP check when != 0) */
-    uint32_t regcfg_amount;   /* counted entries n claimed by the descriptor (spec §2.3) */
+    uint32_t regcfg_amount;   /* counted entries n claimed by the descriptor (spec §2.3);
+                               * 0 = unknown, skip AMOUNT_MISMATCH */
     uint32_t enable_mask;     /* descriptor enable_mask; 0 = not known, skip the comparison */
     uint32_t task_array_addr; /* task-array IOVA and length for the OVERLAP check; 0 = skip */
     uint32_t task_array_len;
@@ -135,11 +139,11 @@ struct ork_sim_decoded {
     uint64_t warnings;        /* bit (1 << hazard) for WARN-level hazards seen */
 };
 
-/* Decode one program. `entries` are the fetched 64-bit entries (host order = little-endian
- * u64 as stored, spec §2.1), `n_fetched` how many the PC fetched (2 * (PC amount + 1)),
+/* Decode one program. `entries` points at the fetched 64-bit entries as stored (little-endian
+ * u64, spec §2.1; any alignment), `n_fetched` how many the PC fetched (2 * (PC amount + 1)),
  * `t->regcfg_amount` the counted writes expected before the 4 trailer entries. Resets `rf`
  * first. Errors: TRAILER_MISSING, AMOUNT_MISMATCH, TARGET_REG_MISMATCH (ORK_EHAZARD). */
-int ork__sim_decode(const uint64_t *entries, size_t n_fetched, const struct ork_sim_task_in *t,
+int ork__sim_decode(const void *entries, size_t n_fetched, const struct ork_sim_task_in *t,
                     struct ork_sim_regfile *rf, struct ork_sim_decoded *out);
 
 /* ---- 2. check ---------------------------------------------------------------------------- */
@@ -197,7 +201,7 @@ struct ork_sim_stats {
     uint64_t a_bytes;            /* feature bytes read (M*K*esz) */
     uint64_t b_bytes;            /* weight bytes read (K*N*esz) */
     uint64_t c_bytes;            /* output bytes written (M*N*osz) */
-    uint32_t n_entries;          /* regcmd entries applied (program fetch cost) */
+    uint32_t n_entries;          /* entries up to OPERATION_ENABLE (ork__sim_task_run fills it) */
     uint32_t cbuf_data_banks;    /* CBUF_CON0 DATA_BANK */
     uint64_t warnings;           /* all WARN hazards of the task (1 << hazard) */
 };
@@ -212,7 +216,7 @@ int ork__sim_exec(const struct ork_sim_matmul *mm, const struct ork_sim_mem *mem
 /* decode + check + exec. `rf` is scratch (see struct ork_sim_regfile); `dec` (may be NULL)
  * receives the trailer for the walker's chain step, filled even when check/exec fail after a
  * successful decode. */
-int ork__sim_task_run(const uint64_t *entries, size_t n_fetched, const struct ork_sim_task_in *t,
+int ork__sim_task_run(const void *entries, size_t n_fetched, const struct ork_sim_task_in *t,
                       const struct ork_sim_mem *mem, bool timing_only,
                       struct ork_sim_regfile *rf, struct ork_sim_decoded *dec,
                       struct ork_sim_stats *st);
