@@ -91,10 +91,13 @@ struct ork_kjob {
     uint32_t n_in_bos;
     const struct ork_kbo *const *out_bos;
     uint32_t n_out_bos;
-    /* Optional completion doorbell for NONBLOCK jobs on rknpu (§8.6): host address of the output
-     * word the NPU writes last, seeded by the caller with `doorbell_sentinel` before submit.
-     * Real rknpu hardware has no wait ioctl, so wait() polls it; NULL there = wait unsupported. */
-    const volatile uint32_t *doorbell;
+    /* Optional completion doorbell for NONBLOCK jobs on rknpu (§8.6): the output word the NPU
+     * writes last (row M-1, column N-1 of the last task's C), as BO + byte offset, seeded by the
+     * caller with `doorbell_sentinel` (0x7fffffff for int32) before submit. The vendor driver has
+     * no wait ioctl, so on a board wait() polls that word with cache-invalidating reads; without
+     * a doorbell, wait() on a board NONBLOCK job is ORK_EUNSUPPORTED. The sim ignores it. */
+    const struct ork_kbo *doorbell_bo;
+    uint64_t doorbell_off;
     uint32_t doorbell_sentinel;
     /* Results, written by submit (and by wait for NONBLOCK jobs). */
     uint64_t seq;                 /* backend job id */

@@ -1,48 +1,78 @@
-/* kmd_sim.c -- the "sim" kernel-driver backend (placeholder until the implementation lands). */
-#include "kmd.h"
+/* kmd_sim.c -- the "sim" backend: the rknpu backend (kmd_rknpu.c) running over the simulator
+ * (src/sim/sim.h), which serves the same ioctl requests, mmap offsets and struct layouts as the
+ * vendor driver. Only the transport differs: requests go to ork__sim_ioctl instead of ioctl(2),
+ * mappings come from ork__sim_mmap, and NONBLOCK jobs are waited for through the simulator
+ * (a board would poll the doorbell word, §8.6). Nothing NPU-specific lives here. */
+#include "kmd_rknpu.h"
 
 #include <ork/error.h>
 
+#include "../../sim/sim.h"
+
+static int sim_tr_ioctl(void *t, uint32_t request, void *arg)
+{
+    return ork__sim_ioctl(t, request, arg);
+}
+
+static void *sim_tr_mmap(void *t, uint64_t offset, uint64_t size)
+{
+    return ork__sim_mmap(t, offset, size);
+}
+
+static void sim_tr_munmap(void *t, void *p, uint64_t size)
+{
+    (void)t;
+    (void)p;
+    (void)size;                          /* the mapping lives as long as the BO */
+}
+
+static int sim_tr_wait(void *t, uint64_t seq, int64_t timeout_ns)
+{
+    return ork__sim_wait(t, seq, timeout_ns);
+}
+
+static uint64_t sim_tr_last_seq(void *t)
+{
+    return ork__sim_last_seq(t);
+}
+
+static void sim_tr_close(void *t)
+{
+    ork__sim_destroy(t);
+}
+
 static int sim_open(const struct ork_kmd_opts *o, void **ctx)
 {
-    (void)o;
-    *ctx = NULL;
-    return ork_errorf(ORK_ENOENT, "no sim device found");
+    const struct ork_sim_opts *so = o && o->struct_size ? o->sim : NULL;
+    struct ork_sim *sim;
+    int ret = ork__sim_create(so, &sim);
+    if (ret < 0)
+        return ret;
+    struct ork_rknpu_transport tr = {
+        .t = sim, .name = "sim", .ioctl = sim_tr_ioctl, .mmap = sim_tr_mmap,
+        .munmap = sim_tr_munmap, .wait = sim_tr_wait, .last_seq = sim_tr_last_seq,
+        .close = sim_tr_close,
+    };
+    uint32_t n_cores = so && so->n_cores ? so->n_cores : ORK_KMD_MAX_CORES;
+    return ork__kmd_rknpu_open_transport(&tr, n_cores, ctx);
 }
 
-static void sim_close(void *ctx) { (void)ctx; }
-
-static int sim_bo_create(void *ctx, uint64_t size, uint32_t flags, uint32_t domain,
-                          struct ork_kbo *out)
+struct ork_sim *ork__kmd_sim_get(const struct ork_kmd_ops *ops, void *ctx)
 {
-    return ork_errorf(ORK_EUNSUPPORTED, "sim: not implemented");
-}
-
-static void sim_bo_destroy(void *ctx, struct ork_kbo *bo) { (void)bo; }
-
-static int sim_submit(void *ctx, struct ork_kjob *job)
-{
-    return ork_errorf(ORK_EUNSUPPORTED, "sim: not implemented");
-}
-
-static int sim_wait(void *ctx, struct ork_kjob *job, int64_t timeout_ns)
-{
-    return ork_errorf(ORK_EUNSUPPORTED, "sim: not implemented");
+    if (ops != &ork__kmd_sim_ops)
+        return NULL;
+    return ork__kmd_rknpu_transport_ctx(ctx);
 }
 
 const struct ork_kmd_ops ork__kmd_sim_ops = {
     .name = "sim",
     .open = sim_open,
-    .close = sim_close,
-    .bo_create = sim_bo_create,
-    .bo_destroy = sim_bo_destroy,
-    .submit = sim_submit,
-    .wait = sim_wait,
+    .close = ork__kmd_rknpu_close,
+    .bo_create = ork__kmd_rknpu_bo_create,
+    .bo_destroy = ork__kmd_rknpu_bo_destroy,
+    .bo_sync = ork__kmd_rknpu_bo_sync,
+    .submit = ork__kmd_rknpu_submit,
+    .wait = ork__kmd_rknpu_wait,
+    .action = ork__kmd_rknpu_action,
+    .query = ork__kmd_rknpu_query,
 };
-
-struct ork_sim *ork__kmd_sim_get(const struct ork_kmd_ops *ops, void *ctx)
-{
-    (void)ops;
-    (void)ctx;
-    return NULL;
-}
