@@ -1,11 +1,226 @@
-/* cmd_perplexity.c -- placeholder until the subcommand lands; replaced by its implementation. */
+/* cmd_perplexity.c -- `ork perplexity`: perplexity of a text file, by the method llama.cpp's
+ * perplexity tool uses (so numbers are comparable): tokenize the whole file (BOS as the model
+ * wants), cut it into chunks of n_ctx tokens, evaluate each chunk from an empty cache with its
+ * first token replaced by BOS, and score only the second half of each chunk: the mean of
+ * -log softmax(logits[j])[token j+1] for j from n_ctx/2 to n_ctx-2. Prints the running
+ * perplexity after each chunk and "PPL = x +/- y" (the error is the standard error of the mean
+ * NLL, scaled by the perplexity). */
 #include "cli.h"
+#include "cmd_run.h"
 
+#include <ork/alloc.h>
+#include <ork/error.h>
+
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CMD "perplexity"
+#define PPL_DEFAULT_CTX 512     /* llama.cpp's default context for perplexity runs */
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: ork perplexity -m MODEL -f FILE [-c N_CTX] [options]\n\n"
+                 "Perplexity of a text file, scored on the second half of each chunk of N_CTX\n"
+                 "tokens (llama.cpp's method).\n\n"
+                 "options:\n"
+                 "  -f, --file FILE           text to score [required]\n"
+                 "  --chunks N                score at most N chunks (default: all)\n");
+    ork_cli_gen_help(out, false);
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = ork_malloc(cap);
+    while (buf) {
+        if (n + 1 >= cap) {
+            char *nb = ork_realloc(buf, cap * 2);
+            if (!nb) {
+                ork_free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t r = fread(buf + n, 1, cap - 1 - n, f);
+        n += r;
+        if (r == 0)
+            break;
+    }
+    if (buf && ferror(f)) {
+        ork_free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf) {
+        buf[n] = 0;
+        *len = n;
+    }
+    return buf;
+}
+
+/* -log softmax(logits)[target], in double. */
+static double nll_of(const float *logits, int32_t n_vocab, int32_t target)
+{
+    double mx = logits[0];
+    for (int32_t i = 1; i < n_vocab; i++)
+        mx = logits[i] > mx ? logits[i] : mx;
+    double z = 0;
+    for (int32_t i = 0; i < n_vocab; i++)
+        z += exp((double)logits[i] - mx);
+    return -((double)logits[target] - mx - log(z));
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 int ork_cmd_perplexity(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "ork %s: not available in this build\n", argv[0]);
-    return ORK_EXIT_ERROR;
+    struct ork_cli_gen_opts o;
+    ork_cli_gen_opts_default(&o);
+    const char *file = NULL;
+    long long max_chunks = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return ORK_EXIT_OK;
+        }
+        int r = ork_cli_gen_opt(CMD, argc, argv, &i, &o);
+        if (r < 0)
+            return ORK_EXIT_USAGE;
+        if (r > 0)
+            continue;
+        if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
+            if (!(file = ork_cli_value(CMD, argc, argv, &i)))
+                return ORK_EXIT_USAGE;
+        } else if (!strcmp(a, "--chunks")) {
+            const char *v = ork_cli_value(CMD, argc, argv, &i);
+            if (!v || !ork_cli_parse_int(CMD, a, v, 1, INT32_MAX, &max_chunks))
+                return ORK_EXIT_USAGE;
+        } else {
+            fprintf(stderr, "ork %s: unknown option '%s' (see ork %s --help)\n", CMD, a, CMD);
+            return ORK_EXIT_USAGE;
+        }
+    }
+    if (!o.model || !file) {
+        fprintf(stderr, "ork %s: -m MODEL and -f FILE are required (see ork %s --help)\n", CMD,
+                CMD);
+        return ORK_EXIT_USAGE;
+    }
+    if (o.session.ctx_size == 0)
+        o.session.ctx_size = PPL_DEFAULT_CTX;
+    int32_t n_ctx = o.session.ctx_size;
+    if (n_ctx < 4) {
+        fprintf(stderr, "ork %s: -c must be at least 4 for perplexity\n", CMD);
+        return ORK_EXIT_USAGE;
+    }
+
+    size_t text_len = 0;
+    char *text = read_all(file, &text_len);
+    if (!text) {
+        fprintf(stderr, "ork %s: cannot read '%s'\n", CMD, file);
+        return ORK_EXIT_ERROR;
+    }
+    struct ork_model *m;
+    struct ork_session *s;
+    int rc = ork_cli_gen_setup(CMD, &o, &m, &s, NULL);
+    if (rc) {
+        ork_free(text);
+        return rc;
+    }
+    const struct ork_tokenizer *tok = ork_model_tokenizer(m);
+    int32_t n_vocab = ork_model_config(m)->n_vocab;
+    bool add_bos = !o.no_bos && ork_tokenizer_add_bos(tok) && ork_tokenizer_bos(tok) >= 0;
+    size_t n_tok = 0;
+    int32_t *ids = NULL;
+    float *logits = NULL;
+    size_t cap = text_len + 2;   /* a token covers at least one byte, plus BOS */
+    int ret;
+    if (!(ids = ork_malloc(cap * sizeof(int32_t)))) {
+        ret = ORK_ENOMEM;
+        goto err;
+    }
+    ret = ork_tokenize(tok, text, text_len, !o.no_bos, false, ids, cap, &n_tok);
+    if (ret == ORK_ENOSPC) {
+        ork_free(ids);
+        cap = n_tok;
+        if (!(ids = ork_malloc(cap * sizeof(int32_t)))) {
+            ret = ORK_ENOMEM;
+            goto err;
+        }
+        ret = ork_tokenize(tok, text, text_len, !o.no_bos, false, ids, cap, &n_tok);
+    }
+    if (ret < 0)
+        goto err;
+    if (n_tok < 2 * (size_t)n_ctx) {
+        fprintf(stderr, "ork %s: '%s' has %zu tokens; at least %d (2 x the context %d) are needed\n",
+                CMD, file, n_tok, 2 * n_ctx, n_ctx);
+        rc = ORK_EXIT_ERROR;
+        goto out;
+    }
+    int32_t n_chunks = (int32_t)(n_tok / (size_t)n_ctx);
+    if (max_chunks > 0 && max_chunks < n_chunks)
+        n_chunks = (int32_t)max_chunks;
+    if (!(logits = ork_malloc((size_t)n_ctx * (size_t)n_vocab * sizeof(float)))) {
+        ret = ORK_ENOMEM;
+        goto err;
+    }
+    fprintf(stderr, "perplexity: %zu tokens, %d chunks of %d, batch %d, scoring tokens %d..%d of "
+            "each chunk\n", n_tok, n_chunks, n_ctx, ork_session_n_batch(s), n_ctx / 2, n_ctx - 1);
+
+    int32_t first = n_ctx / 2;
+    double nll = 0, nll2 = 0;
+    long long count = 0;
+    double t0 = now_s();
+    for (int32_t c = 0; c < n_chunks; c++) {
+        int32_t *chunk = ids + (size_t)c * (size_t)n_ctx;
+        int32_t saved = chunk[0];
+        if (add_bos)
+            chunk[0] = ork_tokenizer_bos(tok);
+        ork_session_reset(s);
+        ret = ork_model_eval(s, chunk, n_ctx, 0, logits, ORK_EVAL_ALL_LOGITS);
+        chunk[0] = saved;
+        if (ret < 0)
+            goto err;
+        for (int32_t j = first; j < n_ctx - 1; j++) {
+            double v = nll_of(logits + (size_t)j * (size_t)n_vocab, n_vocab, chunk[j + 1]);
+            nll += v;
+            nll2 += v * v;
+            count++;
+        }
+        printf("[%d]%.4f,", c + 1, exp(nll / (double)count));
+        fflush(stdout);
+    }
+    printf("\n");
+    double secs = now_s() - t0;
+    double mean = nll / (double)count;
+    double ppl = exp(mean);
+    double var = nll2 / (double)count - mean * mean;
+    double err = var > 0 && count > 1 ? sqrt(var / (double)(count - 1)) * ppl : 0.0;
+    printf("PPL = %.4f +/- %.5f\n", ppl, err);
+    fprintf(stderr, "perplexity: %lld tokens scored in %.2f s (%.0f tok/s evaluated)\n", count, secs,
+            secs > 0 ? (double)n_chunks * n_ctx / secs : 0.0);
+    goto out;
+err:
+    ork_cli_error(CMD, ret);
+    rc = ORK_EXIT_ERROR;
+out:
+    ork_free(logits);
+    ork_free(ids);
+    ork_session_free(s);
+    ork_model_free(m);
+    ork_free(text);
+    return rc;
 }

@@ -1,11 +1,364 @@
-/* cmd_run.c -- placeholder until the subcommand lands; replaced by its implementation. */
+/* cmd_run.c -- `ork run`: generate text from a prompt, streamed to stdout, with prompt and
+ * generation speed on stderr. Also the option parsing and model/session setup shared with
+ * `ork chat` and `ork perplexity` (cmd_run.h). The generation loop itself is the engine's
+ * (ork_generate); this file only turns flags into parameters and text into output. */
 #include "cli.h"
+#include "cmd_run.h"
+
+#include <ork/alloc.h>
+#include <ork/error.h>
+#include <ork/log.h>
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CMD "run"
+/* Largest prompt file accepted (a sanity bound against reading a model file by mistake). */
+#define ORK_CLI_MAX_PROMPT_BYTES (64u << 20)
+
+/* ---- shared options ---------------------------------------------------------------------- */
+
+void ork_cli_gen_opts_default(struct ork_cli_gen_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    ork_sampler_params_default(&o->sampling);
+    ork_session_params_default(&o->session);
+    o->n_predict = -1;
+}
+
+static bool is_opt(const char *a, const char *s, const char *l)
+{
+    return (s && !strcmp(a, s)) || (l && !strcmp(a, l));
+}
+
+int ork_cli_gen_opt(const char *cmd, int argc, char **argv, int *i, struct ork_cli_gen_opts *o)
+{
+    const char *a = argv[*i], *v;
+    long long n;
+    double d;
+#define VALUE()                                                         \
+    do {                                                                \
+        if (!(v = ork_cli_value(cmd, argc, argv, i)))                   \
+            return -1;                                                  \
+    } while (0)
+#define INT_OPT(lo, hi, dst)                                            \
+    do {                                                                \
+        VALUE();                                                        \
+        if (!ork_cli_parse_int(cmd, a, v, (lo), (hi), &n))              \
+            return -1;                                                  \
+        (dst) = (int32_t)n;                                             \
+        return 1;                                                       \
+    } while (0)
+#define FLOAT_OPT(lo, hi, dst)                                          \
+    do {                                                                \
+        VALUE();                                                        \
+        if (!ork_cli_parse_float(cmd, a, v, (lo), (hi), &d))            \
+            return -1;                                                  \
+        (dst) = (float)d;                                               \
+        return 1;                                                       \
+    } while (0)
+
+    if (is_opt(a, "-m", "--model")) {
+        VALUE();
+        o->model = v;
+        return 1;
+    }
+    if (is_opt(a, "-n", "--n-predict"))
+        INT_OPT(-1, INT32_MAX, o->n_predict);
+    if (is_opt(a, NULL, "--temp"))
+        FLOAT_OPT(0.0, 100.0, o->sampling.temp);
+    if (is_opt(a, NULL, "--top-k"))
+        INT_OPT(0, INT32_MAX, o->sampling.top_k);
+    if (is_opt(a, NULL, "--top-p"))
+        FLOAT_OPT(0.0, 1.0, o->sampling.top_p);
+    if (is_opt(a, NULL, "--min-p"))
+        FLOAT_OPT(0.0, 1.0, o->sampling.min_p);
+    if (is_opt(a, NULL, "--repeat-penalty"))
+        FLOAT_OPT(0.0, 100.0, o->sampling.repeat_penalty);
+    if (is_opt(a, NULL, "--repeat-last-n"))
+        INT_OPT(-1, INT32_MAX, o->sampling.penalty_last_n);
+    if (is_opt(a, NULL, "--presence-penalty"))
+        FLOAT_OPT(-100.0, 100.0, o->sampling.presence_penalty);
+    if (is_opt(a, NULL, "--frequency-penalty"))
+        FLOAT_OPT(-100.0, 100.0, o->sampling.frequency_penalty);
+    if (is_opt(a, "-s", "--seed")) {
+        VALUE();
+        uint64_t seed;
+        if (!ork_cli_parse_u64(cmd, a, v, &seed))
+            return -1;
+        o->sampling.seed = seed;
+        return 1;
+    }
+    if (is_opt(a, "-t", "--threads"))
+        INT_OPT(1, 1024, o->session.n_threads);
+    if (is_opt(a, "-c", "--ctx-size"))
+        INT_OPT(1, 1 << 24, o->session.ctx_size);
+    if (is_opt(a, "-b", "--batch-size"))
+        INT_OPT(1, 1 << 16, o->session.n_batch);
+    if (is_opt(a, NULL, "--kv-type")) {
+        VALUE();
+        if (!strcmp(v, "f32"))
+            o->session.kv_type = ORK_KV_F32;
+        else if (!strcmp(v, "f16"))
+            o->session.kv_type = ORK_KV_F16;
+        else {
+            fprintf(stderr, "ork %s: invalid value '%s' for --kv-type: must be f32 or f16\n", cmd, v);
+            return -1;
+        }
+        return 1;
+    }
+    if (is_opt(a, NULL, "--stop")) {
+        VALUE();
+        if (!*v) {
+            fprintf(stderr, "ork %s: --stop needs a non-empty string\n", cmd);
+            return -1;
+        }
+        if (o->n_stops >= ORK_CLI_MAX_STOPS) {
+            fprintf(stderr, "ork %s: at most %d --stop strings\n", cmd, ORK_CLI_MAX_STOPS);
+            return -1;
+        }
+        o->stops[o->n_stops++] = v;
+        return 1;
+    }
+    if (is_opt(a, NULL, "--no-bos")) {
+        o->no_bos = true;
+        return 1;
+    }
+    if (is_opt(a, "-v", "--verbose")) {
+        o->verbose = true;
+        return 1;
+    }
+    return 0;
+#undef VALUE
+#undef INT_OPT
+#undef FLOAT_OPT
+}
+
+void ork_cli_gen_help(FILE *out, bool sampling)
+{
+    fprintf(out,
+            "  -m, --model FILE          GGUF model (llama, qwen2, qwen3) [required]\n"
+            "  -t, --threads N           CPU threads (default: all online CPUs)\n"
+            "  -c, --ctx-size N          KV cache length in tokens (default: min(model, 4096))\n"
+            "  -b, --batch-size N        tokens per forward batch in prefill (default: 256)\n"
+            "  --kv-type f32|f16         KV cache precision (default: f32, exact)\n"
+            "  -v, --verbose             model summary, cache reuse and timing details\n");
+    if (!sampling)
+        return;
+    fprintf(out,
+            "  -n, --n-predict N         tokens to generate, -1 = until end of text (default: -1)\n"
+            "  --temp T                  temperature; 0 = greedy (default: 0.8)\n"
+            "  --top-k K                 keep the K most likely tokens, 0 = off (default: 40)\n"
+            "  --top-p P                 nucleus sampling, 1 = off (default: 0.95)\n"
+            "  --min-p P                 drop tokens below P x the top probability (default: 0.05)\n"
+            "  --repeat-penalty R        penalise repeated tokens, 1 = off (default: 1.0)\n"
+            "  --repeat-last-n N         tokens the penalties look back on, -1 = all (default: 64)\n"
+            "  --presence-penalty P      (default: 0)\n"
+            "  --frequency-penalty P     (default: 0)\n"
+            "  -s, --seed S              RNG seed (default: random)\n"
+            "  --stop STR                stop before STR (repeatable, up to 16)\n"
+            "  --no-bos                  do not prepend BOS even if the model wants it\n");
+}
+
+int ork_cli_gen_setup(const char *cmd, const struct ork_cli_gen_opts *o, struct ork_model **m,
+                      struct ork_session **s, struct ork_sampler **smp)
+{
+    *m = NULL;
+    *s = NULL;
+    if (smp)
+        *smp = NULL;
+    int ret = ork_model_load(o->model, NULL, m);
+    if (ret < 0) {
+        fprintf(stderr, "ork %s: cannot load model '%s': %s\n", cmd, o->model,
+                ork_error_describe(ret));
+        return ORK_EXIT_ERROR;
+    }
+    if (o->verbose) {
+        char buf[256];
+        ork_model_describe(*m, buf, sizeof buf);
+        fprintf(stderr, "model: %s\n", buf);
+    }
+    if ((ret = ork_session_create(*m, &o->session, s)) < 0)
+        goto err;
+    if (smp && (ret = ork_sampler_create(&o->sampling, ork_model_config(*m)->n_vocab, smp)) < 0)
+        goto err;
+    if (o->verbose)
+        fprintf(stderr, "session: ctx %d, batch %d, kv %s\n", ork_session_ctx_size(*s),
+                ork_session_n_batch(*s), o->session.kv_type == ORK_KV_F16 ? "f16" : "f32");
+    return 0;
+err:
+    ork_cli_error(cmd, ret);
+    ork_session_free(*s);
+    ork_model_free(*m);
+    *s = NULL;
+    *m = NULL;
+    return ORK_EXIT_ERROR;
+}
+
+static double tok_per_s(int32_t n, double ms)
+{
+    return ms > 0 ? (double)n * 1000.0 / ms : 0.0;
+}
+
+void ork_cli_print_stats(const struct ork_gen_stats *st)
+{
+    int32_t evaluated = st->n_prompt - st->n_reused;
+    fprintf(stderr, "prompt: %d tokens, %.1f ms (%.0f tok/s) | generation: %d tokens, %.1f ms "
+            "(%.0f tok/s)\n", evaluated, st->prompt_ms, tok_per_s(evaluated, st->prompt_ms),
+            st->n_gen, st->gen_ms, tok_per_s(st->n_gen, st->gen_ms));
+}
+
+/* ---- ork run ----------------------------------------------------------------------------- */
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: ork run -m MODEL (-p PROMPT | -f FILE) [options]\n\n"
+                 "Generate text from a prompt; the text streams to stdout, speed goes to stderr.\n\n"
+                 "options:\n"
+                 "  -p, --prompt TEXT         the prompt\n"
+                 "  -f, --file FILE           read the prompt from FILE\n"
+                 "  --special                 parse special-token text (<|im_start|>...) in the prompt\n"
+                 "  --no-echo                 do not print the prompt before the generated text\n");
+    ork_cli_gen_help(out, true);
+}
+
+static int write_text(void *user, const char *text, size_t len)
+{
+    (void)user;
+    fwrite(text, 1, len, stdout);
+    fflush(stdout);
+    return 0;
+}
+
+static char *read_prompt_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "ork %s: cannot open prompt file '%s'\n", CMD, path);
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = ork_malloc(cap);
+    while (buf) {
+        if (n + 1 >= cap) {
+            if (cap >= ORK_CLI_MAX_PROMPT_BYTES) {
+                fprintf(stderr, "ork %s: prompt file '%s' is larger than %u bytes\n", CMD, path,
+                        ORK_CLI_MAX_PROMPT_BYTES);
+                ork_free(buf);
+                buf = NULL;
+                break;
+            }
+            char *nb = ork_realloc(buf, cap * 2);
+            if (!nb) {
+                ork_free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t r = fread(buf + n, 1, cap - 1 - n, f);
+        n += r;
+        if (r == 0) {
+            buf[n] = 0;
+            break;
+        }
+    }
+    if (ferror(f)) {
+        fprintf(stderr, "ork %s: cannot read prompt file '%s'\n", CMD, path);
+        ork_free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    return buf;
+}
 
 int ork_cmd_run(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "ork %s: not available in this build\n", argv[0]);
-    return ORK_EXIT_ERROR;
+    struct ork_cli_gen_opts o;
+    ork_cli_gen_opts_default(&o);
+    const char *prompt = NULL, *prompt_file = NULL;
+    bool special = false, echo = true;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return ORK_EXIT_OK;
+        }
+        int r = ork_cli_gen_opt(CMD, argc, argv, &i, &o);
+        if (r < 0)
+            return ORK_EXIT_USAGE;
+        if (r > 0)
+            continue;
+        if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
+            if (!(prompt = ork_cli_value(CMD, argc, argv, &i)))
+                return ORK_EXIT_USAGE;
+        } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
+            if (!(prompt_file = ork_cli_value(CMD, argc, argv, &i)))
+                return ORK_EXIT_USAGE;
+        } else if (!strcmp(a, "--special")) {
+            special = true;
+        } else if (!strcmp(a, "--no-echo")) {
+            echo = false;
+        } else {
+            fprintf(stderr, "ork %s: unknown option '%s' (see ork %s --help)\n", CMD, a, CMD);
+            return ORK_EXIT_USAGE;
+        }
+    }
+    if (!o.model) {
+        fprintf(stderr, "ork %s: -m MODEL is required (see ork %s --help)\n", CMD, CMD);
+        return ORK_EXIT_USAGE;
+    }
+    if (!prompt == !prompt_file) {
+        fprintf(stderr, "ork %s: give exactly one of -p PROMPT or -f FILE\n", CMD);
+        return ORK_EXIT_USAGE;
+    }
+
+    char *file_text = NULL;
+    if (prompt_file) {
+        if (!(file_text = read_prompt_file(prompt_file)))
+            return ORK_EXIT_ERROR;
+        prompt = file_text;
+    }
+    struct ork_model *m;
+    struct ork_session *s;
+    struct ork_sampler *smp;
+    int rc = ork_cli_gen_setup(CMD, &o, &m, &s, &smp);
+    if (rc) {
+        ork_free(file_text);
+        return rc;
+    }
+    struct ork_gen_params gp;
+    ork_gen_params_default(&gp);
+    gp.sampling = o.sampling;
+    gp.n_predict = o.n_predict;
+    gp.stops = o.stops;
+    gp.n_stops = o.n_stops;
+    gp.add_special = !o.no_bos;
+    gp.parse_special = special;
+    gp.on_text = write_text;
+
+    if (echo) {
+        fputs(prompt, stdout);
+        fflush(stdout);
+    }
+    struct ork_gen_stats st;
+    int ret = ork_generate(s, smp, prompt, &gp, &st);
+    fputc('\n', stdout);
+    fflush(stdout);
+    if (ret < 0) {
+        ork_cli_error(CMD, ret);
+        rc = ORK_EXIT_ERROR;
+    } else {
+        ork_cli_print_stats(&st);
+        if (o.verbose)
+            fprintf(stderr, "stop: %s, seed %llu\n", ork_stop_reason_name(st.stop),
+                    (unsigned long long)ork_sampler_seed(smp));
+    }
+    ork_sampler_free(smp);
+    ork_session_free(s);
+    ork_model_free(m);
+    ork_free(file_text);
+    return rc;
 }

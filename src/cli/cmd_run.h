@@ -1,0 +1,39 @@
+/* cmd_run.h -- options shared by the model-running subcommands (run, chat, perplexity): model
+ * path, sampling, threads, context, batch, KV type, stop strings. Parsed by ork_cli_gen_opt() in
+ * cmd_run.c; each subcommand adds its own options around it. src/cli/ only. */
+#ifndef ORK_CLI_CMD_RUN_H
+#define ORK_CLI_CMD_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <ork-engine/engine.h>
+
+#define ORK_CLI_MAX_STOPS 16
+
+struct ork_cli_gen_opts {
+    const char *model;                      /* -m */
+    struct ork_sampler_params sampling;     /* --temp --top-k --top-p --min-p --seed ... */
+    int32_t n_predict;                      /* -n; -1: until end of generation / context full */
+    struct ork_session_params session;      /* -t -c -b --kv-type */
+    const char *stops[ORK_CLI_MAX_STOPS];   /* --stop (repeatable) */
+    size_t n_stops;
+    bool no_bos;                            /* --no-bos */
+    bool verbose;                           /* -v: model summary, cache reuse, timings */
+};
+
+void ork_cli_gen_opts_default(struct ork_cli_gen_opts *o);
+/* If argv[*i] is a shared option, consume it (and its value) and return 1; return 0 if it is
+ * not one of them; return -1 after printing a usage error. */
+int ork_cli_gen_opt(const char *cmd, int argc, char **argv, int *i, struct ork_cli_gen_opts *o);
+/* Help text of the shared options (sampling = include the sampling ones). */
+void ork_cli_gen_help(FILE *out, bool sampling);
+/* Load the model and create a session (and, if smp != NULL, a sampler). Prints the error and
+ * returns ORK_EXIT_ERROR on failure, after freeing what it made. */
+int ork_cli_gen_setup(const char *cmd, const struct ork_cli_gen_opts *o, struct ork_model **m,
+                      struct ork_session **s, struct ork_sampler **smp);
+/* Print "prompt: N tokens, X ms (Y tok/s) | generation: ..." to stderr. */
+void ork_cli_print_stats(const struct ork_gen_stats *st);
+
+#endif
