@@ -1,0 +1,155 @@
+/* ork/npu.h -- libork public API: open an RK3588 NPU (or the simulator), make weights resident in
+ * NPU memory once, and run int8 x int8 -> int32 or fp16 x fp16 -> fp32 matmuls on them many
+ * times. This is the only header the engine needs from libork.
+ *
+ *   struct ork_npu *npu;                    ork_npu_open(&opts, &npu)          ("auto"|"rknpu"|"rocket"|"sim")
+ *   struct ork_npu_weights *w;              ork_npu_weights_create(npu, &wdesc, &w)   pack once
+ *   struct ork_npu_matmul *mm;              ork_npu_matmul_create(w, &mdesc, &mm)     programs precompiled
+ *   ork_npu_matmul_run_i8(mm, a, m, c);     ... many times: copy A in, one submit, sum K-slices out
+ *   ork_npu_matmul_destroy(mm); ork_npu_weights_destroy(w); ork_npu_close(npu);
+ *
+ * Shapes: C[m][n] = sum_k A[m][k] * W[n][k]. Weights are given as W[n][k] (one row of k values
+ * per output column, the usual LLM layout); any k, n >= 1 and any m up to the plan's size: the
+ * library pads K and N to the hardware multiples, slices K and N and tiles M (docs/npu.md,
+ * spec/rk3588-npu.md §5.7) and adds the K-slice partial sums on the host (§1.4).
+ *
+ * Ownership: the device owns nothing of the caller's; weights objects copy what they need and
+ * must be destroyed before the device; a matmul plan borrows its weights (destroy it first).
+ * A plan is used by one thread at a time; different plans may run from different threads.
+ * Errors: negative ORK_E* codes with an ork_error_message(); nothing here exits or aborts.
+ *
+ * Designed to grow: a plan holds precompiled programs at fixed addresses, so a scheduling layer
+ * can add multi-core N-split (desc.cores), chains of several plans in one submit, and async
+ * submit/wait (ork_npu_matmul_submit/_wait already split the run). */
+#ifndef ORK_NPU_H
+#define ORK_NPU_H
+
+#include <ork/log.h>
+#include <ork/sim.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum ork_npu_dtype {
+    ORK_NPU_I8 = 0,     /* int8 A and W, int32 C (spec §6.2 "int8 MAC -> int32") */
+    ORK_NPU_F16 = 1,    /* fp16 A and W (IEEE half bits in uint16_t), fp32 C */
+};
+
+/* ---- device ------------------------------------------------------------------------------ */
+
+struct ork_npu;
+
+struct ork_npu_opts {
+    uint32_t struct_size;           /* sizeof(struct ork_npu_opts); 0 or NULL opts = defaults */
+    const char *device;             /* "auto" (default: the board's rknpu, else rocket; never
+                                     * the simulator), "rknpu", "rocket" or "sim" */
+    const char *node;               /* device node override (e.g. "/dev/dri/card1"); NULL probes */
+    const struct ork_sim_opts *sim; /* "sim" only: simulator options; NULL = defaults */
+    ork_log_fn log;                 /* when set, installed with ork_log_set (process-wide) */
+    void *log_user;
+    uint32_t domain;                /* IOMMU domain for every buffer of this device (spec §13) */
+};
+
+/* Open a device. With "auto" and no NPU present: ORK_ENOENT, message "no RK3588 NPU found
+ * (tried rknpu, rocket); use --device sim for the simulator". */
+int ork_npu_open(const struct ork_npu_opts *opts, struct ork_npu **out);
+void ork_npu_close(struct ork_npu *npu);
+/* Backend name: "rknpu", "rocket" or "sim". */
+const char *ork_npu_backend(const struct ork_npu *npu);
+/* True when the device is the simulator. */
+bool ork_npu_is_sim(const struct ork_npu *npu);
+
+/* ---- resident weights ------------------------------------------------------------------- */
+
+struct ork_npu_weights;
+
+struct ork_npu_weights_desc {
+    uint32_t struct_size;           /* sizeof(struct ork_npu_weights_desc) */
+    enum ork_npu_dtype dtype;
+    uint32_t k, n;                  /* reduction length, output columns (any >= 1) */
+    const void *w;                  /* int8_t[n][k] or uint16_t (fp16 bits)[n][k]; copied */
+    const float *scales;            /* int8 only, optional: per-output-column scales [n] (kept
+                                     * for ork_npu_dequantize); NULL = none */
+    uint32_t max_m;                 /* largest M a plan on these weights will run; decides the
+                                     * K-slicing (M = 1 allows 8192-wide slices, spec §5.1).
+                                     * 0 = 1 (decode only) */
+};
+
+/* Pack W into the hardware layout (spec §4.3 int8 [Nt][Kt][32][32], §4.4 fp16 [Nt][Kt][16][32],
+ * per K-slice) in one device buffer. */
+int ork_npu_weights_create(struct ork_npu *npu, const struct ork_npu_weights_desc *d,
+                           struct ork_npu_weights **out);
+void ork_npu_weights_destroy(struct ork_npu_weights *w);
+/* Per-column scales given at creation, or NULL. */
+const float *ork_npu_weights_scales(const struct ork_npu_weights *w);
+/* Device bytes held by the packed weights (padding included). */
+uint64_t ork_npu_weights_bytes(const struct ork_npu_weights *w);
+
+/* ---- matmul plans ----------------------------------------------------------------------- */
+
+struct ork_npu_matmul;
+
+enum ork_npu_matmul_flags {
+    ORK_NPU_MATMUL_NO_CHAIN = 1u << 0,   /* one submit per program instead of one chained
+                                          * submit (spec §8.3); for bisecting problems */
+    ORK_NPU_MATMUL_NO_WARMUP = 1u << 1,  /* skip the two warm-up submits at creation that
+                                          * absorb the stale-first-submit effect (spec §14.4) */
+};
+
+struct ork_npu_matmul_desc {
+    uint32_t struct_size;           /* sizeof(struct ork_npu_matmul_desc) */
+    uint32_t m;                     /* rows per run, 1..weights' max_m (runs may use fewer) */
+    uint32_t flags;                 /* ORK_NPU_MATMUL_* */
+    uint32_t timeout_ms;            /* per submit; 0 = backend default */
+};
+
+/* Plan a matmul of up to desc->m rows on resident weights: tiles, device buffers for A, C and
+ * the programs, all programs emitted and chained now (none at run time). */
+int ork_npu_matmul_create(struct ork_npu_weights *w, const struct ork_npu_matmul_desc *d,
+                          struct ork_npu_matmul **out);
+void ork_npu_matmul_destroy(struct ork_npu_matmul *mm);
+
+/* C[m][n] = A[m][k] . W^T, m <= the plan's m. A is dense [m][k] (int8 or fp16 bits), C dense
+ * [m][n] (int32 for int8, float for fp16). Blocking. */
+int ork_npu_matmul_run_i8(struct ork_npu_matmul *mm, const int8_t *a, uint32_t m, int32_t *c);
+int ork_npu_matmul_run_f16(struct ork_npu_matmul *mm, const uint16_t *a, uint32_t m, float *c);
+
+/* The same run in two halves: submit copies A in and queues the work; wait completes it and
+ * writes C (int32_t or float per dtype). One submit in flight per plan. */
+int ork_npu_matmul_submit(struct ork_npu_matmul *mm, const void *a, uint32_t m);
+int ork_npu_matmul_wait(struct ork_npu_matmul *mm, void *c);
+
+struct ork_npu_matmul_info {
+    enum ork_npu_dtype dtype;
+    uint32_t m, k, n;               /* caller's shape (m = plan rows) */
+    uint32_t k_padded, n_padded;    /* after padding to the hardware multiples */
+    uint32_t n_kslices, n_nslices;  /* K-slices (host-summed) and N-slices (<= 8192 columns) */
+    uint32_t m_tile;                /* largest M-tile used (the schedule's cap, spec §5.3/§5.4) */
+    uint32_t n_tasks;               /* programs per run */
+    uint32_t n_submits;             /* submits per run */
+};
+void ork_npu_matmul_get_info(const struct ork_npu_matmul *mm, struct ork_npu_matmul_info *out);
+
+/* ---- host-side helpers (no device needed) ------------------------------------------------- */
+
+/* Symmetric per-output-channel int8 quantisation of W[n][k]: scales[j] = max|W[j][:]| / 127
+ * (1 for an all-zero row), q = round-half-away(W / scale) clamped to [-127, 127]. */
+int ork_npu_quantize_weights_i8(const float *w, uint32_t n, uint32_t k, int8_t *q, float *scales);
+/* The same per row of an activation X[m][k] (one scale per row). */
+int ork_npu_quantize_rows_i8(const float *x, uint32_t m, uint32_t k, int8_t *q, float *scales);
+/* out[i][j] = a_scales[i] * w_scales[j] * c[i][j] (spec §6.5). */
+void ork_npu_dequantize(const int32_t *c, uint32_t m, uint32_t n, const float *a_scales,
+                        const float *w_scales, float *out);
+/* IEEE binary16 conversions (round to nearest even; NaN/Inf preserved). */
+uint16_t ork_npu_f32_to_f16(float f);
+float ork_npu_f16_to_f32(uint16_t h);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,113 @@
+/* device.c -- opening an NPU through the kernel vtable (rknpu, rocket or the simulator), its
+ * capabilities, and the buffer helpers the other libork objects use. No planning or emission. */
+#include "ork_priv.h"
+
+#include <ork/alloc.h>
+#include <ork/debug.h>
+#include <ork/error.h>
+
+#include <string.h>
+
+/* Tasks per job when the backend does not say (the vendor driver's max_submit_number, spec §10.1). */
+#define DEFAULT_MAX_TASKS 4095u
+
+int ork_npu_open(const struct ork_npu_opts *opts, struct ork_npu **out)
+{
+    struct ork_npu_opts o = { 0 };
+    if (!out)
+        return ork_errorf(ORK_EINVAL, "npu open: NULL output");
+    *out = NULL;
+    if (opts && opts->struct_size) {
+        size_t n = opts->struct_size < sizeof o ? opts->struct_size : sizeof o;
+        memcpy(&o, opts, n);
+    }
+    const char *dev = o.device && *o.device ? o.device : "auto";
+    if (strcmp(dev, "auto") && strcmp(dev, "rknpu") && strcmp(dev, "rocket") && strcmp(dev, "sim"))
+        return ork_errorf(ORK_EINVAL, "npu open: unknown device '%s' (auto, rknpu, rocket, sim)",
+                          dev);
+    if (o.log)
+        ork_log_set(o.log, o.log_user);
+    if (ork_debug(ORK_DBG_REGS | ORK_DBG_SUBMIT))
+        ork_log_set_level(ORK_LOG_INFO);    /* the flags ask for these lines */
+
+    struct ork_npu *npu = ork_calloc(1, sizeof *npu);
+    if (!npu)
+        return ork_errorf(ORK_ENOMEM, "npu open: out of memory");
+    struct ork_kmd_opts ko = { .struct_size = sizeof ko, .node = o.node, .sim = o.sim };
+    int ret = ork__kmd_open(dev, &ko, &npu->kmd, &npu->kctx);
+    if (ret < 0) {
+        if (!strcmp(dev, "auto"))
+            ret = ork_errorf(ORK_ENOENT, "no RK3588 NPU found (tried rknpu, rocket); use "
+                             "--device sim for the simulator");
+        goto err_free;
+    }
+    npu->domain = o.domain;
+    npu->max_tasks = DEFAULT_MAX_TASKS;
+    uint64_t v;
+    if (npu->kmd->query) {
+        if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_PC_CHAIN, &v) == 0)
+            npu->pc_chain = v != 0;
+        if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_MAX_TASKS, &v) == 0 && v)
+            npu->max_tasks = v < DEFAULT_MAX_TASKS ? (uint32_t)v : DEFAULT_MAX_TASKS;
+        if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_SIM, &v) == 0)
+            npu->is_sim = v != 0;
+    }
+    if (!strcmp(npu->kmd->name, "sim"))
+        npu->is_sim = true;
+    ork_error_clear();
+    *out = npu;
+    return 0;
+err_free:
+    ork_free(npu);
+    return ret;
+}
+
+void ork_npu_close(struct ork_npu *npu)
+{
+    if (!npu)
+        return;
+    npu->kmd->close(npu->kctx);
+    ork_free(npu);
+}
+
+const char *ork_npu_backend(const struct ork_npu *npu)
+{
+    return npu ? npu->kmd->name : "none";
+}
+
+bool ork_npu_is_sim(const struct ork_npu *npu)
+{
+    return npu && npu->is_sim;
+}
+
+int ork__npu_bo_create(struct ork_npu *npu, uint64_t size, uint32_t flags, struct ork_kbo *out,
+                       const char *what)
+{
+    memset(out, 0, sizeof *out);
+    int ret = npu->kmd->bo_create(npu->kctx, size, flags | ORK_KBO_ZEROED, npu->domain, out);
+    if (ret < 0)
+        return ork_errorf(ret, "%s: cannot allocate %llu device bytes: %s", what,
+                          (unsigned long long)size, ork_error_describe(ret));
+    if (!out->map) {
+        npu->kmd->bo_destroy(npu->kctx, out);
+        return ork_errorf(ORK_EDEVICE, "%s: buffer has no CPU mapping", what);
+    }
+    /* ZEROED is a request the backend may ignore; padding must be zero (spec §5.3 notes). */
+    memset(out->map, 0, size);
+    return 0;
+}
+
+void ork__npu_bo_destroy(struct ork_npu *npu, struct ork_kbo *bo)
+{
+    if (bo->map || bo->handle || bo->iova)
+        npu->kmd->bo_destroy(npu->kctx, bo);
+    memset(bo, 0, sizeof *bo);
+}
+
+int ork__npu_bo_sync(struct ork_npu *npu, const struct ork_kbo *bo, uint64_t off, uint64_t size,
+                     enum ork_kbo_sync dir)
+{
+    if (!npu->kmd->bo_sync || !(bo->flags & ORK_KBO_CACHEABLE) || !size)
+        return 0;
+    return npu->kmd->bo_sync(npu->kctx, bo, off, size, dir);
+}

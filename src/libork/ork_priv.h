@@ -1,0 +1,67 @@
+/* ork_priv.h -- libork internals shared by device.c, matmul_weights.c and matmul.c: the objects behind
+ * the opaque handles of <ork/npu.h> and the buffer helpers over the kernel vtable. Not API. */
+#ifndef ORK_PRIV_H
+#define ORK_PRIV_H
+
+#include <ork/npu.h>
+
+#include "kmd/kmd.h"
+#include "plan.h"
+#include "program.h"
+
+struct ork_npu {
+    const struct ork_kmd_ops *kmd;
+    void *kctx;
+    uint32_t domain;            /* IOMMU domain of every buffer (spec §13) */
+    bool pc_chain;              /* tasks of one job chain through trailers (spec §8.3) */
+    uint32_t max_tasks;         /* tasks per job the backend accepts */
+    bool is_sim;
+};
+
+struct ork_npu_weights {
+    struct ork_npu *npu;
+    enum ork_npu_dtype dtype;
+    uint32_t k, n;
+    struct ork_kplan kplan;     /* K-slices, fixed here because they decide the layout */
+    struct ork_nplan nplan;     /* N-slices (<= 8192 columns) */
+    uint64_t slice_off[ORK_PLAN_MAX_KSLICES];  /* byte offset of K-slice j in `bo` */
+    struct ork_kbo bo;          /* all slices: [Np/tile][pad_j/32][tile][32] each (spec §4.5) */
+    float *scales;              /* [n] or NULL */
+};
+
+/* One program of a plan: which slice/tile it computes. */
+struct ork_mm_tile {
+    uint32_t kslice, nslice;
+    uint32_t m0, m;             /* rows [m0, m0 + m) */
+};
+
+struct ork_npu_matmul {
+    struct ork_npu_weights *w;
+    struct ork_npu *npu;
+    uint32_t m;                 /* plan rows */
+    uint32_t m_tile;            /* rows per M-tile (common to all slices) */
+    uint32_t flags, timeout_ms;
+    struct ork_kbo a_bo;        /* per K-slice j: A_j [m][pad_j] dense (spec §4.1) */
+    struct ork_kbo c_bo;        /* per (j, i): C_ji [m][pad_i] int32/fp32 (spec §4.2) */
+    struct ork_kbo prog_bo;     /* n_tasks program slots of ORK_PROG_SLOT bytes */
+    uint64_t a_off[ORK_PLAN_MAX_KSLICES];
+    uint64_t *c_off;            /* [n_kslices * n_nslices] */
+    uint32_t n_tasks;
+    struct ork_mm_tile *tiles;  /* [n_tasks], M-tile outermost so a run of fewer rows is a prefix */
+    struct ork_ktask *tasks;    /* [n_tasks] */
+    uint32_t group;             /* tasks per job; programs are chained within a group only */
+    /* state of the run in flight */
+    bool in_flight;
+    uint32_t run_m;             /* rows of the current run */
+    uint32_t run_tasks;         /* prefix of tasks it runs */
+    int run_ret;
+};
+
+/* Buffers in the device's domain: create (zeroed), destroy, sync (no-op on coherent backends). */
+int ork__npu_bo_create(struct ork_npu *npu, uint64_t size, uint32_t flags, struct ork_kbo *out,
+                       const char *what);
+void ork__npu_bo_destroy(struct ork_npu *npu, struct ork_kbo *bo);
+int ork__npu_bo_sync(struct ork_npu *npu, const struct ork_kbo *bo, uint64_t off, uint64_t size,
+                     enum ork_kbo_sync dir);
+
+#endif

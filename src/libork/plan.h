@@ -1,0 +1,73 @@
+/* plan.h -- tiling of one matmul into hardware programs: K-slices (host-summed), N-slices
+ * (<= 8192 columns), M-tiles (<= the CBUF schedule's cap for the slice's K), and the per-program
+ * CBUF bank split and FEATURE_GRAINS values (spec §5). Shapes and offsets only: register
+ * emission is program.c, buffers and submission matmul.c. Internal to libork. */
+#ifndef ORK_PLAN_H
+#define ORK_PLAN_H
+
+#include <ork/npu.h>
+
+#include <stdint.h>
+
+/* Hardware multiples (spec §5.1). */
+#define ORK_PLAN_K_ALIGN 32u
+#define ORK_PLAN_N_TILE_I8 32u
+#define ORK_PLAN_N_TILE_F16 16u
+#define ORK_PLAN_N_MAX 8192u        /* N per program (N_ABOVE_8192, spec §5.1) */
+#define ORK_PLAN_DECODE_K_MAX 8192u /* M = 1: any K up to 8192 in one program (spec §5.1) */
+
+/* One slice of a dimension: real indices [off, off + len) of the caller's matrix, computed by a
+ * program of size `pad` >= len (the rest is zero padding). Padded offsets equal real offsets
+ * because only the last slice of a dimension is ever padded. */
+struct ork_slice {
+    uint32_t off;
+    uint32_t len;
+    uint32_t pad;
+};
+
+#define ORK_PLAN_MAX_KSLICES 64u
+
+/* K-slicing of a weights object, fixed at pack time (it decides the weight layout). */
+struct ork_kplan {
+    enum ork_npu_dtype dtype;
+    uint32_t k;                              /* caller's K */
+    uint32_t max_m;                          /* plans may use M up to this */
+    uint32_t n_slices;
+    uint32_t k_padded;                       /* sum of pads */
+    struct ork_slice s[ORK_PLAN_MAX_KSLICES];
+};
+
+/* N-slicing (depends on N only). */
+struct ork_nplan {
+    uint32_t n;                              /* caller's N */
+    uint32_t tile;                           /* 32 int8, 16 fp16 */
+    uint32_t n_padded;                       /* N rounded up to the tile */
+    uint32_t n_slices;
+    struct ork_slice *s;                     /* n_slices entries (ork_calloc'd) */
+};
+
+/* Column tile of a dtype (spec §4.3/§4.4). */
+uint32_t ork__plan_n_tile(enum ork_npu_dtype dt);
+
+/* CNA_CBUF_CON0 for a program of m rows and reduction k (spec §5.2-§5.4; m = 1 uses the decode
+ * value 0xb1). */
+uint32_t ork__plan_cbuf_con0(enum ork_npu_dtype dt, uint32_t m, uint32_t k);
+/* FEATURE_GRAINS rows (spec §5.6): m + 1, capped by pow2_floor(65536/k) (int8) or
+ * pow2_floor(32768/k) (fp16) under the bank schedule. */
+uint32_t ork__plan_grains(enum ork_npu_dtype dt, uint32_t m, uint32_t k);
+/* True when the bank schedule applies to a program of reduction k with m > 1 rows:
+ * int8 k % 512 == 0 && k <= 4096 (§5.3); fp16 k a power of two in [128, 2048) (§5.4). */
+bool ork__plan_sched(enum ork_npu_dtype dt, uint32_t k);
+/* Largest correct M for a program of reduction k with more than one row (spec §5.3 M_max,
+ * §5.4 table); 0 when no M > 1 is supported at this k. */
+uint32_t ork__plan_m_cap(enum ork_npu_dtype dt, uint32_t k);
+
+/* Choose the K-slicing for weights of reduction k used with up to max_m rows. */
+int ork__plan_kslices(enum ork_npu_dtype dt, uint32_t k, uint32_t max_m, struct ork_kplan *out);
+/* Split N into slices of at most 8192 columns (multiples of the tile). */
+int ork__plan_nslices(enum ork_npu_dtype dt, uint32_t n, struct ork_nplan *out);
+void ork__plan_nslices_fini(struct ork_nplan *p);
+/* M-tile size for m rows with slice reduction kpad: min(m, cap) (m = 1 -> 1). */
+uint32_t ork__plan_m_tile(enum ork_npu_dtype dt, uint32_t m, uint32_t kpad);
+
+#endif
