@@ -189,6 +189,9 @@ static int check_cbuf(const struct ork_sim_regfile *rf, uint32_t ti, struct ork_
                           "task %u: CBUF_WRONG: %s = 0x%x gives %u data banks (valid 1..11): "
                           "wrong results (§5.5, §14.2)", ti, NAME(ORK_REG_CNA_CBUF_CON0), v, d);
 
+    /* D + W may exceed 12: the validated fp16 K = 128 schedule writes 0xb8 and 0xaa (§5.4), so
+     * only the two §5.5 conditions above are errors. */
+
     uint32_t cap = cbuf_m_cap(mm->in_prec, k, d);
     if (m > cap) {
         if (!int8 && k == FP16_SCHED_K_MIN && m > FP16_K128_M_MAX)
