@@ -1,0 +1,242 @@
+/* test_matmul.c -- the whole libork matmul path on the simulator: open the sim device, pack
+ * weights, plan, run, compare with a CPU reference. int8 must be bit-exact against an integer
+ * reference; fp16 must agree within 1e-4 of sum_k |a_k * w_k| per output (fp32 accumulation of
+ * exact fp16 products, spec §3.4 step 4; the device's order is unknown, so no bit-exactness).
+ *
+ * The cases pair the dimensions so that together they cover M in {1, 2, 63, 64, 65, cap,
+ * cap+1}, K in {32, 96, 512, 1024, 2048, 3584, 4096, 18944}, N in {32, 512, 3584, 8192, 8224,
+ * 18944} and an LM-head N = 151936, while every product stays small (the sim computes on the
+ * CPU). */
+#include "ork_test.h"
+
+#include <ork/alloc.h>
+#include <ork/error.h>
+#include <ork/npu.h>
+
+#include <stdint.h>
+
+static struct ork_npu *npu;
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t next_u32(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 11);
+}
+
+static int8_t rand_i8(void)
+{
+    return (int8_t)(next_u32() & 0xff);    /* full range, -128 included */
+}
+
+static uint16_t rand_f16(void)
+{
+    float f = ((float)(next_u32() % 20001) - 10000.0f) / 10000.0f;
+    return ork_npu_f32_to_f16(f);
+}
+
+struct mcase {
+    enum ork_npu_dtype dt;
+    uint32_t m, k, n;
+    uint32_t max_m;        /* weights' max_m (0 = m) */
+    uint32_t run_m;        /* rows of the run (0 = m): fewer rows run a task prefix */
+    uint32_t flags;
+};
+
+static bool run_case(const struct mcase *c)
+{
+    const uint32_t M = c->m, K = c->k, N = c->n;
+    const uint32_t rm = c->run_m ? c->run_m : M;
+    const size_t esz = c->dt == ORK_NPU_I8 ? 1 : 2;
+    void *a = ork_malloc((size_t)M * K * esz);
+    void *w = ork_malloc((size_t)N * K * esz);
+    void *out = ork_malloc((size_t)M * N * 4);
+    bool ok = false;
+    struct ork_npu_weights *wt = NULL;
+    struct ork_npu_matmul *mm = NULL;
+    if (!a || !w || !out)
+        goto done;
+    for (size_t i = 0; i < (size_t)M * K; i++) {
+        if (c->dt == ORK_NPU_I8)
+            ((int8_t *)a)[i] = rand_i8();
+        else
+            ((uint16_t *)a)[i] = rand_f16();
+    }
+    for (size_t i = 0; i < (size_t)N * K; i++) {
+        if (c->dt == ORK_NPU_I8)
+            ((int8_t *)w)[i] = rand_i8();
+        else
+            ((uint16_t *)w)[i] = rand_f16();
+    }
+    struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = c->dt, .k = K, .n = N,
+                                       .w = w, .max_m = c->max_m ? c->max_m : M };
+    int ret = ork_npu_weights_create(npu, &wd, &wt);
+    if (ret < 0) {
+        fprintf(stderr, "  weights: %s\n", ork_error_describe(ret));
+        goto done;
+    }
+    struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = M, .flags = c->flags };
+    ret = ork_npu_matmul_create(wt, &md, &mm);
+    if (ret < 0) {
+        fprintf(stderr, "  plan: %s\n", ork_error_describe(ret));
+        goto done;
+    }
+    struct ork_npu_matmul_info info;
+    ork_npu_matmul_get_info(mm, &info);
+    ret = c->dt == ORK_NPU_I8 ? ork_npu_matmul_run_i8(mm, a, rm, out)
+                              : ork_npu_matmul_run_f16(mm, a, rm, out);
+    if (ret < 0) {
+        fprintf(stderr, "  run: %s\n", ork_error_describe(ret));
+        goto done;
+    }
+    uint64_t bad = 0;
+    double worst = 0;
+    for (uint32_t i = 0; i < rm; i++)
+        for (uint32_t j = 0; j < N; j++) {
+            if (c->dt == ORK_NPU_I8) {
+                int64_t acc = 0;
+                const int8_t *ar = (const int8_t *)a + (size_t)i * K;
+                const int8_t *wr = (const int8_t *)w + (size_t)j * K;
+                for (uint32_t k = 0; k < K; k++)
+                    acc += (int32_t)ar[k] * wr[k];
+                bad += ((int32_t *)out)[(size_t)i * N + j] != (int32_t)acc;
+            } else {
+                double acc = 0, mag = 0;
+                const uint16_t *ar = (const uint16_t *)a + (size_t)i * K;
+                const uint16_t *wr = (const uint16_t *)w + (size_t)j * K;
+                for (uint32_t k = 0; k < K; k++) {
+                    double p = (double)ork_npu_f16_to_f32(ar[k]) * ork_npu_f16_to_f32(wr[k]);
+                    acc += p;
+                    mag += p < 0 ? -p : p;
+                }
+                double err = fabs(((float *)out)[(size_t)i * N + j] - acc);
+                double tol = 1e-4 * mag + 1e-6;
+                if (err > tol)
+                    bad++;
+                if (err / (mag + 1e-30) > worst)
+                    worst = err / (mag + 1e-30);
+            }
+        }
+    printf("  %s M=%u (run %u) K=%u N=%u: kslices %u nslices %u m_tile %u tasks %u submits %u: "
+           "%s\n", c->dt == ORK_NPU_I8 ? "int8" : "fp16", M, rm, K, N, info.n_kslices,
+           info.n_nslices, info.m_tile, info.n_tasks, info.n_submits,
+           bad ? "MISMATCH" : "ok");
+    if (bad)
+        fprintf(stderr, "  %llu of %llu outputs differ (worst relative %.3g)\n",
+                (unsigned long long)bad, (unsigned long long)rm * N, worst);
+    ok = bad == 0;
+done:
+    ork_npu_matmul_destroy(mm);
+    ork_npu_weights_destroy(wt);
+    ork_free(a);
+    ork_free(w);
+    ork_free(out);
+    return ok;
+}
+
+#define NW ORK_NPU_MATMUL_NO_WARMUP
+
+static void test_int8_cases(void)
+{
+    static const struct mcase cases[] = {
+        { ORK_NPU_I8, 1, 32, 32, 0, 0, 0 },           /* the template shape, with warm-up */
+        { ORK_NPU_I8, 2, 96, 512, 0, 0, NW },         /* K padded to 512 for M > 1 */
+        { ORK_NPU_I8, 63, 512, 32, 0, 0, NW },
+        { ORK_NPU_I8, 64, 4096, 32, 0, 0, NW },       /* cap at K = 4096 (spec §5.3) */
+        { ORK_NPU_I8, 65, 4096, 32, 0, 0, NW },       /* cap + 1: two M-tiles or K-slices */
+        { ORK_NPU_I8, 320, 1024, 32, 0, 0, NW },      /* cap at K = 1024 */
+        { ORK_NPU_I8, 321, 1024, 32, 0, 0, NW },      /* cap + 1 */
+        { ORK_NPU_I8, 129, 2048, 32, 0, 0, NW },      /* cap + 1 at K = 2048 */
+        { ORK_NPU_I8, 1, 18944, 64, 0, 0, NW },       /* decode K-slices of <= 8192 */
+        { ORK_NPU_I8, 3, 18944, 32, 0, 0, NW },       /* K-slices of the full-K envelope */
+        { ORK_NPU_I8, 2, 3584, 512, 0, 0, NW },
+        { ORK_NPU_I8, 1, 2048, 8192, 0, 0, NW },      /* N at the per-program limit */
+        { ORK_NPU_I8, 1, 1024, 8224, 0, 0, NW },      /* N above it: two N-slices */
+        { ORK_NPU_I8, 1, 32, 3584, 0, 0, NW },
+        { ORK_NPU_I8, 1, 96, 18944, 0, 0, NW },
+        { ORK_NPU_I8, 1, 64, 151936, 0, 0, NW },      /* LM head: 19 N-slices */
+        { ORK_NPU_I8, 65, 512, 96, 0, 1, NW },        /* plan 65 rows, run 1: task prefix */
+        { ORK_NPU_I8, 130, 2048, 32, 130, 64, NW },   /* run one M-tile of two */
+        { ORK_NPU_I8, 1, 100, 40, 8, 0, NW },         /* ragged K and N, weights for M <= 8 */
+        { ORK_NPU_I8, 5, 1000, 33, 0, 0, ORK_NPU_MATMUL_NO_CHAIN | NW },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK(run_case(&cases[i]));
+}
+
+static void test_fp16_cases(void)
+{
+    static const struct mcase cases[] = {
+        { ORK_NPU_F16, 1, 32, 16, 0, 0, 0 },
+        { ORK_NPU_F16, 4, 32, 16, 0, 0, NW },         /* the fp16 template shape */
+        { ORK_NPU_F16, 2, 96, 512, 0, 0, NW },
+        { ORK_NPU_F16, 63, 512, 32, 0, 0, NW },
+        { ORK_NPU_F16, 65, 1024, 16, 0, 0, NW },
+        { ORK_NPU_F16, 176, 1024, 16, 0, 0, NW },     /* cap at K = 1024 (spec §5.4) */
+        { ORK_NPU_F16, 177, 1024, 16, 0, 0, NW },     /* cap + 1 */
+        { ORK_NPU_F16, 9, 2048, 16, 0, 0, NW },       /* K = 2048 caps at 8 unsliced */
+        { ORK_NPU_F16, 1, 18944, 32, 0, 0, NW },
+        { ORK_NPU_F16, 2, 4096, 64, 0, 0, NW },
+        { ORK_NPU_F16, 1, 3584, 512, 0, 0, NW },
+        { ORK_NPU_F16, 1, 1024, 8192, 0, 0, NW },
+        { ORK_NPU_F16, 1, 512, 8224, 0, 0, NW },
+        { ORK_NPU_F16, 1, 32, 18944, 0, 0, NW },
+        { ORK_NPU_F16, 1, 32, 151936, 0, 0, NW },
+        { ORK_NPU_F16, 3, 100, 40, 0, 0, NW },        /* ragged K and N */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK(run_case(&cases[i]));
+}
+
+static void test_errors(void)
+{
+    int8_t w[32 * 32] = { 0 };
+    struct ork_npu_weights *wt = NULL;
+    struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8, .k = 32,
+                                       .n = 32, .w = w, .max_m = 4 };
+    REQUIRE(ork_npu_weights_create(npu, &wd, &wt) == 0);
+    struct ork_npu_matmul *mm = NULL;
+    struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = 5 };
+    CHECK(ork_npu_matmul_create(wt, &md, &mm) == ORK_ERANGE);          /* above max_m */
+    CHECK(strstr(ork_error_message(), "max_m") != NULL);
+    md.m = 4;
+    md.flags = NW;
+    REQUIRE(ork_npu_matmul_create(wt, &md, &mm) == 0);
+    int8_t a[5 * 32] = { 0 };
+    int32_t c[5 * 32];
+    float cf[5 * 32];
+    uint16_t af[4 * 32] = { 0 };
+    CHECK(ork_npu_matmul_run_i8(mm, a, 5, c) == ORK_ERANGE);            /* above the plan */
+    CHECK(ork_npu_matmul_run_f16(mm, af, 4, cf) == ORK_EINVAL);        /* wrong dtype */
+    CHECK(ork_npu_matmul_run_i8(mm, a, 4, c) == 0);
+    CHECK(ork_npu_matmul_wait(mm, c) == ORK_EINVAL);                    /* no submit */
+    CHECK(ork_npu_matmul_submit(mm, a, 4) == 0);
+    CHECK(ork_npu_matmul_submit(mm, a, 4) == ORK_EBUSY);
+    CHECK(ork_npu_matmul_wait(mm, c) == 0);
+    ork_npu_matmul_destroy(mm);
+    ork_npu_weights_destroy(wt);
+    wd.k = 0;
+    CHECK(ork_npu_weights_create(npu, &wd, &wt) == ORK_EINVAL);
+    struct ork_npu_opts o = { .struct_size = sizeof o, .device = "nope" };
+    struct ork_npu *bad = NULL;
+    CHECK(ork_npu_open(&o, &bad) == ORK_EINVAL);
+    CHECK(bad == NULL);
+}
+
+int main(void)
+{
+    struct ork_npu_opts o = { .struct_size = sizeof o, .device = "sim" };
+    int ret = ork_npu_open(&o, &npu);
+    if (ret < 0) {
+        fprintf(stderr, "open sim: %s\n", ork_error_describe(ret));
+        return 1;
+    }
+    CHECK_STR(ork_npu_backend(npu), "sim");
+    RUN(test_int8_cases);
+    RUN(test_fp16_cases);
+    RUN(test_errors);
+    ork_npu_close(npu);
+    return ork_test_done();
+}
