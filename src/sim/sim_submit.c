@@ -97,7 +97,7 @@ struct core_run {
  * PC follows each program's trailer (§8.3). */
 static void walk_core(struct ork_sim *sim, int core, const struct sim_bo *tbo, uint32_t start,
                       uint32_t number, uint32_t domain, int streaming, uint64_t seq,
-                      struct core_run *r)
+                      uint32_t task_start, struct core_run *r)
 {
     const struct rknpu_task *desc = (const struct rknpu_task *)tbo->dev; /* kernel mapping */
     const struct ork_sim_fault *fault = sim_fault_for(sim, seq);
@@ -113,8 +113,10 @@ static void walk_core(struct ork_sim *sim, int core, const struct sim_bo *tbo, u
         uint32_t addr = (uint32_t)d0->regcmd_addr;
         uint32_t amount = pc_amount(d0->regcfg_amount);
         for (uint32_t t = 0; t < chunk; t++) {
-            uint32_t idx = start + c0 + t;
-            const struct rknpu_task *d = &desc[idx];
+            /* messages name tasks relative to the submit's task_start (the caller's index) */
+            uint32_t desc_idx = start + c0 + t;
+            uint32_t idx = desc_idx >= task_start ? desc_idx - task_start : desc_idx;
+            const struct rknpu_task *d = &desc[desc_idx];
             struct ork_sim_task_in tin = {
                 .index = idx,
                 .regcmd_addr = addr,
@@ -141,7 +143,7 @@ static void walk_core(struct ork_sim *sim, int core, const struct sim_bo *tbo, u
                     return;
                 }
             }
-            if (fault && fault->task == idx - start && fault->kind == ORK_SIM_FAULT_HANG) {
+            if (fault && fault->task == idx && fault->kind == ORK_SIM_FAULT_HANG) {
                 r->hang = true;
                 sim->core[core].hung = true;
                 r->status = ork_errorf(ORK_ETIMEDOUT, "task %u on core %d hung (injected HANG "
@@ -149,7 +151,7 @@ static void walk_core(struct ork_sim *sim, int core, const struct sim_bo *tbo, u
                                        "(§10.8)", idx, core, (unsigned long long)seq);
                 return;
             }
-            if (fault && fault->task == idx - start && fault->kind == ORK_SIM_FAULT_DMA) {
+            if (fault && fault->task == idx && fault->kind == ORK_SIM_FAULT_DMA) {
                 ork__sim_soft_reset(sim);
                 r->status = ork_errorf(ORK_EFAULT, "task %u on core %d: DMA_READ_ERROR interrupt "
                                        "(injected DMA fault, submit %llu) at program 0x%08x; "
@@ -349,7 +351,7 @@ static int submit_locked(struct ork_sim *sim, struct rknpu_submit *s, int64_t *s
                                       (unsigned long long)seq);
             } else {
                 walk_core(sim, (int)i, tbo, range[i].task_start, range[i].task_number,
-                          s->iommu_domain_id, streaming, seq, &r);
+                          s->iommu_domain_id, streaming, seq, s->task_start, &r);
             }
             int64_t end = r.hang ? start + job->timeout_ns : start + (int64_t)r.ns;
             ork__sim_busy_add(sim, (int)i, start, end);

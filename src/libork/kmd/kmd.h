@@ -38,7 +38,7 @@ enum ork_kbo_flags {
 struct ork_kbo {
     uint32_t handle;              /* GEM handle on the backend's fd */
     uint32_t flags;               /* ORK_KBO_* as created */
-    uint64_t size;                /* bytes (page-rounded) */
+    uint64_t size;                /* bytes as requested (the kernel rounds up to pages) */
     uint32_t iova;                /* 32-bit NPU address (§1.2); valid in `domain` only */
     uint32_t domain;              /* IOMMU domain it is mapped in (§13); rocket: always 0 */
     uint64_t cookie;              /* backend private (rknpu: obj_addr from MEM_CREATE) */
