@@ -1,0 +1,40 @@
+#!/bin/bash
+# test_selftest.sh -- `ork selftest`: the quick sweep passes on the simulator with one line per
+# case and a summary; the default device falls back to the simulator with a note when no NPU is
+# present; bad options are usage errors. Usage: test_selftest.sh ORK_BINARY FIXTURES_DIR
+set -u
+ORK=$1
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail=0
+check() { # check DESCRIPTION COMMAND...
+    local d=$1; shift
+    if "$@"; then echo "ok   $d"; else echo "FAIL $d"; fail=1; fi
+}
+
+"$ORK" selftest --device sim --quick > "$TMP/out" 2> "$TMP/err"
+rc=$?
+check "quick sweep on sim exits 0" test $rc -eq 0
+check "device line" grep -q '^device: sim' "$TMP/out"
+check "int8 cases bit-exact" test "$(grep -c '^int8 .* bit-exact ' "$TMP/out")" -ge 3
+check "fp16 cases within tolerance" test "$(grep -c '^fp16 .* ok   max rel err ' "$TMP/out")" -ge 3
+check "every case line has a time" test "$(grep -c ' ms$' "$TMP/out")" -eq "$(grep -c '^\(int8\|fp16\) ' "$TMP/out")"
+check "summary all passed" grep -q '^selftest: \([0-9]*\)/\1 passed on sim' "$TMP/out"
+check "no FAIL lines" bash -c "! grep -q 'FAIL\|ERROR' '$TMP/out'"
+
+# Default device: the board's NPU if present, else the simulator with a note.
+if [ ! -e /dev/dri/card1 ] && [ ! -e /dev/accel/accel0 ]; then
+    "$ORK" selftest --quick > "$TMP/out2" 2> "$TMP/err2"
+    check "auto falls back to sim" test $? -eq 0
+    check "fallback note" grep -q 'note: .*running on the simulator' "$TMP/err2"
+    "$ORK" selftest --device rknpu --quick > /dev/null 2> "$TMP/err3"
+    check "explicit rknpu without a board fails" test $? -eq 1
+fi
+
+"$ORK" selftest --device bogus > /dev/null 2> "$TMP/err4"
+check "bad device is a usage error" test $? -eq 2
+check "bad device message" grep -q "invalid value 'bogus' for --device" "$TMP/err4"
+"$ORK" selftest --frobnicate > /dev/null 2>&1
+check "unknown option is a usage error" test $? -eq 2
+check "--help" bash -c "'$ORK' selftest --help | grep -q 'usage: ork selftest'"
+exit $fail
