@@ -39,6 +39,9 @@ void *ork__sim_mmap(struct ork_sim *sim, uint64_t offset, uint64_t size);
  * sleeps until the modelled completion. timeout_ns < 0: the job's own timeout. */
 int ork__sim_wait(struct ork_sim *sim, uint64_t seq, int64_t timeout_ns);
 
+/* CLOCK_MONOTONIC in ns (the paced clock's source). */
+int64_t ork__sim_real_ns(void);
+
 /* Sequence number of the last accepted SUBMIT (0: none yet). */
 uint64_t ork__sim_last_seq(struct ork_sim *sim);
 

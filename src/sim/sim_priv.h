@@ -89,7 +89,6 @@ struct ork_sim {
 
 /* sim_dev.c */
 int64_t ork__sim_now(struct ork_sim *sim);              /* model clock (advances in paced) */
-int64_t ork__sim_real_ns(void);                          /* CLOCK_MONOTONIC */
 struct sim_bo *ork__sim_bo_by_obj(struct ork_sim *sim, uint64_t obj_addr);
 /* BO of `domain` containing [iova, iova + len), or NULL. */
 struct sim_bo *ork__sim_bo_find(struct ork_sim *sim, uint32_t domain, uint32_t iova, uint64_t len);
