@@ -1,19 +1,21 @@
 /* dot.c -- the dispatched CPU kernels: f32 dot products, row dots for every supported type,
- * and row dequantization, each with a scalar path (the reference order) and, on x86-64 CPUs
- * with AVX2+FMA+F16C, a SIMD path chosen once at run time. ORK_DEBUG=scalar forces the scalar
- * path. Not here: the definition of the types (quant_ref.c), threading (matmul.c, pool.c).
+ * and row dequantization, each with a scalar path (the reference order) and a SIMD path: AVX2 +
+ * FMA + F16C on x86-64 CPUs that have them (chosen once at run time), NEON on arm64 (always
+ * present there). ORK_DEBUG=scalar forces the scalar path. Not here: the definition of the
+ * types (quant_ref.c), threading (matmul.c, pool.c).
  *
  * Accumulation order. Every dot product in ork is "the f32 dot of the dequantized weight row
  * with x", computed through an accumulator state so that a long row can be fed in chunks
  * without changing a bit of the result:
  *   scalar: one f32 accumulator, elements in order 0, 1, 2, ... (= ork_vec_dot_ref);
- *   avx2:   32 f32 lanes (4 registers x 8); element i goes to lane i % 32 with a fused
- *           multiply-add, while 32 elements remain; the last n % 32 elements are summed in
- *           order into a separate f32 tail; at the end lanes k, k+8, k+16, k+24 are added as
- *           (l[k] + l[k+8]) + (l[k+16] + l[k+24]), the 8 results pairwise
- *           ((s0+s1)+(s2+s3)) + ((s4+s5)+(s6+s7)), and the tail added last.
- * The two orders differ by rounding only; tests/unit/test_kernels_dot.c bounds the difference
- * (relative to sum |w x|) by 1e-5. Dequantization is exact on both paths (same bits). */
+ *   simd:   32 f32 lanes (AVX2: 4 registers x 8; NEON: 8 registers x 4); element i goes to
+ *           lane i % 32 with a fused multiply-add while 32 elements remain; the last n % 32
+ *           elements are summed in order into a separate f32 tail; at the end lanes k, k+8,
+ *           k+16, k+24 are added as (l[k] + l[k+8]) + (l[k+16] + l[k+24]), the 8 results
+ *           pairwise ((s0+s1)+(s2+s3)) + ((s4+s5)+(s6+s7)), and the tail added last.
+ * AVX2 and NEON therefore give the same bits. The scalar and SIMD orders differ by rounding;
+ * tests/unit/test_kernels_dot.c bounds the difference (relative to sum |w x|) by 1e-5.
+ * Dequantization is exact on every path (same bits). */
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -25,9 +27,12 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define ORK_HAVE_X86_DISPATCH 1
 #include <immintrin.h>
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+#define ORK_HAVE_NEON 1
+#include <arm_neon.h>
 #endif
 
-enum kpath { KPATH_SCALAR = 0, KPATH_AVX2 = 1 };
+enum kpath { KPATH_SCALAR = 0, KPATH_SIMD = 1 };
 
 /* Lanes of the SIMD accumulator: 4 AVX registers of 8 f32 (enough independent chains to hide
  * the FMA latency). Chunks fed to an accumulator are multiples of this, so chunking never
@@ -52,7 +57,9 @@ static void path_init(void)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
         __builtin_cpu_supports("f16c"))
-        g_path = KPATH_AVX2;
+        g_path = KPATH_SIMD;
+#elif defined(ORK_HAVE_NEON)
+    g_path = KPATH_SIMD;    /* Advanced SIMD and f16 conversion are baseline AArch64 */
 #endif
     if (ork_debug(ORK_DBG_SCALAR))
         g_path = KPATH_SCALAR;
@@ -66,7 +73,13 @@ static enum kpath path(void)
 
 const char *ork_kernels_path(void)
 {
-    return path() == KPATH_AVX2 ? "avx2" : "scalar";
+    if (path() == KPATH_SCALAR)
+        return "scalar";
+#ifdef ORK_HAVE_NEON
+    return "neon";
+#else
+    return "avx2";
+#endif
 }
 
 /* ---- scalar ---- */
@@ -122,6 +135,37 @@ static void deq_f16_avx2(const uint8_t *p, float *dst, int64_t n)
 }
 #endif
 
+/* ---- NEON (arm64) ---- */
+
+#ifdef ORK_HAVE_NEON
+static void acc_step_neon(struct dot_acc *acc, const float *a, const float *b, int64_t n)
+{
+    float32x4_t s[8];
+    for (int r = 0; r < 8; r++)
+        s[r] = vld1q_f32(acc->lane + 4 * r);
+    int64_t i = 0;
+    for (; i + DOT_LANES <= n; i += DOT_LANES)
+        for (int r = 0; r < 8; r++)
+            s[r] = vfmaq_f32(s[r], vld1q_f32(a + i + 4 * r), vld1q_f32(b + i + 4 * r));
+    for (int r = 0; r < 8; r++)
+        vst1q_f32(acc->lane + 4 * r, s[r]);
+    float t = acc->tail;
+    for (; i < n; i++)
+        t += a[i] * b[i];
+    acc->tail = t;
+}
+
+static void deq_f16_neon(const uint8_t *p, float *dst, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        uint16x4_t h = vreinterpret_u16_u8(vld1_u8(p + 2 * i));
+        vst1q_f32(dst + i, vcvt_f32_f16(vreinterpret_f16_u16(h)));
+    }
+    deq_f16_scalar(p + 2 * i, dst + i, n - i);
+}
+#endif
+
 static float acc_end(const struct dot_acc *acc, enum kpath kp)
 {
     if (kp == KPATH_SCALAR)
@@ -135,9 +179,14 @@ static float acc_end(const struct dot_acc *acc, enum kpath kp)
 
 static void acc_step(struct dot_acc *acc, const float *a, const float *b, int64_t n, enum kpath kp)
 {
-#ifdef ORK_HAVE_X86_DISPATCH
-    if (kp == KPATH_AVX2) {
+#if defined(ORK_HAVE_X86_DISPATCH)
+    if (kp == KPATH_SIMD) {
         acc_step_avx2(acc, a, b, n);
+        return;
+    }
+#elif defined(ORK_HAVE_NEON)
+    if (kp == KPATH_SIMD) {
+        acc_step_neon(acc, a, b, n);
         return;
     }
 #endif
@@ -156,9 +205,14 @@ float ork_vec_dot_f32(const float *a, const float *b, int64_t n)
 int ork_dequant_row(uint32_t type, const void *src, float *dst, int64_t n)
 {
     if (type == ORK_TYPE_F16 && n >= 0) {
-#ifdef ORK_HAVE_X86_DISPATCH
-        if (path() == KPATH_AVX2) {
+#if defined(ORK_HAVE_X86_DISPATCH)
+        if (path() == KPATH_SIMD) {
             deq_f16_avx2(src, dst, n);
+            return 0;
+        }
+#elif defined(ORK_HAVE_NEON)
+        if (path() == KPATH_SIMD) {
+            deq_f16_neon(src, dst, n);
             return 0;
         }
 #endif
