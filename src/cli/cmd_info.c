@@ -18,6 +18,7 @@
 /* Abbreviation limits for the default (non --all) output. */
 #define INFO_ARRAY_HEAD 8       /* array elements shown */
 #define INFO_STR_MAX 120        /* bytes of a string value shown */
+#define INFO_NEST_MAX 3         /* nesting levels of arrays of arrays shown (deeper: header only) */
 
 static void usage(FILE *out)
 {
@@ -81,16 +82,16 @@ static void print_scalar(const struct ork_gguf_value *v)
     }
 }
 
-static void print_array(const struct ork_gguf_array *a, bool all);
+static void print_array(const struct ork_gguf_array *a, bool all, int level);
 
-static void print_element(const struct ork_gguf_array *a, uint64_t i, bool all)
+static void print_element(const struct ork_gguf_array *a, uint64_t i, bool all, int level)
 {
     switch (a->type) {
     case ORK_GGUF_STRING:
         print_str(a->strs[i].ptr, a->strs[i].len, all ? 0 : INFO_STR_MAX);
         break;
     case ORK_GGUF_ARRAY:
-        print_array(&a->items[i].v.arr, all);
+        print_array(&a->items[i].v.arr, all, level + 1);
         break;
     case ORK_GGUF_FLOAT32: case ORK_GGUF_FLOAT64:
         printf("%.9g", ork_gguf_arr_f64(a, i));
@@ -107,27 +108,49 @@ static void print_element(const struct ork_gguf_array *a, uint64_t i, bool all)
     }
 }
 
-/* "[str x 512] = ['<unk>', '<s>', ...]" */
-static void print_array(const struct ork_gguf_array *a, bool all)
+/* "[str x 512] = ['<unk>', '<s>', ...]"; level 1 is a key's own array. */
+static void print_array(const struct ork_gguf_array *a, bool all, int level)
 {
     uint64_t n = (!all && a->n > INFO_ARRAY_HEAD) ? INFO_ARRAY_HEAD : a->n;
-    printf("[%s x %" PRIu64 "] = [", ork_gguf_type_name(a->type), a->n);
+    printf("[%s x %" PRIu64 "]", ork_gguf_type_name(a->type), a->n);
+    if (!all && level > INFO_NEST_MAX) {
+        if (a->n)
+            fputs(" = [...]", stdout);
+        return;
+    }
+    fputs(" = [", stdout);
     for (uint64_t i = 0; i < n; i++) {
         if (i)
             fputs(", ", stdout);
-        print_element(a, i, all);
+        print_element(a, i, all, level);
     }
     if (n < a->n)
         fputs(", ...", stdout);
     putchar(']');
 }
 
+/* Names come from the file: print control bytes escaped so they cannot drive the terminal. */
+static void print_name(const char *name, int width)
+{
+    size_t len = strlen(name);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (c < 0x20 || c == 0x7f) {
+            print_str(name, len, 0);
+            return;
+        }
+    }
+    printf("%-*s", width, name);
+}
+
 static void print_kv(const struct ork_gguf_kv *kv, bool all)
 {
     const struct ork_gguf_value *v = &kv->value;
-    printf("  %-40s ", kv->key);
+    fputs("  ", stdout);
+    print_name(kv->key, 40);
+    putchar(' ');
     if (v->type == ORK_GGUF_ARRAY) {
-        print_array(&v->v.arr, all);
+        print_array(&v->v.arr, all, 1);
     } else {
         printf("(%s) = ", ork_gguf_type_name(v->type));
         if (v->type == ORK_GGUF_STRING)
@@ -192,8 +215,10 @@ static void print_tensors(const struct ork_gguf *g)
                             t->ne[d]);
         if (len < (int)sizeof shape)
             snprintf(shape + len, sizeof shape - (size_t)len, "]");
-        printf("  %5" PRIu64 "  %-*s  %-7s  %-24s  %12" PRIu64 "  %12" PRIu64 "\n", i, name_w,
-               t->name, ork_type_name(t->type), shape, t->offset, t->nbytes);
+        printf("  %5" PRIu64 "  ", i);
+        print_name(t->name, name_w);
+        printf("  %-7s  %-24s  %12" PRIu64 "  %12" PRIu64 "\n", ork_type_name(t->type), shape,
+               t->offset, t->nbytes);
         /* the reader guarantees a known type id */
         count[t->type]++;
         bytes[t->type] += t->nbytes;

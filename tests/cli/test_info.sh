@@ -51,6 +51,21 @@ err=$("$ORK" info "$tmp/trunc.gguf" 2>&1 >/dev/null); rc=$?
 check "truncated: exit 1" test $rc -eq 1
 check "truncated: message names the key" grep -q "general.architecture" <<<"$err"
 
+# every file of the fuzz seed corpus: valid_* print (exit 0), everything else is refused with a
+# reader message (exit 1); nothing crashes
+corpus="$(dirname "$0")/../fuzz/corpus/gguf"
+bad_corpus=0
+for f in "$corpus"/*; do
+    [ -f "$f" ] || continue
+    "$ORK" info "$f" >"$tmp/out" 2>"$tmp/err"; rc=$?
+    case "$(basename "$f")" in
+    valid_*) [ $rc -eq 0 ] || { echo "  $f: exit $rc"; bad_corpus=1; } ;;
+    bad_*) { [ $rc -eq 1 ] && grep -q "gguf: " "$tmp/err"; } || { echo "  $f: exit $rc"; bad_corpus=1; } ;;
+    *) [ $rc -le 1 ] || { echo "  $f: exit $rc"; bad_corpus=1; } ;;
+    esac
+done
+check "corpus files: valid print, corrupt refused, no crash" test $bad_corpus -eq 0
+
 model="$FIX/models/stories260K.gguf"
 if [ ! -r "$model" ]; then
     echo "SKIP: fixture $model not found (needs ../shared/fixtures)"
