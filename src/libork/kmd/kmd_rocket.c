@@ -6,7 +6,7 @@
  * TASK_NUMBER = 1, so programs are not trailer-chained: §8.5, §11.3) and one drm_rocket_job per
  * core range; the scheduler picks the cores. Completion is observed by PREP_BO on the job's
  * output buffers. Not exercised without hardware: tests cover struct layouts and requests. */
-#include "kmd.h"
+#include "kmd_rocket.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -20,8 +20,6 @@
 #include <ork/alloc.h>
 #include <ork/error.h>
 #include <ork/log.h>
-
-#include "rocket_uapi.h"
 
 #ifdef ORK_HAVE_LIBDRM
 #include <xf86drm.h>
@@ -135,11 +133,9 @@ static int rocket_bo_sync(void *ctx, const struct ork_kbo *bo, uint64_t off, uin
     return ret;
 }
 
-/* Fill the rocket tasks and jobs for `job` (exposed through the unit tests' copy of the rules:
- * one task per program with regcmd_count = amount + 4 trailer entries, §11.3). */
-static int rocket_fill(const struct ork_kjob *job, struct drm_rocket_task *tasks,
-                       struct drm_rocket_job *jobs, uint32_t *n_jobs, uint32_t *in_h,
-                       uint32_t *out_h)
+int ork__kmd_rocket_fill(const struct ork_kjob *job, struct drm_rocket_task *tasks,
+                         struct drm_rocket_job *jobs, uint32_t *n_jobs, uint32_t *in_h,
+                         uint32_t *out_h)
 {
     for (uint32_t i = 0; i < job->n_tasks; i++) {
         tasks[i].regcmd = job->tasks[i].regcmd_iova;
@@ -216,7 +212,7 @@ static int rocket_submit(void *ctx, struct ork_kjob *job)
         ret = ork_errorf(ORK_ENOMEM, "rocket submit: out of memory");
         goto out;
     }
-    ret = rocket_fill(job, tasks, jobs, &n_jobs, in_h, out_h);
+    ret = ork__kmd_rocket_fill(job, tasks, jobs, &n_jobs, in_h, out_h);
     if (ret < 0)
         goto out;
     struct drm_rocket_submit s = {
