@@ -81,6 +81,7 @@ struct ork_gguf {
     uint64_t kv_mask;
     uint32_t *tensor_hash;
     uint64_t tensor_mask;
+    uint64_t hash_seed;
 
     gguf_block *blocks;         /* names, string-array indexes, nested-array item tables */
 };
@@ -429,12 +430,17 @@ static int grow(void **tab, uint64_t *cap, uint64_t need, uint64_t max, size_t e
 #define FNV64_OFFSET 0xcbf29ce484222325ull
 #define FNV64_PRIME 0x100000001b3ull
 
-static uint64_t hash_str(const char *s)
+/* The per-reader seed (from the reader's address, so not predictable from the file) keeps
+ * crafted names from all landing in one probe chain. */
+static uint64_t hash_str(uint64_t seed, const char *s)
 {
-    uint64_t h = FNV64_OFFSET;
+    uint64_t h = FNV64_OFFSET ^ seed;
     for (; *s; s++)
         h = (h ^ (uint8_t)*s) * FNV64_PRIME;
-    return h;
+    /* FNV's low bits depend only on low bits: mix the high ones down (splitmix64 finalizer) */
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+    return h ^ (h >> 31);
 }
 
 /* Build an open-addressing index over n names (name_at(i)); on a duplicate, dup_a and dup_b get
@@ -454,7 +460,7 @@ static int build_index(uint64_t n, const char *(*name_at)(const struct ork_gguf 
     uint64_t mask = cap - 1;
     for (uint64_t i = 0; i < n; i++) {
         const char *name = name_at(g, i);
-        uint64_t h = hash_str(name) & mask;
+        uint64_t h = hash_str(g->hash_seed, name) & mask;
         while (slots[h]) {
             if (!strcmp(name_at(g, slots[h] - 1), name)) {
                 *dup_a = slots[h] - 1;
@@ -487,7 +493,7 @@ static uint64_t index_lookup(const struct ork_gguf *g, const uint32_t *slots, ui
 {
     if (!slots || !name)
         return UINT64_MAX;
-    uint64_t h = hash_str(name) & mask;
+    uint64_t h = hash_str(g->hash_seed, name) & mask;
     while (slots[h]) {
         if (!strcmp(name_at(g, slots[h] - 1), name))
             return slots[h] - 1;
@@ -773,6 +779,7 @@ static int open_buffer(const void *data, size_t size, void *map, struct ork_gguf
     g->map = map;
     g->map_len = size;
     g->alignment = ORK_GGUF_DEFAULT_ALIGNMENT;
+    g->hash_seed = ((uint64_t)(uintptr_t)g * FNV64_PRIME) ^ ((uint64_t)(uintptr_t)&g >> 4);
     int ret = parse(g);
     if (ret < 0) {
         g->map = NULL;      /* the caller owns the mapping until we succeed */
