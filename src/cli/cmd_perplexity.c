@@ -27,7 +27,8 @@ static void usage(FILE *out)
                  "tokens (llama.cpp's method).\n\n"
                  "options:\n"
                  "  -f, --file FILE           text to score [required]\n"
-                 "  --chunks N                score at most N chunks (default: all)\n");
+                 "  --chunks N                score at most N chunks (default: all)\n"
+                 "  (-c defaults to 512 here)\n");
     ork_cli_gen_help(out, false);
 }
 
