@@ -122,6 +122,17 @@ enum ork_eval_flags {
 int ork_model_eval(struct ork_session *s, const int32_t *tokens, int32_t n, int32_t pos,
                    float *logits, uint32_t flags);
 
+/* Decode one token for each of n_seq sessions in a single forward pass: tokens[i] is evaluated
+ * at sessions[i]'s own position (its n_past) and appended to its cache. Every projection is one
+ * matmul with M = n_seq rows (the weights stream once for all sequences); attention runs per
+ * sequence over its own cache. logits receives (n_seq, n_vocab), row i for sessions[i]. The
+ * result equals calling ork_model_eval on each session in turn. All sessions must share one
+ * model and be distinct; the first session's thread pool and scratch arena are used, so n_seq
+ * must be <= its n_batch and no session's ctx_size may exceed its ctx_size (ORK_EINVAL).
+ * ORK_ECONTEXT when a session is full (nothing is evaluated). */
+int ork_model_eval_multi(struct ork_session *const *sessions, const int32_t *tokens,
+                         int32_t n_seq, float *logits);
+
 /* ---- generation -------------------------------------------------------------------------- */
 
 /* Called with each chunk of generated text (valid UTF-8, stop strings held back / removed).
