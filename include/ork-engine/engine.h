@@ -176,8 +176,10 @@ int ork_generate(struct ork_session *s, struct ork_sampler *smp, const char *pro
                  const struct ork_gen_params *p, struct ork_gen_stats *stats);
 /* Generate from a token sequence. With reuse_cache, the cache keeps its longest common prefix
  * with ids and only the rest is evaluated (chat turns); otherwise the cache is reset. The
- * sampler (created by the caller for the model's vocabulary) sees the prompt tokens in its
- * penalty history. The generated tokens stay in the cache (an EOG token is not evaluated). */
+ * sampler (created by the caller for the model's vocabulary) is not reset: the evaluated
+ * prompt tokens and the generated ones join its penalty history (reused tokens joined it in the
+ * call that first evaluated them). The generated tokens stay in the cache (an EOG token is not
+ * evaluated). */
 int ork_generate_tokens(struct ork_session *s, struct ork_sampler *smp, const int32_t *ids,
                         int32_t n, const struct ork_gen_params *p, struct ork_gen_stats *stats);
 
