@@ -154,6 +154,7 @@ static void test_int8_cases(void)
         { ORK_NPU_I8, 320, 1024, 32, 0, 0, NW },      /* cap at K = 1024 */
         { ORK_NPU_I8, 321, 1024, 32, 0, 0, NW },      /* cap + 1 */
         { ORK_NPU_I8, 129, 2048, 32, 0, 0, NW },      /* cap + 1 at K = 2048 */
+        { ORK_NPU_I8, 705, 512, 32, 0, 0, NW },       /* cap + 1 at K = 512 (704) */
         { ORK_NPU_I8, 1, 18944, 64, 0, 0, NW },       /* decode K-slices of <= 8192 */
         { ORK_NPU_I8, 3, 18944, 32, 0, 0, NW },       /* K-slices of the full-K envelope */
         { ORK_NPU_I8, 2, 3584, 512, 0, 0, NW },
@@ -182,6 +183,9 @@ static void test_fp16_cases(void)
         { ORK_NPU_F16, 176, 1024, 16, 0, 0, NW },     /* cap at K = 1024 (spec §5.4) */
         { ORK_NPU_F16, 177, 1024, 16, 0, 0, NW },     /* cap + 1 */
         { ORK_NPU_F16, 9, 2048, 16, 0, 0, NW },       /* K = 2048 caps at 8 unsliced */
+        { ORK_NPU_F16, 200, 128, 16, 0, 0, NW },      /* K = 128 schedule (0xb8.., cap 256) */
+        { ORK_NPU_F16, 257, 64, 16, 0, 0, NW },       /* K = 64 unscheduled cap 256, + 1 */
+        { ORK_NPU_F16, 353, 512, 16, 0, 0, NW },      /* cap + 1 at K = 512 (352) */
         { ORK_NPU_F16, 1, 18944, 32, 0, 0, NW },
         { ORK_NPU_F16, 2, 4096, 64, 0, 0, NW },
         { ORK_NPU_F16, 1, 3584, 512, 0, 0, NW },
