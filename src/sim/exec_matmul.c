@@ -5,11 +5,13 @@
  * Also ork__sim_task_run(), which chains decode, check and execute.
  *
  * Not here: hazard rules (hazard_check.c), entry decoding (exec_decode.c), the task/PC-chain
- * walk, memory ownership and timing (sim_*.c). No global state: safe to run one task per core
- * concurrently. Temporary buffers are allocated per call (O(K + M*tile) bytes, plus M*K floats
- * for fp16), never per element. */
+ * walk, memory ownership and timing (sim_*.c). The only global is a read-only fp16 -> fp32
+ * table built once (pthread_once): safe to run one task per core concurrently. Temporary
+ * buffers (A widened once, one B column, one tile of results) are allocated per call, never per
+ * element. */
 #include "sim_exec.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #include <ork/alloc.h>
@@ -109,6 +111,17 @@ static uint16_t f32_to_f16(float f)
     return (uint16_t)(sign | h);
 }
 
+/* All 65536 fp16 values as fp32, built once: B columns are converted per task. */
+#define F16_VALUES (1u << 16)
+static float f16_table[F16_VALUES];
+static pthread_once_t f16_table_once = PTHREAD_ONCE_INIT;
+
+static void f16_table_init(void)
+{
+    for (uint32_t h = 0; h < F16_VALUES; h++)
+        f16_table[h] = f16_to_f32((uint16_t)h);
+}
+
 /* ---- output stage (§6) -------------------------------------------------------------------- */
 
 /* round_half_even(x / 2^shift) (§6.3: banker's rounding). */
@@ -190,12 +203,31 @@ static uint32_t src_row(const struct ork_sim_matmul *mm, uint32_t m)
     return (mm->m_cap && m >= mm->m_cap) ? m % mm->m_cap : m;
 }
 
-static int32_t dot_i8(const int8_t *a, const int8_t *b, uint32_t k)
+/* int8 dot products on operands widened to int16 (16x16 -> 32-bit multiply-adds vectorise on
+ * every target); 4 rows of A share one pass over the column. Exact: |sum| <= K * 2^14. */
+static int32_t dot_i16(const int16_t *a, const int16_t *b, uint32_t k)
 {
     int32_t s = 0;
     for (uint32_t i = 0; i < k; i++)
         s += (int32_t)a[i] * (int32_t)b[i];
     return s;
+}
+
+static void dot_i16_x4(const int16_t *a0, const int16_t *a1, const int16_t *a2, const int16_t *a3,
+                       const int16_t *b, uint32_t k, int32_t out[4])
+{
+    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        int32_t bv = b[i];
+        s0 += a0[i] * bv;
+        s1 += a1[i] * bv;
+        s2 += a2[i] * bv;
+        s3 += a3[i] * bv;
+    }
+    out[0] = s0;
+    out[1] = s1;
+    out[2] = s2;
+    out[3] = s3;
 }
 
 static void write_tile(const struct ork_sim_matmul *mm, uint8_t *c, uint32_t n0, uint32_t nw,
@@ -217,37 +249,78 @@ static int exec_int8(const struct ork_sim_matmul *mm, const uint8_t *a, const ui
                      uint8_t *c)
 {
     uint32_t m_rows = mm->m, k = mm->k, kt_n = k / KTILE, nt_n = mm->n / NTILE_INT8;
-    int8_t *col = ork_malloc(k);
+    int16_t *a16 = ork_malloc((size_t)m_rows * k * sizeof(int16_t));
+    int16_t *col = ork_malloc((size_t)k * sizeof(int16_t));
     uint32_t *enc = ork_malloc((size_t)m_rows * NTILE_INT8 * sizeof(uint32_t));
-    if (!col || !enc) {
+    if (!a16 || !col || !enc) {
+        ork_free(a16);
         ork_free(col);
         ork_free(enc);
-        return ork_errorf(ORK_ENOMEM, "sim: no memory for a %ux%u int8 tile", m_rows, k);
+        return ork_errorf(ORK_ENOMEM, "sim: no memory for a %ux%u int8 feature", m_rows, k);
+    }
+    /* A row-major with pitch (§4.1); rows past a strict-mode cap read the wrong row. */
+    for (uint32_t m = 0; m < m_rows; m++) {
+        const int8_t *src = (const int8_t *)(a + (size_t)src_row(mm, m) * mm->a_pitch);
+        for (uint32_t i = 0; i < k; i++)
+            a16[(size_t)m * k + i] = src[i];
     }
     uint32_t last = 0;
     for (uint32_t nt = 0; nt < nt_n; nt++) {
         const uint8_t *tile = b + (size_t)nt * kt_n * INT8_TILE_BYTES;
         for (uint32_t j = 0; j < NTILE_INT8; j++) {
             /* offset(k, n) = (n/32)*(K/32)*1024 + (k/32)*1024 + (n%32)*32 + k%32 (§4.3) */
-            for (uint32_t kt = 0; kt < kt_n; kt++)
-                memcpy(col + (size_t)kt * KTILE, tile + (size_t)kt * INT8_TILE_BYTES + j * KTILE,
-                       KTILE);
-            for (uint32_t m = 0; m < m_rows; m++) {
-                const int8_t *arow = (const int8_t *)(a + (size_t)src_row(mm, m) * mm->a_pitch);
-                enc[(size_t)m * NTILE_INT8 + j] = out_from_int(mm, dot_i8(arow, col, k));
+            for (uint32_t kt = 0; kt < kt_n; kt++) {
+                const int8_t *src = (const int8_t *)(tile + (size_t)kt * INT8_TILE_BYTES +
+                                                     j * KTILE);
+                for (uint32_t i = 0; i < KTILE; i++)
+                    col[(size_t)kt * KTILE + i] = src[i];
             }
+            uint32_t m = 0;
+            for (; m + 4 <= m_rows; m += 4) {
+                int32_t acc[4];
+                const int16_t *r0 = a16 + (size_t)m * k;
+                dot_i16_x4(r0, r0 + k, r0 + 2 * (size_t)k, r0 + 3 * (size_t)k, col, k, acc);
+                for (uint32_t q = 0; q < 4; q++)
+                    enc[(size_t)(m + q) * NTILE_INT8 + j] = out_from_int(mm, acc[q]);
+            }
+            for (; m < m_rows; m++)
+                enc[(size_t)m * NTILE_INT8 + j] =
+                    out_from_int(mm, dot_i16(a16 + (size_t)m * k, col, k));
         }
         write_tile(mm, c, nt * NTILE_INT8, NTILE_INT8, enc, &last);
     }
     store_last(c + ((uint64_t)(m_rows - 1) * mm->s + mm->n - 1) * mm->osz, last, mm->osz);
+    ork_free(a16);
     ork_free(col);
     ork_free(enc);
     return 0;
 }
 
-/* fp32 dot product of fp16-valued operands: products are exact in fp32; each 32-element block
- * is summed in FP16_LANES partial sums, then added to the running sum in K order (§3.4). */
-static float dot_f32_blocks(const float *a, const float *b, uint32_t k)
+/* fp32 dot products of fp16-valued operands: products are exact in fp32; each 32-element
+ * block is summed in FP16_LANES partial sums, then added to the running sum in K order (§3.4).
+ * FP16_ROWS rows of A share one pass over the column. */
+#define FP16_ROWS 4u
+static void dot_f32_blocks(const float *const *a, const float *b, uint32_t k, float *out)
+{
+    float acc[FP16_ROWS] = { 0 };
+    for (uint32_t k0 = 0; k0 < k; k0 += KTILE) {
+        float p[FP16_ROWS][FP16_LANES] = { { 0 } };
+        for (uint32_t i = 0; i < KTILE; i += FP16_LANES)
+            for (uint32_t r = 0; r < FP16_ROWS; r++)
+                for (uint32_t l = 0; l < FP16_LANES; l++)
+                    p[r][l] += a[r][k0 + i + l] * b[k0 + i + l];
+        for (uint32_t r = 0; r < FP16_ROWS; r++) {
+            float blk = ((p[r][0] + p[r][1]) + (p[r][2] + p[r][3])) +
+                        ((p[r][4] + p[r][5]) + (p[r][6] + p[r][7]));
+            acc[r] += blk;
+        }
+    }
+    for (uint32_t r = 0; r < FP16_ROWS; r++)
+        out[r] = acc[r];
+}
+
+/* The same sum for one row (identical arithmetic, so results do not depend on grouping). */
+static float dot_f32_one(const float *a, const float *b, uint32_t k)
 {
     float acc = 0.0f;
     for (uint32_t k0 = 0; k0 < k; k0 += KTILE) {
@@ -255,10 +328,7 @@ static float dot_f32_blocks(const float *a, const float *b, uint32_t k)
         for (uint32_t i = 0; i < KTILE; i += FP16_LANES)
             for (uint32_t l = 0; l < FP16_LANES; l++)
                 p[l] += a[k0 + i + l] * b[k0 + i + l];
-        float blk = 0.0f;
-        for (uint32_t l = 0; l < FP16_LANES; l++)
-            blk += p[l];
-        acc += blk;
+        acc += ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
     }
     return acc;
 }
@@ -283,9 +353,10 @@ static int exec_fp16(const struct ork_sim_matmul *mm, const uint8_t *a, const ui
         ork_free(enc);
         return ork_errorf(ORK_ENOMEM, "sim: no memory for a %ux%u fp16 feature", m_rows, k);
     }
+    pthread_once(&f16_table_once, f16_table_init);
     for (uint32_t m = 0; m < m_rows; m++)
         for (uint32_t i = 0; i < k; i++)
-            af[(size_t)m * k + i] = f16_to_f32(load_u16(a + (size_t)m * mm->a_pitch + 2u * i));
+            af[(size_t)m * k + i] = f16_table[load_u16(a + (size_t)m * mm->a_pitch + 2u * i)];
     uint32_t last = 0;
     for (uint32_t nt = 0; nt < nt_n; nt++) {
         const uint8_t *tile = b + (size_t)nt * kt_n * FP16_TILE_ELEMS * 2u;
@@ -294,12 +365,21 @@ static int exec_fp16(const struct ork_sim_matmul *mm, const uint8_t *a, const ui
             for (uint32_t kt = 0; kt < kt_n; kt++) {
                 const uint8_t *src = tile + ((size_t)kt * FP16_TILE_ELEMS + j * KTILE) * 2u;
                 for (uint32_t i = 0; i < KTILE; i++)
-                    col[(size_t)kt * KTILE + i] = f16_to_f32(load_u16(src + 2u * i));
+                    col[(size_t)kt * KTILE + i] = f16_table[load_u16(src + 2u * i)];
             }
-            for (uint32_t m = 0; m < m_rows; m++) {
-                const float *arow = af + (size_t)src_row(mm, m) * k;
-                enc[(size_t)m * NTILE_FP16 + j] = out_from_float(mm, dot_f32_blocks(arow, col, k));
+            uint32_t m = 0;
+            for (; m + FP16_ROWS <= m_rows; m += FP16_ROWS) {
+                const float *ar[FP16_ROWS];
+                for (uint32_t r = 0; r < FP16_ROWS; r++)
+                    ar[r] = af + (size_t)src_row(mm, m + r) * k;
+                float acc[FP16_ROWS];
+                dot_f32_blocks(ar, col, k, acc);
+                for (uint32_t r = 0; r < FP16_ROWS; r++)
+                    enc[(size_t)(m + r) * NTILE_FP16 + j] = out_from_float(mm, acc[r]);
             }
+            for (; m < m_rows; m++)
+                enc[(size_t)m * NTILE_FP16 + j] =
+                    out_from_float(mm, dot_f32_one(af + (size_t)src_row(mm, m) * k, col, k));
         }
         write_tile(mm, c, nt * NTILE_FP16, NTILE_FP16, enc, &last);
     }
