@@ -17,6 +17,7 @@ static const struct ork_cmd cmds[] = {
     { "run",        ork_cmd_run,        "generate text from a prompt" },
     { "chat",       ork_cmd_chat,       "interactive chat using the model's template" },
     { "perplexity", ork_cmd_perplexity, "perplexity of a text file" },
+    { "serve",      ork_cmd_serve,      "HTTP server (llama-server and OpenAI APIs)" },
     { "info",       ork_cmd_info,       "summarise a GGUF file's metadata and tensors" },
     { "regdump",    ork_cmd_regdump,    "print an NPU regcmd program buffer symbolically" },
     { "selftest",   ork_cmd_selftest,   "validate NPU matmul against the CPU reference" },

@@ -1,0 +1,58 @@
+/* ork-engine/server.h -- the HTTP inference server behind `ork serve`: llama-server's native API
+ * (/completion, /tokenize, /detokenize, /props, /slots, /health, /metrics) and the OpenAI API
+ * (/v1/completions, /v1/chat/completions, /v1/models) over one loaded model.
+ *
+ * The server owns N slots (--parallel), each with its own session (KV cache) and, while busy, the
+ * sampler of its request. One scheduler thread runs decode steps: every step evaluates the next
+ * token of all generating slots together (one batched forward pass, M = active slots), a request
+ * waiting in the bounded queue joins at the next step, and a slot whose client went away is freed
+ * at the next step. HTTP is served by libmicrohttpd (one thread per connection); JSON by cJSON.
+ *
+ * Not here: argument parsing and signal handling (src/cli/cmd_serve.c); the model itself
+ * (engine.h). The server never exits the process. See docs/server.md. */
+#ifndef ORK_ENGINE_SERVER_H
+#define ORK_ENGINE_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ork-engine/engine.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ork_server_params {
+    const char *host;           /* address to bind ("127.0.0.1"); IPv4 or IPv6 literal */
+    int port;                   /* 0: any free port (see ork_server_port) */
+    int32_t n_parallel;         /* slots (concurrent generations); default 1 */
+    int32_t queue_size;         /* requests that may wait for a slot; beyond: 503 (default 64) */
+    struct ork_session_params session;  /* per slot: ctx_size, n_threads, kv_type, n_batch */
+    size_t max_body;            /* largest request body in bytes (default 1 MiB); beyond: 413 */
+    const char *model_path;     /* reported by /props and /v1/models */
+    const char *alias;          /* model id in API responses; NULL: the file name of model_path */
+    bool batched;               /* decode all slots in one forward pass (default true) */
+};
+void ork_server_params_default(struct ork_server_params *p);
+
+struct ork_server;
+
+/* Create the slots (sessions) for a loaded model; m must outlive the server. Nothing listens
+ * yet. Errors: ORK_EINVAL (bad parameter, named), ORK_ENOMEM, session errors. */
+int ork_server_create(struct ork_model *m, const struct ork_server_params *p,
+                      struct ork_server **out);
+/* Bind and start the HTTP threads and the scheduler. ORK_EIO when the address cannot be bound. */
+int ork_server_start(struct ork_server *srv);
+/* The bound TCP port (useful with port 0), after start. */
+int ork_server_port(const struct ork_server *srv);
+/* Graceful stop: refuse new requests, end in-flight generations at the next step (streams get
+ * their final chunk), answer queued requests with 503, then stop the HTTP threads. Idempotent. */
+void ork_server_stop(struct ork_server *srv);
+/* Stops the server if needed and frees everything (not the model). NULL is a no-op. */
+void ork_server_free(struct ork_server *srv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,165 @@
+/* cmd_serve.c -- `ork serve`: load a model and serve it over HTTP (llama-server's native API and
+ * the OpenAI API; see docs/server.md) until SIGINT or SIGTERM, then stop gracefully: in-flight
+ * streams get their final events, queued requests get 503. The server itself lives in
+ * src/server/ (ork-engine/server.h); this file parses flags, handles signals and prints where it
+ * listens. */
+#include "cli.h"
+
+#include <ork-engine/engine.h>
+#include <ork-engine/server.h>
+#include <ork/error.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CMD "serve"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: ork serve -m MODEL [options]\n\n"
+            "Serve a model over HTTP: POST /completion, /tokenize, /detokenize (llama-server API),\n"
+            "POST /v1/completions, /v1/chat/completions, GET /v1/models (OpenAI API),\n"
+            "GET /health, /props, /slots, /metrics. Stops cleanly on SIGINT/SIGTERM.\n\n"
+            "options:\n"
+            "  -m, --model FILE          GGUF model (llama, qwen2, qwen3) [required]\n"
+            "  --host ADDR               address to listen on (default: 127.0.0.1)\n"
+            "  --port N                  TCP port; 0 = any free port (default: 8080)\n"
+            "  -np, --parallel N         slots: requests generated concurrently (default: 1)\n"
+            "  --queue N                 requests that may wait for a slot; more get 503 (default: 64)\n"
+            "  -c, --ctx-size N          KV cache length per slot (default: min(model, 4096))\n"
+            "  -b, --batch-size N        tokens per forward batch in prefill (default: 256)\n"
+            "  -t, --threads N           CPU threads (default: all online CPUs)\n"
+            "  --kv-type f32|f16         KV cache precision (default: f32)\n"
+            "  --device D                compute device: cpu (default: cpu)\n"
+            "  --alias NAME              model id reported by the API (default: the file name)\n"
+            "  --max-body N              largest request body in bytes (default: 1048576)\n"
+            "  --no-batch                decode slots one at a time instead of in one batch\n");
+}
+
+static int parse_int_opt(int argc, char **argv, int *i, long long lo, long long hi, long long *out)
+{
+    const char *opt = argv[*i], *v = ork_cli_value(CMD, argc, argv, i);
+    return v && ork_cli_parse_int(CMD, opt, v, lo, hi, out) ? 0 : -1;
+}
+
+int ork_cmd_serve(int argc, char **argv)
+{
+    struct ork_server_params sp;
+    ork_server_params_default(&sp);
+    const char *model = NULL;
+    long long n;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return ORK_EXIT_OK;
+        }
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            if (!(model = ork_cli_value(CMD, argc, argv, &i)))
+                return ORK_EXIT_USAGE;
+        } else if (!strcmp(a, "--host")) {
+            if (!(sp.host = ork_cli_value(CMD, argc, argv, &i)))
+                return ORK_EXIT_USAGE;
+        } else if (!strcmp(a, "--alias")) {
+            if (!(sp.alias = ork_cli_value(CMD, argc, argv, &i)))
+                return ORK_EXIT_USAGE;
+        } else if (!strcmp(a, "--port")) {
+            if (parse_int_opt(argc, argv, &i, 0, 65535, &n) < 0)
+                return ORK_EXIT_USAGE;
+            sp.port = (int)n;
+        } else if (!strcmp(a, "-np") || !strcmp(a, "--parallel")) {
+            if (parse_int_opt(argc, argv, &i, 1, 256, &n) < 0)
+                return ORK_EXIT_USAGE;
+            sp.n_parallel = (int32_t)n;
+        } else if (!strcmp(a, "--queue")) {
+            if (parse_int_opt(argc, argv, &i, 0, 1 << 20, &n) < 0)
+                return ORK_EXIT_USAGE;
+            sp.queue_size = (int32_t)n;
+        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
+            if (parse_int_opt(argc, argv, &i, 1, 1 << 24, &n) < 0)
+                return ORK_EXIT_USAGE;
+            sp.session.ctx_size = (int32_t)n;
+        } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
+            if (parse_int_opt(argc, argv, &i, 1, 1 << 16, &n) < 0)
+                return ORK_EXIT_USAGE;
+            sp.session.n_batch = (int32_t)n;
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+            if (parse_int_opt(argc, argv, &i, 1, 1024, &n) < 0)
+                return ORK_EXIT_USAGE;
+            sp.session.n_threads = (int32_t)n;
+        } else if (!strcmp(a, "--max-body")) {
+            if (parse_int_opt(argc, argv, &i, 1, 1ll << 30, &n) < 0)
+                return ORK_EXIT_USAGE;
+            sp.max_body = (size_t)n;
+        } else if (!strcmp(a, "--kv-type")) {
+            const char *v = ork_cli_value(CMD, argc, argv, &i);
+            if (!v)
+                return ORK_EXIT_USAGE;
+            if (!strcmp(v, "f32"))
+                sp.session.kv_type = ORK_KV_F32;
+            else if (!strcmp(v, "f16"))
+                sp.session.kv_type = ORK_KV_F16;
+            else {
+                fprintf(stderr, "ork %s: invalid value '%s' for --kv-type: must be f32 or f16\n",
+                        CMD, v);
+                return ORK_EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--device")) {
+            const char *v = ork_cli_value(CMD, argc, argv, &i);
+            if (!v)
+                return ORK_EXIT_USAGE;
+            if (strcmp(v, "cpu")) {
+                fprintf(stderr, "ork %s: device '%s' is not available in this build (available: "
+                        "cpu)\n", CMD, v);
+                return ORK_EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--no-batch")) {
+            sp.batched = false;
+        } else {
+            fprintf(stderr, "ork %s: unknown option '%s' (see ork %s --help)\n", CMD, a, CMD);
+            return ORK_EXIT_USAGE;
+        }
+    }
+    if (!model) {
+        fprintf(stderr, "ork %s: -m MODEL is required (see ork %s --help)\n", CMD, CMD);
+        return ORK_EXIT_USAGE;
+    }
+    sp.model_path = model;
+
+    /* Block the stop signals in every thread (the server's threads inherit this mask) and wait
+     * for them here; a dead client must not kill the process through SIGPIPE. */
+    sigset_t stop_sigs;
+    sigemptyset(&stop_sigs);
+    sigaddset(&stop_sigs, SIGINT);
+    sigaddset(&stop_sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct ork_model *m = NULL;
+    struct ork_server *srv = NULL;
+    int ret = ork_model_load(model, NULL, &m);
+    if (ret < 0) {
+        fprintf(stderr, "ork %s: cannot load model '%s': %s\n", CMD, model,
+                ork_error_describe(ret));
+        return ORK_EXIT_ERROR;
+    }
+    if ((ret = ork_server_create(m, &sp, &srv)) < 0 || (ret = ork_server_start(srv)) < 0) {
+        ork_cli_error(CMD, ret);
+        ork_server_free(srv);
+        ork_model_free(m);
+        return ORK_EXIT_ERROR;
+    }
+    printf("ork serve: listening on http://%s:%d (%d slot%s)\n", sp.host, ork_server_port(srv),
+           sp.n_parallel, sp.n_parallel == 1 ? "" : "s");
+    fflush(stdout);
+
+    int sig = 0;
+    sigwait(&stop_sigs, &sig);
+    fprintf(stderr, "ork %s: %s received, stopping\n", CMD, sig == SIGINT ? "SIGINT" : "SIGTERM");
+    ork_server_stop(srv);
+    ork_server_free(srv);
+    ork_model_free(m);
+    return ORK_EXIT_OK;
+}

@@ -1,0 +1,489 @@
+/* request.c -- parsing and validation of JSON request bodies for the server's POST endpoints
+ * (llama-server /completion, /tokenize, /detokenize; OpenAI /v1/completions and
+ * /v1/chat/completions) into struct srv_req.
+ *
+ * Every problem becomes a 400 error naming the field: malformed JSON, invalid UTF-8, a field of
+ * the wrong type, a value out of range, a token id outside the vocabulary. Unknown fields are
+ * ignored, as both reference APIs do. Nothing here touches the model: the fuzz target
+ * (tests/fuzz/fuzz_http.c) drives these functions directly. */
+#include "srv_priv.h"
+
+#include <ork/alloc.h>
+#include <ork/error.h>
+
+#include <cjson/cJSON.h>
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Defaults of the llama-server /completion API (its README, "Options"): temperature 0.8,
+ * top_k 40, top_p 0.95, min_p 0.05, repeat_last_n 64, n_predict -1; they equal ork's sampler
+ * defaults (sampler.h). The OpenAI APIs default temperature and top_p to 1 per their reference. */
+#define SRV_OAI_DEFAULT_TEMP 1.0f
+#define SRV_OAI_DEFAULT_TOP_P 1.0f
+/* Largest temperature / penalty accepted (sanity bounds, same as the CLI's). */
+#define SRV_MAX_TEMP 100.0
+#define SRV_MAX_PENALTY 100.0
+/* JSON nesting accepted (cJSON's own limit is 1000; requests never need more than a few). */
+#define SRV_MAX_JSON_DEPTH 64
+
+int ork__srv_errorf(struct srv_error *err, int status, const char *type, const char *fmt, ...)
+{
+    err->status = status;
+    err->type = type;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    return ORK_EINVAL;
+}
+
+#define BAD(...) ork__srv_errorf(err, 400, "invalid_request_error", __VA_ARGS__)
+
+bool ork__srv_utf8_valid(const char *str, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    while (i < len) {
+        unsigned c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t n;
+        uint32_t cp, min;
+        if ((c & 0xe0) == 0xc0) {
+            n = 1, cp = c & 0x1f, min = 0x80;
+        } else if ((c & 0xf0) == 0xe0) {
+            n = 2, cp = c & 0x0f, min = 0x800;
+        } else if ((c & 0xf8) == 0xf0) {
+            n = 3, cp = c & 0x07, min = 0x10000;
+        } else {
+            return false;
+        }
+        if (len - i <= n)   /* the sequence needs n more bytes */
+            return false;
+        for (size_t k = 1; k <= n; k++) {
+            if ((s[i + k] & 0xc0) != 0x80)
+                return false;
+            cp = (cp << 6) | (s[i + k] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+static int json_depth_ok(const char *s, size_t len)
+{
+    int depth = 0;
+    bool in_str = false, esc = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (esc)
+                esc = false;
+            else if (c == '\\')
+                esc = true;
+            else if (c == '"')
+                in_str = false;
+            continue;
+        }
+        if (c == '"')
+            in_str = true;
+        else if (c == '{' || c == '[') {
+            if (++depth > SRV_MAX_JSON_DEPTH)
+                return 0;
+        } else if (c == '}' || c == ']')
+            depth--;
+    }
+    return 1;
+}
+
+/* ---- typed field getters: absent -> leave default; wrong type / range -> error ------------ */
+
+static const cJSON *field(const cJSON *o, const char *name)
+{
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, name);
+    return (f && !cJSON_IsNull(f)) ? f : NULL;
+}
+
+static int get_bool(const cJSON *o, const char *name, bool *dst, struct srv_error *err)
+{
+    const cJSON *f = field(o, name);
+    if (!f)
+        return 0;
+    if (!cJSON_IsBool(f))
+        return BAD("'%s' must be a boolean", name);
+    *dst = cJSON_IsTrue(f);
+    return 0;
+}
+
+static int get_float(const cJSON *o, const char *name, double lo, double hi, float *dst,
+                     struct srv_error *err)
+{
+    const cJSON *f = field(o, name);
+    if (!f)
+        return 0;
+    if (!cJSON_IsNumber(f))
+        return BAD("'%s' must be a number", name);
+    double v = f->valuedouble;
+    if (!isfinite(v) || v < lo || v > hi)
+        return BAD("'%s' = %g is out of range [%g, %g]", name, v, lo, hi);
+    *dst = (float)v;
+    return 0;
+}
+
+static int get_int(const cJSON *o, const char *name, double lo, double hi, int32_t *dst,
+                   struct srv_error *err)
+{
+    const cJSON *f = field(o, name);
+    if (!f)
+        return 0;
+    if (!cJSON_IsNumber(f))
+        return BAD("'%s' must be an integer", name);
+    double v = f->valuedouble;
+    if (!isfinite(v) || v != floor(v))
+        return BAD("'%s' must be an integer", name);
+    if (v < lo || v > hi)
+        return BAD("'%s' = %.0f is out of range [%.0f, %.0f]", name, v, lo, hi);
+    *dst = (int32_t)v;
+    return 0;
+}
+
+static int dup_string(const cJSON *f, const char *name, char **dst, struct srv_error *err)
+{
+    size_t len = strlen(f->valuestring);
+    if (!ork__srv_utf8_valid(f->valuestring, len))
+        return BAD("'%s' is not valid UTF-8", name);
+    if (!(*dst = ork_strndup(f->valuestring, len)))
+        return ork__srv_errorf(err, 500, "server_error", "out of memory");
+    return 0;
+}
+
+static int get_token_array(const cJSON *a, const char *name, int32_t n_vocab, int32_t **ids,
+                           int32_t *n, struct srv_error *err)
+{
+    int cnt = cJSON_GetArraySize(a);
+    *ids = ork_malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof(int32_t));
+    if (!*ids)
+        return ork__srv_errorf(err, 500, "server_error", "out of memory");
+    int i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, a) {
+        if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble))
+            return BAD("'%s'[%d] must be an integer token id", name, i);
+        if (e->valuedouble < 0 || e->valuedouble >= (double)n_vocab)
+            return BAD("'%s'[%d] = %.0f is outside the vocabulary [0, %d)", name, i,
+                       e->valuedouble, n_vocab);
+        (*ids)[i++] = (int32_t)e->valuedouble;
+    }
+    *n = i;
+    return 0;
+}
+
+/* "prompt": a string, an array of token ids, or a one-element array holding either. */
+static int get_prompt(const cJSON *o, const char *name, int32_t n_vocab, struct srv_req *r,
+                      struct srv_error *err)
+{
+    const cJSON *f = field(o, name);
+    if (!f)
+        return BAD("'%s' is required", name);
+    if (cJSON_IsArray(f) && cJSON_GetArraySize(f) == 1 &&
+        (cJSON_IsString(f->child) || cJSON_IsArray(f->child)))
+        f = f->child;   /* a batch of one prompt */
+    if (cJSON_IsString(f)) {
+        if (!f->valuestring[0])
+            return BAD("'%s' is empty", name);
+        return dup_string(f, name, &r->prompt_text, err);
+    }
+    if (cJSON_IsArray(f)) {
+        int ret = get_token_array(f, name, n_vocab, &r->prompt_ids, &r->n_prompt_ids, err);
+        if (ret < 0)
+            return ret;
+        if (r->n_prompt_ids == 0)
+            return BAD("'%s' is empty", name);
+        return 0;
+    }
+    return BAD("'%s' must be a string or an array of token ids", name);
+}
+
+static int get_stops(const cJSON *o, struct srv_req *r, struct srv_error *err)
+{
+    const cJSON *f = field(o, "stop");
+    if (!f)
+        return 0;
+    if (cJSON_IsString(f)) {
+        if (!f->valuestring[0])
+            return 0;
+        if (strlen(f->valuestring) > SRV_MAX_STOP_LEN)
+            return BAD("'stop' is longer than %d bytes", SRV_MAX_STOP_LEN);
+        r->n_stops = 1;
+        return dup_string(f, "stop", &r->stops[0], err);
+    }
+    if (!cJSON_IsArray(f))
+        return BAD("'stop' must be a string or an array of strings");
+    if (cJSON_GetArraySize(f) > SRV_MAX_STOPS)
+        return BAD("'stop' has more than %d strings", SRV_MAX_STOPS);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, f) {
+        if (!cJSON_IsString(e))
+            return BAD("'stop'[%zu] must be a string", r->n_stops);
+        if (!e->valuestring[0])
+            continue;   /* an empty stop string would stop immediately; ignore it */
+        if (strlen(e->valuestring) > SRV_MAX_STOP_LEN)
+            return BAD("'stop'[%zu] is longer than %d bytes", r->n_stops, SRV_MAX_STOP_LEN);
+        int ret = dup_string(e, "stop", &r->stops[r->n_stops], err);
+        if (ret < 0)
+            return ret;
+        r->n_stops++;
+    }
+    return 0;
+}
+
+/* OpenAI message content: a string, or an array of {"type": "text", "text": ...} parts. */
+static int get_content(const cJSON *c, size_t idx, char **dst, struct srv_error *err)
+{
+    if (cJSON_IsString(c))
+        return dup_string(c, "messages[].content", dst, err);
+    if (!cJSON_IsArray(c))
+        return BAD("'messages'[%zu].content must be a string or an array of text parts", idx);
+    size_t total = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, c) {
+        const cJSON *ty = cJSON_GetObjectItemCaseSensitive(p, "type");
+        const cJSON *tx = cJSON_GetObjectItemCaseSensitive(p, "text");
+        if (!cJSON_IsObject(p) || !cJSON_IsString(ty) || strcmp(ty->valuestring, "text") ||
+            !cJSON_IsString(tx))
+            return BAD("'messages'[%zu].content: only parts of type \"text\" are supported", idx);
+        total += strlen(tx->valuestring);
+    }
+    char *s = ork_malloc(total + 1);
+    if (!s)
+        return ork__srv_errorf(err, 500, "server_error", "out of memory");
+    size_t n = 0;
+    cJSON_ArrayForEach(p, c) {
+        const cJSON *tx = cJSON_GetObjectItemCaseSensitive(p, "text");
+        size_t l = strlen(tx->valuestring);
+        memcpy(s + n, tx->valuestring, l);
+        n += l;
+    }
+    s[n] = 0;
+    *dst = s;
+    if (!ork__srv_utf8_valid(s, n))
+        return BAD("'messages'[%zu].content is not valid UTF-8", idx);
+    return 0;
+}
+
+static int get_messages(const cJSON *o, struct srv_req *r, struct srv_error *err)
+{
+    const cJSON *f = field(o, "messages");
+    if (!f)
+        return BAD("'messages' is required");
+    if (!cJSON_IsArray(f))
+        return BAD("'messages' must be an array");
+    int n = cJSON_GetArraySize(f);
+    if (n < 1)
+        return BAD("'messages' is empty");
+    if (n > SRV_MAX_MESSAGES)
+        return BAD("'messages' has more than %d entries", SRV_MAX_MESSAGES);
+    if (!(r->msgs = ork_calloc((size_t)n, sizeof(*r->msgs))))
+        return ork__srv_errorf(err, 500, "server_error", "out of memory");
+    const cJSON *m;
+    cJSON_ArrayForEach(m, f) {
+        size_t i = r->n_msgs;
+        if (!cJSON_IsObject(m))
+            return BAD("'messages'[%zu] must be an object", i);
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        const cJSON *content = field(m, "content");
+        if (!cJSON_IsString(role))
+            return BAD("'messages'[%zu].role must be a string", i);
+        if (strcmp(role->valuestring, "system") && strcmp(role->valuestring, "user") &&
+            strcmp(role->valuestring, "assistant") && strcmp(role->valuestring, "developer"))
+            return BAD("'messages'[%zu].role '%.32s' is not system, user or assistant", i,
+                       role->valuestring);
+        r->n_msgs++;
+        /* "developer" is OpenAI's newer name for the system role. */
+        const char *rn = strcmp(role->valuestring, "developer") ? role->valuestring : "system";
+        if (!(r->msgs[i].role = ork_strdup(rn)))
+            return ork__srv_errorf(err, 500, "server_error", "out of memory");
+        if (!content) {
+            if (!(r->msgs[i].content = ork_strdup("")))
+                return ork__srv_errorf(err, 500, "server_error", "out of memory");
+            continue;
+        }
+        int ret = get_content(content, i, &r->msgs[i].content, err);
+        if (ret < 0)
+            return ret;
+    }
+    return 0;
+}
+
+static int get_sampling(const cJSON *o, struct srv_req *r, struct srv_error *err)
+{
+    struct ork_sampler_params *s = &r->sampling;
+    int ret;
+    if ((ret = get_float(o, "temperature", 0.0, SRV_MAX_TEMP, &s->temp, err)) < 0 ||
+        (ret = get_int(o, "top_k", 0, INT32_MAX, &s->top_k, err)) < 0 ||
+        (ret = get_float(o, "top_p", 0.0, 1.0, &s->top_p, err)) < 0 ||
+        (ret = get_float(o, "min_p", 0.0, 1.0, &s->min_p, err)) < 0 ||
+        (ret = get_float(o, "repeat_penalty", 0.0, SRV_MAX_PENALTY, &s->repeat_penalty, err)) < 0 ||
+        (ret = get_int(o, "repeat_last_n", -1, INT32_MAX, &s->penalty_last_n, err)) < 0 ||
+        (ret = get_float(o, "presence_penalty", -SRV_MAX_PENALTY, SRV_MAX_PENALTY,
+                         &s->presence_penalty, err)) < 0 ||
+        (ret = get_float(o, "frequency_penalty", -SRV_MAX_PENALTY, SRV_MAX_PENALTY,
+                         &s->frequency_penalty, err)) < 0)
+        return ret;
+    const cJSON *seed = field(o, "seed");
+    if (seed) {
+        if (!cJSON_IsNumber(seed) || seed->valuedouble != floor(seed->valuedouble))
+            return BAD("'seed' must be an integer");
+        /* llama-server: -1 (or any negative) means a random seed. 2^64 bounds the cast. */
+        if (seed->valuedouble < 0)
+            s->seed = ORK_SEED_RANDOM;
+        else if (seed->valuedouble >= 18446744073709551616.0)
+            return BAD("'seed' is out of range");
+        else
+            s->seed = (uint64_t)seed->valuedouble;
+    }
+    return 0;
+}
+
+static int parse_generation(const cJSON *o, enum srv_endpoint ep, int32_t n_vocab,
+                            struct srv_req *r, struct srv_error *err)
+{
+    int ret;
+    bool oai = ep != SRV_EP_COMPLETION;
+    if (oai) {
+        r->sampling.temp = SRV_OAI_DEFAULT_TEMP;
+        r->sampling.top_p = SRV_OAI_DEFAULT_TOP_P;
+    }
+    if (ep == SRV_EP_OAI_CHAT)
+        ret = get_messages(o, r, err);
+    else
+        ret = get_prompt(o, "prompt", n_vocab, r, err);
+    if (ret < 0)
+        return ret;
+    if ((ret = get_sampling(o, r, err)) < 0 || (ret = get_stops(o, r, err)) < 0 ||
+        (ret = get_bool(o, "stream", &r->stream, err)) < 0 ||
+        (ret = get_bool(o, "cache_prompt", &r->cache_prompt, err)) < 0 ||
+        (ret = get_bool(o, "ignore_eos", &r->ignore_eos, err)) < 0)
+        return ret;
+    if (oai) {
+        /* max_completion_tokens is the newer OpenAI name; max_tokens the older one. */
+        if ((ret = get_int(o, "max_tokens", -1, SRV_MAX_N_PREDICT, &r->n_predict, err)) < 0 ||
+            (ret = get_int(o, "max_completion_tokens", -1, SRV_MAX_N_PREDICT, &r->n_predict,
+                           err)) < 0)
+            return ret;
+        const cJSON *n = field(o, "n");
+        if (n && (!cJSON_IsNumber(n) || n->valuedouble != 1))
+            return BAD("'n' must be 1 (one choice per request)");
+        const cJSON *so = field(o, "stream_options");
+        if (so) {
+            if (!cJSON_IsObject(so))
+                return BAD("'stream_options' must be an object");
+            if ((ret = get_bool(so, "include_usage", &r->include_usage, err)) < 0)
+                return ret;
+        }
+        const cJSON *model = field(o, "model");
+        if (model) {
+            if (!cJSON_IsString(model))
+                return BAD("'model' must be a string");
+            if ((ret = dup_string(model, "model", &r->model, err)) < 0)
+                return ret;
+        }
+    } else {
+        if ((ret = get_int(o, "n_predict", -1, SRV_MAX_N_PREDICT, &r->n_predict, err)) < 0 ||
+            (ret = get_int(o, "n_probs", 0, SRV_MAX_N_PROBS, &r->n_probs, err)) < 0 ||
+            (ret = get_bool(o, "return_tokens", &r->return_tokens, err)) < 0)
+            return ret;
+    }
+    return 0;
+}
+
+void ork__srv_req_free(struct srv_req *r)
+{
+    ork_free(r->prompt_text);
+    ork_free(r->prompt_ids);
+    for (size_t i = 0; i < r->n_msgs; i++) {
+        ork_free(r->msgs[i].role);
+        ork_free(r->msgs[i].content);
+    }
+    ork_free(r->msgs);
+    for (size_t i = 0; i < r->n_stops; i++)
+        ork_free(r->stops[i]);
+    ork_free(r->model);
+    memset(r, 0, sizeof(*r));
+}
+
+int ork__srv_req_parse(enum srv_endpoint ep, const char *body, size_t len, int32_t n_vocab,
+                       struct srv_req *r, struct srv_error *err)
+{
+    memset(r, 0, sizeof(*r));
+    r->ep = ep;
+    ork_sampler_params_default(&r->sampling);
+    r->n_predict = -1;
+    r->cache_prompt = true;
+    if (len == 0 || !body)
+        return BAD("the request body is empty (a JSON object is required)");
+    if (!ork__srv_utf8_valid(body, len))
+        return BAD("the request body is not valid UTF-8");
+    if (memchr(body, 0, len))
+        return BAD("the request body contains a NUL byte");
+    if (!json_depth_ok(body, len))
+        return BAD("the request JSON is nested deeper than %d levels", SRV_MAX_JSON_DEPTH);
+    const char *end = NULL;
+    cJSON *o = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+    if (!o) {
+        size_t off = end && end >= body ? (size_t)(end - body) : 0;
+        return BAD("malformed JSON near byte %zu", off);
+    }
+    /* Only whitespace may follow the value. */
+    for (const char *p = end; p && p < body + len; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n') {
+            cJSON_Delete(o);
+            return BAD("malformed JSON: trailing data at byte %zu", (size_t)(p - body));
+        }
+    int ret = 0;
+    if (!cJSON_IsObject(o)) {
+        ret = BAD("the request body must be a JSON object");
+        goto out;
+    }
+    switch (ep) {
+    case SRV_EP_COMPLETION:
+    case SRV_EP_OAI_COMPLETION:
+    case SRV_EP_OAI_CHAT:
+        ret = parse_generation(o, ep, n_vocab, r, err);
+        break;
+    case SRV_EP_TOKENIZE: {
+        const cJSON *c = field(o, "content");
+        if (!c || !cJSON_IsString(c)) {
+            ret = BAD("'content' is required and must be a string");
+            break;
+        }
+        if ((ret = dup_string(c, "content", &r->prompt_text, err)) < 0 ||
+            (ret = get_bool(o, "add_special", &r->add_special, err)) < 0 ||
+            (ret = get_bool(o, "with_pieces", &r->with_pieces, err)) < 0)
+            break;
+        break;
+    }
+    case SRV_EP_DETOKENIZE: {
+        const cJSON *t = field(o, "tokens");
+        if (!t || !cJSON_IsArray(t)) {
+            ret = BAD("'tokens' is required and must be an array of token ids");
+            break;
+        }
+        ret = get_token_array(t, "tokens", n_vocab, &r->prompt_ids, &r->n_prompt_ids, err);
+        break;
+    }
+    default:
+        ret = BAD("unknown endpoint");
+        break;
+    }
+out:
+    cJSON_Delete(o);
+    return ret;
+}

@@ -1,0 +1,242 @@
+/* srv_priv.h -- internal structures of the HTTP server (src/server/ only): parsed requests
+ * (request.c), tasks and slots with the scheduler (sched.c), JSON response builders (routes.c)
+ * and the libmicrohttpd glue (http.c).
+ *
+ * Locking: one mutex (srv->mu) guards the queue, every task's shared fields (output, flags,
+ * refcount) and the published slot state. A slot's session, sampler, detokenizer and stop
+ * filter belong to the scheduler thread alone. Tasks are refcounted: the HTTP side and the
+ * scheduler each hold one reference; the last release frees the task. */
+#ifndef ORK_SERVER_SRV_PRIV_H
+#define ORK_SERVER_SRV_PRIV_H
+
+#include <ork-engine/chat.h>
+#include <ork-engine/engine.h>
+#include <ork-engine/server.h>
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct cJSON;
+
+/* ---- requests (request.c) ---------------------------------------------------------------- */
+
+enum srv_endpoint {
+    SRV_EP_COMPLETION = 0,      /* POST /completion (llama-server) */
+    SRV_EP_OAI_COMPLETION,      /* POST /v1/completions */
+    SRV_EP_OAI_CHAT,            /* POST /v1/chat/completions */
+    SRV_EP_TOKENIZE,            /* POST /tokenize */
+    SRV_EP_DETOKENIZE,          /* POST /detokenize */
+    SRV_EP_COUNT_,
+};
+
+/* Bounds on request fields (named for the error messages). */
+#define SRV_MAX_STOPS 16            /* stop strings per request */
+#define SRV_MAX_STOP_LEN 256        /* bytes per stop string */
+#define SRV_MAX_N_PROBS 32          /* n_probs upper bound */
+#define SRV_MAX_N_PREDICT 1000000   /* n_predict / max_tokens upper bound */
+#define SRV_MAX_MESSAGES 1024       /* chat messages per request */
+
+struct srv_msg {
+    char *role;
+    char *content;
+};
+
+struct srv_req {
+    enum srv_endpoint ep;
+    char *prompt_text;              /* string prompt / tokenize content, or NULL */
+    int32_t *prompt_ids;            /* token-id prompt / detokenize tokens, or NULL */
+    int32_t n_prompt_ids;
+    struct srv_msg *msgs;           /* chat messages */
+    size_t n_msgs;
+    struct ork_sampler_params sampling;
+    int32_t n_predict;              /* -1: until end of generation / context full */
+    char *stops[SRV_MAX_STOPS];
+    size_t n_stops;
+    int32_t n_probs;                /* top-N probabilities per generated token (0: none) */
+    bool stream;
+    bool cache_prompt;              /* reuse the slot's cached prefix (default true) */
+    bool ignore_eos;                /* keep generating past end-of-generation tokens */
+    bool include_usage;             /* OpenAI stream_options.include_usage */
+    bool return_tokens;             /* /completion: fill "tokens" when not streaming */
+    bool add_special;               /* /tokenize: prepend BOS */
+    bool with_pieces;               /* /tokenize: objects with id and piece */
+    char *model;                    /* echoed back in OpenAI responses, or NULL */
+};
+
+/* An HTTP-level error: status code, OpenAI error type and message. */
+struct srv_error {
+    int status;
+    const char *type;               /* "invalid_request_error", "not_found_error", ... */
+    char message[256];
+};
+
+/* Parse and validate a JSON request body for endpoint ep. Unknown fields are ignored; every
+ * other problem (malformed JSON, invalid UTF-8, wrong type, out-of-range value, token id outside
+ * [0, n_vocab)) fills err (status 400) and returns ORK_EINVAL. The caller frees out with
+ * srv_req_free (also after an error). */
+int ork__srv_req_parse(enum srv_endpoint ep, const char *body, size_t len, int32_t n_vocab,
+                       struct srv_req *out, struct srv_error *err);
+void ork__srv_req_free(struct srv_req *r);
+/* True when s[0..len) is valid UTF-8 (no overlongs, surrogates or code points > U+10FFFF). */
+bool ork__srv_utf8_valid(const char *s, size_t len);
+/* Format an error into err; returns ORK_EINVAL. */
+int ork__srv_errorf(struct srv_error *err, int status, const char *type, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* ---- tasks, slots, scheduler (sched.c) --------------------------------------------------- */
+
+enum srv_stop {
+    SRV_STOP_NONE = 0,
+    SRV_STOP_LIMIT,                 /* n_predict reached, or the context is full */
+    SRV_STOP_EOS,                   /* end-of-generation token */
+    SRV_STOP_WORD,                  /* a stop string matched */
+    SRV_STOP_SHUTDOWN,              /* the server is stopping */
+    SRV_STOP_ERROR,                 /* evaluation failed (message in task->error) */
+};
+
+/* Top-N probabilities of one generated token (n_probs > 0). */
+struct srv_prob {
+    int32_t id;                     /* the sampled token */
+    float logprob;                  /* its log-probability (softmax of the raw logits) */
+    int32_t top_ids[SRV_MAX_N_PROBS];
+    float top_logprobs[SRV_MAX_N_PROBS];
+    int32_t n_top;
+};
+
+struct srv_task {
+    uint64_t id;
+    struct srv_req req;             /* immutable after submission */
+    int32_t *prompt;                /* (n_prompt) tokens to evaluate */
+    int32_t n_prompt;
+    struct ork_sampler *smp;        /* created by the HTTP side, used by the scheduler */
+    double t_submit_ms;
+
+    /* shared with the HTTP side, under srv->mu */
+    pthread_cond_t cv;              /* signalled on new output, completion, cancellation */
+    int refs;
+    bool cancelled;                 /* the client went away: free the slot at the next step */
+    bool done;
+    enum srv_stop stop;
+    int32_t stop_word;              /* index into req.stops, or -1 */
+    char error[256];
+    char *text;                     /* generated text so far (NUL-terminated) */
+    size_t text_len, text_cap;
+    int32_t *ids;                   /* generated token ids */
+    int32_t n_ids, ids_cap;
+    struct srv_prob *probs;         /* (n_ids) when n_probs > 0 */
+    int32_t slot;                   /* slot id while running, else -1 */
+    int32_t n_cached;               /* prompt tokens reused from the slot's cache */
+    double prompt_ms, gen_ms;
+};
+
+enum srv_slot_state { SRV_SLOT_IDLE = 0, SRV_SLOT_PREFILL, SRV_SLOT_GENERATE };
+
+struct srv_slot {
+    int32_t id;
+    struct ork_session *sess;
+    struct srv_task *task;          /* NULL when idle */
+    enum srv_slot_state state;
+    float *logits;                  /* (n_vocab) logits to sample from next */
+    struct ork_detok dt;
+    struct ork_stop *stop;          /* per task, or NULL */
+    char *hold;                     /* stop-filter output buffer */
+    size_t hold_cap;
+    int32_t n_gen;
+    int32_t pending_tok;            /* token to evaluate in the next decode step, or -1 */
+    double t_gen0;
+    uint64_t last_used;             /* step counter when last released (LRU choice) */
+    int32_t pub_n_past;             /* published under srv->mu for /slots and /metrics */
+};
+
+struct srv_metrics {
+    uint64_t requests_total;        /* HTTP requests answered */
+    uint64_t requests_errors;       /* answered with a 4xx/5xx status */
+    uint64_t requests_rejected;     /* 503 because the queue was full */
+    uint64_t completions_total;     /* generation tasks finished */
+    uint64_t prompt_tokens_total;   /* prompt tokens evaluated (cache hits excluded) */
+    uint64_t prompt_tokens_cached;  /* prompt tokens reused from a slot cache */
+    uint64_t tokens_predicted_total;
+    double prompt_ms_total, gen_ms_total;
+    uint64_t steps_total;           /* decode steps */
+    uint64_t step_rows_total;       /* sequences decoded over all steps (batch rows) */
+    double last_step_tok_s;         /* aggregate tokens/s of the last step */
+};
+
+struct ork_server {
+    struct ork_server_params p;
+    struct ork_model *m;
+    const struct ork_tokenizer *tok;
+    int32_t n_vocab;
+    enum ork_chat_format chat_fmt;
+    char *chat_template;            /* the model's template text, or NULL */
+    char model_id[256];
+    int64_t created;                /* unix time of creation (OpenAI "created") */
+
+    pthread_mutex_t mu;
+    pthread_cond_t sched_cv;        /* wakes the scheduler: new task, cancellation, stop */
+    struct srv_slot *slots;         /* (n_parallel) */
+    struct srv_task **queue;        /* ring buffer (queue_size + n_parallel) of waiting tasks */
+    int32_t *eog_ids;               /* end-of-generation token ids (for ignore_eos) */
+    int32_t n_eog;
+    int32_t q_head, q_len;
+    uint64_t next_task_id;
+    uint64_t step;
+    bool stopping;                  /* refuse new work, finish in-flight tasks */
+    bool sched_running;
+    int32_t n_streams;              /* streaming responses in flight (for a clean stop) */
+    struct srv_metrics met;
+
+    pthread_t sched_thread;
+    void *mhd;                      /* struct MHD_Daemon */
+    int port;
+    bool started, stopped;
+    float *batch_logits;            /* (n_parallel, n_vocab) for the batched decode */
+    struct ork_session **batch_sess;
+    int32_t *batch_tok;
+};
+
+/* Tokenize text (add_special: BOS per model flags); *ids is ork_malloc'd. */
+int ork__srv_tokenize(const struct ork_server *srv, const char *text, bool add_special,
+                      bool parse_special, int32_t **ids, int32_t *n);
+/* Queue a task (takes the scheduler's reference). ORK_EBUSY when the queue is full,
+ * ORK_ECANCELED when the server is stopping. Caller holds no lock. */
+int ork__srv_submit(struct ork_server *srv, struct srv_task *t);
+/* Drop a reference (under srv->mu); frees the task at zero. */
+void ork__srv_task_release_locked(struct ork_server *srv, struct srv_task *t);
+struct srv_task *ork__srv_task_new(void);
+int ork__srv_sched_start(struct ork_server *srv);
+void ork__srv_sched_stop(struct ork_server *srv);
+
+/* ---- responses (routes.c) ---------------------------------------------------------------- */
+
+/* The JSON body of an error in the OpenAI shape {"error": {"code", "message", "type"}}. */
+char *ork__srv_error_json(const struct srv_error *err);
+/* Build the final (non-streaming) response of a finished task. */
+char *ork__srv_result_json(struct ork_server *srv, const struct srv_task *t);
+/* Streaming: append the SSE events for new output (text from *text_off, tokens from *ids_off)
+ * to a growable buffer; final adds the closing events. Returns 0 or ORK_ENOMEM. */
+int ork__srv_stream_events(struct ork_server *srv, const struct srv_task *t, size_t *text_off,
+                           int32_t *ids_off, bool final, bool *role_sent, char **buf,
+                           size_t *len, size_t *cap);
+/* GET endpoints and tokenization. Each returns an ork_malloc'd JSON or text body, or NULL with
+ * err filled. */
+char *ork__srv_props_json(struct ork_server *srv);
+char *ork__srv_models_json(struct ork_server *srv);
+char *ork__srv_slots_json(struct ork_server *srv);
+char *ork__srv_metrics_text(struct ork_server *srv);
+char *ork__srv_tokenize_json(struct ork_server *srv, const struct srv_req *r, struct srv_error *err);
+char *ork__srv_detokenize_json(struct ork_server *srv, const struct srv_req *r,
+                               struct srv_error *err);
+/* Build the prompt tokens and sampler of a generation request into t (t->req already set). */
+int ork__srv_task_prepare(struct ork_server *srv, struct srv_task *t, struct srv_error *err);
+/* cJSON print into ork_malloc'd memory (frees j). */
+char *ork__srv_json_print(struct cJSON *j);
+
+/* ---- HTTP (http.c) ----------------------------------------------------------------------- */
+
+int ork__srv_http_start(struct ork_server *srv);
+void ork__srv_http_stop(struct ork_server *srv);
+
+#endif
