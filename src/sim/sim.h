@@ -62,6 +62,8 @@ struct ork_sim_counters {
     int64_t busy_ns[3];         /* total modelled busy time per core */
     uint64_t core_tasks[3];     /* tasks executed per core */
     uint32_t last_core_mask;    /* cores that ran the last job */
+    uint32_t n_cores;           /* cores modelled */
+    uint64_t domain_limit;      /* bytes mappable per domain */
 };
 void ork__sim_counters(struct ork_sim *sim, struct ork_sim_counters *out);
 

@@ -449,6 +449,8 @@ void ork__sim_counters(struct ork_sim *sim, struct ork_sim_counters *out)
     pthread_mutex_lock(&sim->lock);
     *out = sim->c;
     out->active_domain = sim->active_domain;
+    out->n_cores = sim->o.n_cores;
+    out->domain_limit = sim->o.domain_limit;
     out->now_ns = ork__sim_now(sim);
     for (int i = 0; i < SIM_MAX_CORES; i++) {
         out->busy_ns[i] = sim->core[i].busy_total;

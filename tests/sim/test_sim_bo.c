@@ -65,6 +65,9 @@ static void test_domain_limit(void)
     CHECK(strstr(ork_error_message(), "DOMAIN_FULL") != NULL);
     CHECK_EQ_INT(tp_bo(&d, 4096, 1, &e), 0);                   /* domain 1 is separate */
     CHECK_EQ_INT(tp_bo(&d, 4096, 16, &c), ORK_EINVAL);         /* 16 domains: 0..15 */
+    uint64_t q = 0;
+    CHECK_EQ_INT(d.ops->query(d.ctx, ORK_KMD_CAP_DOMAIN_BYTES, &q), 0);
+    CHECK_EQ_INT(q, 1u << 20);
     d.ops->bo_destroy(d.ctx, &b);
     CHECK_EQ_INT(tp_bo(&d, 4096, 0, &c), 0);                   /* room again */
     d.ops->bo_destroy(d.ctx, &a);

@@ -57,6 +57,18 @@ static int sim_open(const struct ork_kmd_opts *o, void **ctx)
     return ork__kmd_rknpu_open_transport(&tr, n_cores, ctx);
 }
 
+/* The rknpu answers, except what the simulator was configured with. */
+static int sim_query(void *ctx, enum ork_kmd_cap cap, uint64_t *val)
+{
+    if (cap == ORK_KMD_CAP_DOMAIN_BYTES || cap == ORK_KMD_CAP_N_CORES) {
+        struct ork_sim_counters c;
+        ork__sim_counters(ork__kmd_rknpu_transport_ctx(ctx), &c);
+        *val = cap == ORK_KMD_CAP_N_CORES ? c.n_cores : c.domain_limit;
+        return 0;
+    }
+    return ork__kmd_rknpu_query(ctx, cap, val);
+}
+
 struct ork_sim *ork__kmd_sim_get(const struct ork_kmd_ops *ops, void *ctx)
 {
     if (ops != &ork__kmd_sim_ops)
@@ -74,5 +86,5 @@ const struct ork_kmd_ops ork__kmd_sim_ops = {
     .submit = ork__kmd_rknpu_submit,
     .wait = ork__kmd_rknpu_wait,
     .action = ork__kmd_rknpu_action,
-    .query = ork__kmd_rknpu_query,
+    .query = sim_query,
 };
