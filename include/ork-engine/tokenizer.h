@@ -58,23 +58,27 @@ int ork_token_to_bytes(const struct ork_tokenizer *t, int32_t id, bool render_sp
                        char *buf, size_t cap);
 
 /* Streaming detokenizer: holds back incomplete UTF-8 sequences so every emitted chunk is valid
- * UTF-8 (invalid sequences become U+FFFD). Caller-owned state; no allocation. */
+ * UTF-8 (invalid sequences become U+FFFD). Caller-owned state; no allocation.
+ * Leading space: nothing is stripped. The first SPM piece after BOS keeps its space
+ * ("▁Once" -> " Once"), as when printing piece by piece: BOS + "Once upon a time" decodes to
+ * " Once upon a time". ork_detokenize() does the same. */
 struct ork_detok {
     const struct ork_tokenizer *t;
     bool render_special;
-    bool first;             /* SPM: strip the leading space of the first piece after BOS */
+    bool first;             /* no text emitted yet (informational; nothing is stripped) */
     uint8_t pending[8];     /* bytes of an incomplete UTF-8 sequence */
     uint32_t n_pending;
 };
 void ork_detok_init(struct ork_detok *d, const struct ork_tokenizer *t, bool render_special);
 /* Append the text of `id`; returns bytes written to out (needs cap >= 256 + piece length),
- * or a negative error. */
+ * or a negative error (ORK_ENOSPC: buffer too small, state unchanged; ORK_EINVAL: bad id). */
 int ork_detok_push(struct ork_detok *d, int32_t id, char *out, size_t cap);
 /* Emit whatever is pending (incomplete sequences as U+FFFD). */
 int ork_detok_flush(struct ork_detok *d, char *out, size_t cap);
 
 /* Whole-sequence convenience: NUL-terminated result; returns length or negative error
- * (ORK_ENOSPC with the needed length available by calling with cap 0). */
+ * (ORK_ENOSPC with the needed length available by calling with cap 0: with cap 0 (or out
+ * NULL) nothing is written and the length without the NUL is returned). */
 int ork_detokenize(const struct ork_tokenizer *t, const int32_t *ids, size_t n, bool render_special,
                    char *out, size_t cap);
 
