@@ -68,8 +68,30 @@ int ork_kernels_check(uint32_t type, int64_t n);
 float ork_vec_dot(uint32_t type, const void *row, const float *x, int64_t n);
 /* Dispatched f32 dot product (the one ork_matmul uses for every output element). */
 float ork_vec_dot_f32(const float *a, const float *b, int64_t n);
-/* Name of the path the dispatched kernels take on this CPU: "avx2" or "scalar". */
+/* Name of the path the dispatched kernels take on this CPU: "avx2", "neon" or "scalar". */
 const char *ork_kernels_path(void);
+
+/* Activation handling of a matmul.
+ * ORK_ACT_F32: X stays f32; every output is the f32 dot of the dequantized weight row with X
+ *   (ork_matmul).
+ * ORK_ACT_QUANT: X is first converted, block by block, to the type that GGUF reference engines
+ *   pair with the weight type, and the dot runs on those values: Q8_0 and Q4_0 weights take X
+ *   quantized to Q8_0 (ork_quantize_row_q8_0) with integer block sums; F16 / BF16 weights take
+ *   X rounded to F16 / BF16. F32, Q4_K and Q6_K weights keep f32 X. This reproduces reference
+ *   logits of quantized models far more closely (and is the int8 path the NPU also takes). */
+enum ork_act { ORK_ACT_F32 = 0, ORK_ACT_QUANT = 1 };
+
+/* ork_matmul with a choice of activation handling (no allocation; same thread split). */
+int ork_matmul_act(struct ork_pool *pool, const struct ork_mat *w, const float *x, int64_t m,
+                   float *y, enum ork_act act);
+/* One output of ork_matmul_act: weight row (type, n elements) with f32 x. NaN on bad input. */
+float ork_vec_dot_act(uint32_t type, const void *row, const float *x, int64_t n, enum ork_act act);
+/* Quantize n f32 values (multiple of 32) to Q8_0 blocks: per block d = amax / 127 (stored as
+ * f16), q = roundf(x * (1 / d)) (0 when amax = 0). 0 or ORK_EINVAL. */
+int ork_quantize_row_q8_0(const float *x, void *dst, int64_t n);
+/* Dot of a Q8_0 or Q4_0 weight row with a Q8_0-quantized x: per block the exact integer sum
+ * s_b, accumulated in f32 in block order as sum += (float)s_b * (d_w * d_x). NaN on bad input. */
+float ork_vec_dot_q8(uint32_t type, const void *row, const void *xq, int64_t n);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@
  * AVX2 and NEON therefore give the same bits. The scalar and SIMD orders differ by rounding;
  * tests/unit/test_kernels_dot.c bounds the difference (relative to sum |w x|) by 1e-5.
  * Dequantization is exact on every path (same bits). */
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -237,6 +238,125 @@ float ork_vec_dot(uint32_t type, const void *row, const float *x, int64_t n)
         int64_t c = n - off < DOT_CHUNK ? n - off : DOT_CHUNK;
         ork_dequant_row(type, p + ork_type_row_bytes(type, (uint64_t)off), buf, c);
         acc_step(&acc, buf, x + off, c, kp);
+    }
+    return acc_end(&acc, kp);
+}
+
+/* ---- activations converted like the weights (ORK_ACT_QUANT) ---- */
+
+/* Q8_0 block: f16 d, int8 q[32] (quant_ref.c). */
+#define Q8_BLOCK 32
+#define Q8_BYTES 34
+#define Q4_0_BYTES 18
+#define Q8_QMAX 127.0f      /* symmetric int8 range used by Q8_0 */
+#define Q4_0_OFFSET 8
+
+int ork_quantize_row_q8_0(const float *x, void *dst, int64_t n)
+{
+    if (n < 0 || n % Q8_BLOCK)
+        return ork_errorf(ORK_EINVAL, "Q8_0 quantization of %lld elements (not a multiple of 32)",
+                          (long long)n);
+    uint8_t *out = dst;
+    for (int64_t b = 0; b < n / Q8_BLOCK; b++) {
+        const float *xb = x + b * Q8_BLOCK;
+        uint8_t *ob = out + b * Q8_BYTES;
+        float amax = 0.0f;
+        for (int i = 0; i < Q8_BLOCK; i++) {
+            float a = xb[i] < 0 ? -xb[i] : xb[i];
+            if (a > amax)
+                amax = a;
+        }
+        float d = amax / Q8_QMAX;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        uint16_t h = ork_f32_to_fp16(d);
+        ob[0] = (uint8_t)h;
+        ob[1] = (uint8_t)(h >> 8);
+        for (int i = 0; i < Q8_BLOCK; i++)
+            ob[2 + i] = (uint8_t)(int8_t)roundf(xb[i] * id);
+    }
+    return 0;
+}
+
+static inline float rd_f16(const uint8_t *p)
+{
+    return ork_fp16_to_f32((uint16_t)(p[0] | (p[1] << 8)));
+}
+
+/* Accumulate blocks [0, nb) of a Q8_0/Q4_0 row against Q8_0 x into *sum, in block order. */
+static void dot_q8_blocks(uint32_t type, const uint8_t *w, const uint8_t *xq, int64_t nb, float *sum)
+{
+    float s = *sum;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = xq + b * Q8_BYTES;
+        const int8_t *qx = (const int8_t *)(xb + 2);
+        int32_t si = 0;
+        float dw;
+        if (type == ORK_TYPE_Q8_0) {
+            const uint8_t *wb = w + b * Q8_BYTES;
+            const int8_t *qw = (const int8_t *)(wb + 2);
+            dw = rd_f16(wb);
+            for (int i = 0; i < Q8_BLOCK; i++)
+                si += qw[i] * qx[i];
+        } else {
+            const uint8_t *wb = w + b * Q4_0_BYTES;
+            dw = rd_f16(wb);
+            for (int i = 0; i < Q8_BLOCK / 2; i++)
+                si += ((wb[2 + i] & 15) - Q4_0_OFFSET) * qx[i] +
+                      ((wb[2 + i] >> 4) - Q4_0_OFFSET) * qx[i + Q8_BLOCK / 2];
+        }
+        s += (float)si * (dw * rd_f16(xb));
+    }
+    *sum = s;
+}
+
+float ork_vec_dot_q8(uint32_t type, const void *row, const void *xq, int64_t n)
+{
+    if ((type != ORK_TYPE_Q8_0 && type != ORK_TYPE_Q4_0) || n < 0 || n % Q8_BLOCK)
+        return __builtin_nanf("");
+    float sum = 0.0f;
+    dot_q8_blocks(type, row, xq, n / Q8_BLOCK, &sum);
+    return sum;
+}
+
+/* x rounded through a 16-bit float type (exact f32 values of f16 / bf16 numbers). */
+static void round_act(uint32_t type, const float *x, float *out, int64_t n)
+{
+    if (type == ORK_TYPE_F16)
+        for (int64_t i = 0; i < n; i++)
+            out[i] = ork_fp16_to_f32(ork_f32_to_fp16(x[i]));
+    else
+        for (int64_t i = 0; i < n; i++)
+            out[i] = ork_bf16_to_f32(ork_f32_to_bf16(x[i]));
+}
+
+float ork_vec_dot_act(uint32_t type, const void *row, const float *x, int64_t n, enum ork_act act)
+{
+    if (act == ORK_ACT_F32 || type == ORK_TYPE_F32 || type == ORK_TYPE_Q4_K ||
+        type == ORK_TYPE_Q6_K)
+        return ork_vec_dot(type, row, x, n);
+    if (ork_kernels_check(type, n) < 0)
+        return __builtin_nanf("");
+    const uint8_t *p = row;
+    if (type == ORK_TYPE_Q8_0 || type == ORK_TYPE_Q4_0) {
+        uint8_t xq[DOT_CHUNK / Q8_BLOCK * Q8_BYTES];
+        float sum = 0.0f;
+        for (int64_t off = 0; off < n; off += DOT_CHUNK) {
+            int64_t c = n - off < DOT_CHUNK ? n - off : DOT_CHUNK;
+            ork_quantize_row_q8_0(x + off, xq, c);
+            dot_q8_blocks(type, p + ork_type_row_bytes(type, (uint64_t)off), xq, c / Q8_BLOCK, &sum);
+        }
+        return sum;
+    }
+    /* F16, BF16: dequantized row times rounded x, the same accumulator as ork_vec_dot_f32 */
+    enum kpath kp = path();
+    struct dot_acc acc;
+    memset(&acc, 0, sizeof acc);
+    float wb[DOT_CHUNK], xb[DOT_CHUNK];
+    for (int64_t off = 0; off < n; off += DOT_CHUNK) {
+        int64_t c = n - off < DOT_CHUNK ? n - off : DOT_CHUNK;
+        ork_dequant_row(type, p + ork_type_row_bytes(type, (uint64_t)off), wb, c);
+        round_act(type, x + off, xb, c);
+        acc_step(&acc, wb, xb, c, kp);
     }
     return acc_end(&acc, kp);
 }

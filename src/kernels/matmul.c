@@ -9,7 +9,12 @@
  *
  * Result: Y[m][n] = ork_vec_dot_f32(dequant(W[n]), X[m]) -- the same bits for any thread count,
  * any M, and rows longer than the stack buffer (those go through ork_vec_dot, which feeds the
- * same accumulator in chunks). No allocation per call. */
+ * same accumulator in chunks). No allocation per call.
+ *
+ * ORK_ACT_QUANT (ork_matmul_act): each thread converts X, a tile of rows at a time, into a stack
+ * buffer (Q8_0 blocks for Q8_0/Q4_0 weights, f16/bf16-rounded values for F16/BF16 weights) and
+ * runs its weight rows against the tile; every thread converts all of X, which costs M*K
+ * against the M*K*N/nth of its share of the matmul. Y[m][n] = ork_vec_dot_act(W[n], X[m]). */
 #include <stdint.h>
 
 #include <ork/error.h>
@@ -19,15 +24,84 @@
 /* Longest row dequantized whole on the stack: 16384 f32 = 64 KiB per thread (covers the FFN
  * widths of 1-8B models); longer rows are dequantized in chunks for every X row instead. */
 #define MM_ROW_MAX 16384
+/* Stack bytes for a tile of Q8_0-quantized X rows (ORK_ACT_QUANT): 64 KiB, one row up to
+ * K = 61680; longer rows are converted per output in chunks (ork_vec_dot_act). */
+#define MM_XQ_BYTES 65536
+#define Q8_0_BLOCK 32
+#define Q8_0_BYTES 34
 
 struct mm_job {
     const struct ork_mat *w;
     const float *x;
     int64_t m;
     float *y;
+    enum ork_act act;
 };
 
-static void mm_rows(const struct mm_job *j, int64_t r0, int64_t r1)
+/* Per output element through the chunked single-dot path (rows too long for the tiles). */
+static void mm_rows_pairs(const struct mm_job *j, int64_t r0, int64_t r1)
+{
+    const struct ork_mat *w = j->w;
+    const int64_t k = w->n_cols, n = w->n_rows;
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t i = 0; i < j->m; i++)
+            j->y[i * n + r] = ork_vec_dot_act(w->type, (const uint8_t *)w->data + (size_t)r * w->row_bytes,
+                                              j->x + i * k, k, j->act);
+}
+
+/* Q8_0 / Q4_0 weights with X quantized to Q8_0, M-tile by M-tile. */
+__attribute__((noinline))
+static void mm_rows_q8(const struct mm_job *j, int64_t r0, int64_t r1)
+{
+    const struct ork_mat *w = j->w;
+    const int64_t k = w->n_cols, n = w->n_rows;
+    const size_t rq = (size_t)(k / Q8_0_BLOCK) * Q8_0_BYTES;
+    if (rq > MM_XQ_BYTES || rq == 0) {
+        mm_rows_pairs(j, r0, r1);
+        return;
+    }
+    uint8_t xq[MM_XQ_BYTES];
+    const int64_t mt = (int64_t)(MM_XQ_BYTES / rq);
+    for (int64_t m0 = 0; m0 < j->m; m0 += mt) {
+        int64_t mc = j->m - m0 < mt ? j->m - m0 : mt;
+        for (int64_t i = 0; i < mc; i++)
+            ork_quantize_row_q8_0(j->x + (m0 + i) * k, xq + (size_t)i * rq, k);
+        for (int64_t r = r0; r < r1; r++) {
+            const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+            for (int64_t i = 0; i < mc; i++)
+                j->y[(m0 + i) * n + r] = ork_vec_dot_q8(w->type, row, xq + (size_t)i * rq, k);
+        }
+    }
+}
+
+/* F16 / BF16 weights with X rounded to the weight's 16-bit type, M-tile by M-tile. */
+__attribute__((noinline))
+static void mm_rows_round16(const struct mm_job *j, int64_t r0, int64_t r1)
+{
+    const struct ork_mat *w = j->w;
+    const int64_t k = w->n_cols, n = w->n_rows;
+    if (k > MM_ROW_MAX || k == 0) {
+        mm_rows_pairs(j, r0, r1);
+        return;
+    }
+    float xr[MM_ROW_MAX], buf[MM_ROW_MAX];
+    const int64_t mt = MM_ROW_MAX / k;
+    for (int64_t m0 = 0; m0 < j->m; m0 += mt) {
+        int64_t mc = j->m - m0 < mt ? j->m - m0 : mt;
+        const float *xs = j->x + m0 * k;
+        for (int64_t e = 0; e < mc * k; e++)
+            xr[e] = w->type == ORK_TYPE_F16 ? ork_fp16_to_f32(ork_f32_to_fp16(xs[e]))
+                                             : ork_bf16_to_f32(ork_f32_to_bf16(xs[e]));
+        for (int64_t r = r0; r < r1; r++) {
+            ork_dequant_row(w->type, (const uint8_t *)w->data + (size_t)r * w->row_bytes, buf, k);
+            for (int64_t i = 0; i < mc; i++)
+                j->y[(m0 + i) * n + r] = ork_vec_dot_f32(buf, xr + i * k, k);
+        }
+    }
+}
+
+__attribute__((noinline))
+static void mm_rows_f32act(const struct mm_job *j, int64_t r0, int64_t r1)
 {
     const struct ork_mat *w = j->w;
     const int64_t k = w->n_cols, n = w->n_rows, m = j->m;
@@ -50,6 +124,17 @@ static void mm_rows(const struct mm_job *j, int64_t r0, int64_t r1)
         for (int64_t i = 0; i < m; i++)
             j->y[i * n + r] = ork_vec_dot_f32(wr, j->x + i * k, k);
     }
+}
+
+static void mm_rows(const struct mm_job *j, int64_t r0, int64_t r1)
+{
+    uint32_t t = j->w->type;
+    if (j->act == ORK_ACT_QUANT && (t == ORK_TYPE_Q8_0 || t == ORK_TYPE_Q4_0))
+        mm_rows_q8(j, r0, r1);
+    else if (j->act == ORK_ACT_QUANT && (t == ORK_TYPE_F16 || t == ORK_TYPE_BF16))
+        mm_rows_round16(j, r0, r1);
+    else
+        mm_rows_f32act(j, r0, r1);
 }
 
 static void mm_thread(void *ctx, int ith, int nth)
@@ -79,7 +164,8 @@ static int check_mat(const struct ork_mat *w)
     return 0;
 }
 
-int ork_matmul(struct ork_pool *pool, const struct ork_mat *w, const float *x, int64_t m, float *y)
+int ork_matmul_act(struct ork_pool *pool, const struct ork_mat *w, const float *x, int64_t m,
+                   float *y, enum ork_act act)
 {
     int ret = check_mat(w);
     if (ret < 0)
@@ -88,12 +174,19 @@ int ork_matmul(struct ork_pool *pool, const struct ork_mat *w, const float *x, i
         return ork_errorf(ORK_EINVAL, "matmul with M = %lld", (long long)m);
     if (m == 0 || w->n_rows == 0)
         return 0;
-    struct mm_job job = { .w = w, .x = x, .m = m, .y = y };
+    if (act != ORK_ACT_F32 && act != ORK_ACT_QUANT)
+        return ork_errorf(ORK_EINVAL, "matmul: unknown activation mode %d", (int)act);
+    struct mm_job job = { .w = w, .x = x, .m = m, .y = y, .act = act };
     if (pool && ork_pool_threads(pool) > 1 && w->n_rows > 1)
         ork_pool_run(pool, mm_thread, &job);
     else
         mm_rows(&job, 0, w->n_rows);
     return 0;
+}
+
+int ork_matmul(struct ork_pool *pool, const struct ork_mat *w, const float *x, int64_t m, float *y)
+{
+    return ork_matmul_act(pool, w, x, m, y, ORK_ACT_F32);
 }
 
 int ork_get_row(const struct ork_mat *w, int64_t row, float *dst)

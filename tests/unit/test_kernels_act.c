@@ -1,0 +1,274 @@
+/* test_kernels_act.c -- ORK_ACT_QUANT: Q8_0 quantization of activations (range, rounding,
+ * scale), the Q8_0/Q4_0 x Q8_0 block dot against a double-precision sum decoded independently
+ * from the blocks, the F16/BF16 rounding of x, and ork_matmul_act equal bit for bit to
+ * ork_vec_dot_act for every output over thread counts, M tiles and over-long rows. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <ork/alloc.h>
+#include <ork/error.h>
+#include <ork-kernels/kernels.h>
+#include <ork-kernels/pool.h>
+
+#include "ork_test.h"
+
+static uint64_t rng_state = 0x3c6ef372fe94f82bull;
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+
+static float frand(void)
+{
+    return (float)((int32_t)rnd() % 1000000) / 1000000.0f;
+}
+
+static double half_value(const uint8_t *p)
+{
+    uint16_t h = (uint16_t)(p[0] | p[1] << 8);
+    int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+    double v = e ? ldexp((double)(1024 + m), e - 25) : ldexp((double)m, -24);
+    return s ? -v : v;
+}
+
+static void random_row(uint32_t type, uint8_t *row, int64_t n)
+{
+    const struct ork_type_traits *t = ork_type_traits(type);
+    size_t bytes = ork_type_row_bytes(type, (uint64_t)n);
+    for (size_t i = 0; i < bytes; i++)
+        row[i] = (uint8_t)rnd();
+    if (type == ORK_TYPE_F32) {
+        for (int64_t i = 0; i < n; i++) {
+            float v = frand();
+            memcpy(row + 4 * i, &v, 4);
+        }
+    } else if (type == ORK_TYPE_F16 || type == ORK_TYPE_BF16) {
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h = type == ORK_TYPE_F16 ? ork_f32_to_fp16(frand()) : ork_f32_to_bf16(frand());
+            row[2 * i] = (uint8_t)h;
+            row[2 * i + 1] = (uint8_t)(h >> 8);
+        }
+    } else {
+        for (int64_t b = 0; b < n / t->block; b++) {
+            uint8_t *blk = row + b * t->block_bytes;
+            uint16_t d = ork_f32_to_fp16(0.001f + 0.01f * fabsf(frand()));
+            size_t off = type == ORK_TYPE_Q6_K ? 208 : 0;
+            blk[off] = (uint8_t)d;
+            blk[off + 1] = (uint8_t)(d >> 8);
+            if (type == ORK_TYPE_Q4_K) {
+                blk[2] = (uint8_t)d;
+                blk[3] = (uint8_t)(d >> 8);
+            }
+        }
+    }
+}
+
+static void test_quantize_q8_0(void)
+{
+    enum { NB = 40 };
+    float x[NB * 32];
+    uint8_t q[NB * 34];
+    for (int i = 0; i < NB * 32; i++)
+        x[i] = frand() * (float)(1 + i / 32);
+    memset(x + 5 * 32, 0, 32 * sizeof(float));          /* an all-zero block */
+    REQUIRE(ork_quantize_row_q8_0(x, q, NB * 32) == 0);
+    int bad = 0;
+    for (int b = 0; b < NB; b++) {
+        double amax = 0;
+        int imax = 0;
+        for (int i = 0; i < 32; i++)
+            if (fabs(x[b * 32 + i]) > amax) {
+                amax = fabs(x[b * 32 + i]);
+                imax = i;
+            }
+        const uint8_t *blk = q + b * 34;
+        const int8_t *qs = (const int8_t *)(blk + 2);
+        uint16_t dh = (uint16_t)(blk[0] | blk[1] << 8);
+        CHECK_EQ_INT(dh, ork_f32_to_fp16((float)amax / 127.0f));
+        if (amax == 0) {
+            for (int i = 0; i < 32; i++)
+                bad += qs[i] != 0;
+            continue;
+        }
+        bad += abs(qs[imax]) != 127;
+        double d = amax / 127.0;
+        for (int i = 0; i < 32; i++) {
+            bad += qs[i] < -127;
+            bad += fabs(qs[i] - x[b * 32 + i] / d) > 0.5 + 1e-4;
+        }
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT(ork_quantize_row_q8_0(x, q, 33), ORK_EINVAL);
+}
+
+/* Double-precision sum of d_w * d_x * q_w * q_x decoded from the blocks by hand. */
+static double q8_dot_double(uint32_t type, const uint8_t *w, const uint8_t *xq, int64_t n, double *mag)
+{
+    double s = 0;
+    *mag = 0;
+    for (int64_t b = 0; b < n / 32; b++) {
+        const uint8_t *xb = xq + b * 34;
+        double dx = half_value(xb);
+        for (int i = 0; i < 32; i++) {
+            double qw, dw;
+            if (type == ORK_TYPE_Q8_0) {
+                dw = half_value(w + b * 34);
+                qw = (int8_t)w[b * 34 + 2 + i];
+            } else {
+                dw = half_value(w + b * 18);
+                uint8_t byte = w[b * 18 + 2 + (i % 16)];
+                qw = (i < 16 ? (byte & 15) : (byte >> 4)) - 8;
+            }
+            double t = dw * qw * dx * (int8_t)xb[2 + i];
+            s += t;
+            *mag += fabs(t);
+        }
+    }
+    return s;
+}
+
+static void test_q8_dot(void)
+{
+    enum { N = 2048 };
+    static uint8_t w[N / 32 * 34], xq[N / 32 * 34];
+    static float x[N];
+    const uint32_t types[] = {ORK_TYPE_Q8_0, ORK_TYPE_Q4_0};
+    for (int ti = 0; ti < 2; ti++) {
+        for (int trial = 0; trial < 5; trial++) {
+            random_row(types[ti], w, N);
+            for (int i = 0; i < N; i++)
+                x[i] = frand();
+            REQUIRE(ork_quantize_row_q8_0(x, xq, N) == 0);
+            double mag, want = q8_dot_double(types[ti], w, xq, N, &mag);
+            float got = ork_vec_dot_q8(types[ti], w, xq, N);
+            CHECK(fabs(got - want) <= 1e-6 * mag);
+            /* and the one-call form quantizes x the same way */
+            float act = ork_vec_dot_act(types[ti], w, x, N, ORK_ACT_QUANT);
+            CHECK(memcmp(&act, &got, 4) == 0);
+            /* close to the f32-activation dot (Q8_0 activations: ~0.4% per element) */
+            float f = ork_vec_dot(types[ti], w, x, N);
+            CHECK(fabs(act - f) <= 2e-2 * mag);
+        }
+    }
+    CHECK(isnan(ork_vec_dot_q8(ORK_TYPE_Q4_K, w, xq, 256)));
+}
+
+static void test_round16_dot(void)
+{
+    enum { N = 1500 };
+    static uint8_t w[N * 2];
+    static float x[N], wf[N], xr[N];
+    const uint32_t types[] = {ORK_TYPE_F16, ORK_TYPE_BF16};
+    for (int ti = 0; ti < 2; ti++) {
+        random_row(types[ti], w, N);
+        for (int i = 0; i < N; i++) {
+            x[i] = frand();
+            xr[i] = types[ti] == ORK_TYPE_F16 ? ork_fp16_to_f32(ork_f32_to_fp16(x[i]))
+                                               : ork_bf16_to_f32(ork_f32_to_bf16(x[i]));
+        }
+        REQUIRE(ork_dequant_row_ref(types[ti], w, wf, N) == 0);
+        float want = ork_vec_dot_f32(wf, xr, N);
+        float got = ork_vec_dot_act(types[ti], w, x, N, ORK_ACT_QUANT);
+        CHECK(memcmp(&want, &got, 4) == 0);
+        float f32act = ork_vec_dot_act(types[ti], w, x, N, ORK_ACT_F32);
+        float plain = ork_vec_dot(types[ti], w, x, N);
+        CHECK(memcmp(&f32act, &plain, 4) == 0);
+    }
+}
+
+/* Weight types whose activations stay f32 give identical bits in both modes. */
+static void test_f32_act_types_unchanged(void)
+{
+    static uint8_t w[1024 * 4];
+    static float x[1024];
+    const uint32_t types[] = {ORK_TYPE_F32, ORK_TYPE_Q4_K, ORK_TYPE_Q6_K};
+    for (int ti = 0; ti < 3; ti++) {
+        random_row(types[ti], w, 1024);
+        for (int i = 0; i < 1024; i++)
+            x[i] = frand();
+        float a = ork_vec_dot_act(types[ti], w, x, 1024, ORK_ACT_QUANT);
+        float b = ork_vec_dot(types[ti], w, x, 1024);
+        CHECK(memcmp(&a, &b, 4) == 0);
+    }
+}
+
+static struct ork_pool *pools[3];
+
+static void matmul_case(uint32_t type, int64_t m, int64_t n, int64_t k)
+{
+    size_t rb = ork_type_row_bytes(type, (uint64_t)k);
+    uint8_t *w = ork_malloc(rb * (size_t)n);
+    float *x = ork_malloc(sizeof(float) * (size_t)(m * k));
+    float *y = ork_malloc(sizeof(float) * (size_t)(m * n));
+    REQUIRE(w && x && y);
+    for (int64_t r = 0; r < n; r++)
+        random_row(type, w + r * rb, k);
+    for (int64_t i = 0; i < m * k; i++)
+        x[i] = frand();
+    struct ork_mat mat = { .type = type, .n_rows = n, .n_cols = k, .row_bytes = rb, .data = w };
+    int differ = 0;
+    for (int pi = -1; pi < 3; pi++) {
+        REQUIRE(ork_matmul_act(pi < 0 ? NULL : pools[pi], &mat, x, m, y, ORK_ACT_QUANT) == 0);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t r = 0; r < n; r++) {
+                float d = ork_vec_dot_act(type, w + r * rb, x + i * k, k, ORK_ACT_QUANT);
+                if (memcmp(&d, &y[i * n + r], 4) != 0)
+                    differ++;
+            }
+    }
+    if (differ)
+        fprintf(stderr, "%s M=%lld N=%lld K=%lld: %d outputs differ\n", ork_type_name(type),
+                (long long)m, (long long)n, (long long)k, differ);
+    CHECK_EQ_INT(differ, 0);
+    ork_free(w);
+    ork_free(x);
+    ork_free(y);
+}
+
+static void test_matmul_act(void)
+{
+    matmul_case(ORK_TYPE_Q8_0, 3, 7, 96);
+    matmul_case(ORK_TYPE_Q4_0, 5, 11, 160);
+    matmul_case(ORK_TYPE_Q8_0, 20, 5, 4096);        /* several M tiles (15 rows per tile) */
+    matmul_case(ORK_TYPE_Q4_0, 2, 3, 62016);        /* row beyond the tile buffer: per output */
+    matmul_case(ORK_TYPE_F16, 20, 9, 1000);         /* 16 rows per tile */
+    matmul_case(ORK_TYPE_BF16, 3, 5, 77);
+    matmul_case(ORK_TYPE_F16, 2, 3, 16384 + 64);    /* beyond the tile buffer */
+    matmul_case(ORK_TYPE_Q4_K, 3, 5, 512);
+    matmul_case(ORK_TYPE_F32, 3, 5, 100);
+}
+
+static void test_matmul_act_errors_and_no_alloc(void)
+{
+    static uint8_t w[8 * 34 * 4];
+    static float x[4 * 128], y[4 * 8];
+    for (int r = 0; r < 8; r++)
+        random_row(ORK_TYPE_Q8_0, w + r * 34 * 4, 128);
+    struct ork_mat mat = { .type = ORK_TYPE_Q8_0, .n_rows = 8, .n_cols = 128, .row_bytes = 34 * 4,
+                           .data = w };
+    CHECK_EQ_INT(ork_matmul_act(pools[2], &mat, x, 4, y, (enum ork_act)7), ORK_EINVAL);
+    uint64_t before = ork_alloc_count();
+    for (int i = 0; i < 10; i++)
+        REQUIRE(ork_matmul_act(pools[2], &mat, x, 4, y, ORK_ACT_QUANT) == 0);
+    CHECK(ork_alloc_count() == before);
+}
+
+int main(void)
+{
+    for (int i = 0; i < 3; i++)
+        if (ork_pool_create(i + 1, &pools[i]) < 0)
+            return 1;
+    RUN(test_quantize_q8_0);
+    RUN(test_q8_dot);
+    RUN(test_round16_dot);
+    RUN(test_f32_act_types_unchanged);
+    RUN(test_matmul_act);
+    RUN(test_matmul_act_errors_and_no_alloc);
+    for (int i = 0; i < 3; i++)
+        ork_pool_destroy(pools[i]);
+    return ork_test_done();
+}
