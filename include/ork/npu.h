@@ -19,8 +19,8 @@
  * Errors: negative ORK_E* codes with an ork_error_message(); nothing here exits or aborts.
  *
  * Designed to grow: a plan holds precompiled programs at fixed addresses, so a scheduling layer
- * can add multi-core N-split (desc.cores), chains of several plans in one submit, and async
- * submit/wait (ork_npu_matmul_submit/_wait already split the run). */
+ * add chains of several plans in one submit and async submit/wait (ork_npu_matmul_submit/_wait
+ * already split the run); the multi-core N-split (desc.cores) is there already. */
 #ifndef ORK_NPU_H
 #define ORK_NPU_H
 
@@ -106,6 +106,10 @@ struct ork_npu_matmul_desc {
     uint32_t m;                     /* rows per run, 1..weights' max_m (runs may use fewer) */
     uint32_t flags;                 /* ORK_NPU_MATMUL_* */
     uint32_t timeout_ms;            /* per submit; 0 = backend default */
+    uint32_t cores;                 /* NPU cores to split the columns across (spec §9 N-split):
+                                     * 0 or 1 = one core (the kernel picks it); 2 or 3 = one job
+                                     * over that many cores, each >= 2 column tiles. Clamped to
+                                     * what the device and N allow. */
 };
 
 /* Plan a matmul of up to desc->m rows on resident weights: tiles, device buffers for A, C and
@@ -129,6 +133,7 @@ struct ork_npu_matmul_info {
     uint32_t m, k, n;               /* caller's shape (m = plan rows) */
     uint32_t k_padded, n_padded;    /* after padding to the hardware multiples */
     uint32_t n_kslices, n_nslices;  /* K-slices (host-summed) and N-slices (<= 8192 columns) */
+    uint32_t n_cores;               /* cores the columns are split across */
     uint32_t m_tile;                /* largest M-tile used (the schedule's cap, spec §5.3/§5.4) */
     uint32_t n_tasks;               /* programs per run */
     uint32_t n_submits;             /* submits per run */

@@ -43,8 +43,13 @@ int ork_npu_open(const struct ork_npu_opts *opts, struct ork_npu **out)
     }
     npu->domain = o.domain;
     npu->max_tasks = DEFAULT_MAX_TASKS;
+    npu->n_cores = 1;
     uint64_t v;
     if (npu->kmd->query) {
+        uint64_t sel = 0;
+        if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_N_CORES, &v) == 0 && v &&
+            npu->kmd->query(npu->kctx, ORK_KMD_CAP_CORE_SELECT, &sel) == 0 && sel)
+            npu->n_cores = v < ORK_MM_MAX_CORES ? (uint32_t)v : ORK_MM_MAX_CORES;
         if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_PC_CHAIN, &v) == 0)
             npu->pc_chain = v != 0;
         if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_MAX_TASKS, &v) == 0 && v)

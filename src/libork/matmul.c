@@ -34,7 +34,51 @@ static void log_program(const struct ork_npu_matmul *mm, uint32_t t, const uint6
     }
 }
 
-/* Build the tile list, M-tile outermost (a run of fewer rows is then a prefix of the tasks). */
+/* The plan's N-slices: with c cores, core i takes column tiles [i*NN/c, (i+1)*NN/c) of the
+ * padded N (spec §9), cut into slices of <= 8192 columns (§5.1). Column blocks are contiguous
+ * ranges of every K-slice's packed weights (§4.5), so this needs no repacking. */
+static int make_nslices(struct ork_npu_matmul *mm, uint32_t want_cores)
+{
+    const struct ork_nplan *np = &mm->w->nplan;
+    const uint32_t tile = np->tile, nn = np->n_padded / tile;
+    uint32_t nc = want_cores < 1 ? 1 : want_cores;
+    if (nc > mm->npu->n_cores)
+        nc = mm->npu->n_cores;
+    if (nc > nn / 2)                     /* >= 2 column tiles per core (spec §9) */
+        nc = nn / 2 ? nn / 2 : 1;
+    if (nc > ORK_MM_MAX_CORES)
+        nc = ORK_MM_MAX_CORES;
+    mm->n_cores = nc;
+    uint32_t total = 0;
+    for (uint32_t c = 0; c < nc; c++) {
+        uint32_t w = (uint32_t)(((uint64_t)(c + 1) * nn / nc) - ((uint64_t)c * nn / nc));
+        total += (w * tile + ORK_PLAN_N_MAX - 1) / ORK_PLAN_N_MAX;
+    }
+    mm->ns = ork_calloc(total, sizeof *mm->ns);
+    if (!mm->ns)
+        return ork_errorf(ORK_ENOMEM, "npu matmul: %u N-slices", total);
+    uint32_t k = 0;
+    for (uint32_t c = 0; c < nc; c++) {
+        uint32_t t0 = (uint32_t)((uint64_t)c * nn / nc), t1 = (uint32_t)((uint64_t)(c + 1) * nn / nc);
+        uint32_t units = t1 - t0, pieces = (units * tile + ORK_PLAN_N_MAX - 1) / ORK_PLAN_N_MAX;
+        mm->core_ns0[c] = k;
+        uint32_t off = t0 * tile;
+        for (uint32_t p = 0; p < pieces; p++, k++) {
+            uint32_t u = units / pieces + (p < units % pieces);
+            mm->ns[k].off = off;
+            mm->ns[k].pad = u * tile;
+            mm->ns[k].len = off >= mm->w->n ? 0
+                            : (mm->w->n - off < mm->ns[k].pad ? mm->w->n - off : mm->ns[k].pad);
+            off += mm->ns[k].pad;
+        }
+    }
+    mm->core_ns0[nc] = k;
+    mm->n_ns = k;
+    return 0;
+}
+
+/* Build the tile list: per core, M-tile outermost (a run of fewer rows is then a prefix of
+ * each core's tasks), then K-slice, then the core's N-slices. */
 static int make_tiles(struct ork_npu_matmul *mm)
 {
     const struct ork_npu_weights *w = mm->w;
@@ -47,8 +91,8 @@ static int make_tiles(struct ork_npu_matmul *mm)
         tile = t < tile ? t : tile;
     }
     mm->m_tile = tile;
-    uint32_t n_m = (mm->m + tile - 1) / tile;
-    uint64_t n = (uint64_t)n_m * w->kplan.n_slices * w->nplan.n_slices;
+    mm->n_mtiles = (mm->m + tile - 1) / tile;
+    uint64_t n = (uint64_t)mm->n_mtiles * w->kplan.n_slices * mm->n_ns;
     if (n > UINT32_MAX / 2)
         return ork_errorf(ORK_ERANGE, "npu matmul: %llu programs", (unsigned long long)n);
     mm->n_tasks = (uint32_t)n;
@@ -57,16 +101,27 @@ static int make_tiles(struct ork_npu_matmul *mm)
     if (!mm->tiles || !mm->tasks)
         return ork_errorf(ORK_ENOMEM, "npu matmul: %u task records", mm->n_tasks);
     uint32_t t = 0;
-    for (uint32_t mt = 0; mt < n_m; mt++)
-        for (uint32_t j = 0; j < w->kplan.n_slices; j++)
-            for (uint32_t i = 0; i < w->nplan.n_slices; i++) {
-                struct ork_mm_tile *tl = &mm->tiles[t++];
-                tl->kslice = j;
-                tl->nslice = i;
-                tl->m0 = mt * tile;
-                tl->m = mm->m - tl->m0 < tile ? mm->m - tl->m0 : tile;
-            }
+    for (uint32_t c = 0; c < mm->n_cores; c++) {
+        mm->core_t0[c] = t;
+        for (uint32_t mt = 0; mt < mm->n_mtiles; mt++)
+            for (uint32_t j = 0; j < w->kplan.n_slices; j++)
+                for (uint32_t i = mm->core_ns0[c]; i < mm->core_ns0[c + 1]; i++) {
+                    struct ork_mm_tile *tl = &mm->tiles[t++];
+                    tl->kslice = j;
+                    tl->nslice = i;
+                    tl->core = c;
+                    tl->m0 = mt * tile;
+                    tl->m = mm->m - tl->m0 < tile ? mm->m - tl->m0 : tile;
+                }
+    }
+    mm->core_t0[mm->n_cores] = t;
     return 0;
+}
+
+/* Tasks of core c in a run of `mtiles` M-tiles. */
+static uint32_t core_run_tasks(const struct ork_npu_matmul *mm, uint32_t c, uint32_t mtiles)
+{
+    return mtiles * mm->w->kplan.n_slices * (mm->core_ns0[c + 1] - mm->core_ns0[c]);
 }
 
 static int make_buffers(struct ork_npu_matmul *mm)
@@ -78,13 +133,13 @@ static int make_buffers(struct ork_npu_matmul *mm)
         mm->a_off[j] = a_total;
         a_total += (uint64_t)mm->m * w->kplan.s[j].pad * esz;
     }
-    mm->c_off = ork_calloc((size_t)w->kplan.n_slices * w->nplan.n_slices, sizeof *mm->c_off);
+    mm->c_off = ork_calloc((size_t)w->kplan.n_slices * mm->n_ns, sizeof *mm->c_off);
     if (!mm->c_off)
         return ork_errorf(ORK_ENOMEM, "npu matmul: output offsets");
     for (uint32_t j = 0; j < w->kplan.n_slices; j++)
-        for (uint32_t i = 0; i < w->nplan.n_slices; i++) {
-            mm->c_off[j * w->nplan.n_slices + i] = c_total;
-            c_total += (uint64_t)mm->m * w->nplan.s[i].pad * OUT_BYTES;
+        for (uint32_t i = 0; i < mm->n_ns; i++) {
+            mm->c_off[j * mm->n_ns + i] = c_total;
+            c_total += (uint64_t)mm->m * mm->ns[i].pad * OUT_BYTES;
         }
     int ret = ork__npu_bo_create(mm->npu, a_total, ORK_KBO_CACHEABLE, &mm->a_bo, "npu matmul A");
     if (ret < 0)
@@ -115,8 +170,8 @@ static int emit_programs(struct ork_npu_matmul *mm)
     for (uint32_t t = 0; t < mm->n_tasks && ret == 0; t++) {
         const struct ork_mm_tile *tl = &mm->tiles[t];
         const struct ork_slice *ks = &w->kplan.s[tl->kslice];
-        const struct ork_slice *ns = &w->nplan.s[tl->nslice];
-        const uint64_t c_blk = mm->c_off[tl->kslice * w->nplan.n_slices + tl->nslice];
+        const struct ork_slice *ns = &mm->ns[tl->nslice];
+        const uint64_t c_blk = mm->c_off[tl->kslice * mm->n_ns + tl->nslice];
         struct ork_mm_task task = {
             .dtype = w->dtype,
             .m = tl->m,
@@ -146,10 +201,11 @@ static int emit_programs(struct ork_npu_matmul *mm)
     }
     if (ret < 0)
         goto out;
-    if (chain) {
-        /* Link each group of `group` tasks; group ends are terminal (one job each). */
-        for (uint32_t g0 = 0; g0 < mm->n_tasks && ret == 0; g0 += mm->group) {
-            uint32_t n = mm->n_tasks - g0 < mm->group ? mm->n_tasks - g0 : mm->group;
+    for (uint32_t c = 0; chain && c < mm->n_cores; c++) {
+        /* Link each group of `group` tasks of a core; group ends are terminal (one job each). */
+        const uint32_t end = mm->core_t0[c + 1];
+        for (uint32_t g0 = mm->core_t0[c]; g0 < end && ret == 0; g0 += mm->group) {
+            uint32_t n = end - g0 < mm->group ? end - g0 : mm->group;
             uint64_t **ptrs = ork_malloc((size_t)n * sizeof *ptrs);
             uint32_t *iovas = ork_malloc((size_t)n * sizeof *iovas);
             if (!ptrs || !iovas) {
@@ -164,9 +220,9 @@ static int emit_programs(struct ork_npu_matmul *mm)
             ork_free(ptrs);
             ork_free(iovas);
         }
-        if (ret < 0)
-            goto out;
     }
+    if (ret < 0)
+        goto out;
     for (uint32_t t = 0; t < mm->n_tasks; t++) {
         const uint64_t *prog = progs + (size_t)t * ORK_PROG_ENTRIES;
         ork__prog_store((uint8_t *)mm->prog_bo.map + (size_t)t * ORK_PROG_SLOT, prog,
@@ -180,54 +236,74 @@ out:
     return ret;
 }
 
-/* Make program `last` terminal (or restore its chain link) for a run of a task prefix. */
-static int set_terminal(struct ork_npu_matmul *mm, uint32_t last, bool terminal)
+/* Make program `last` of core c terminal (or restore its chain link) for a run of a prefix. */
+static int set_terminal(struct ork_npu_matmul *mm, uint32_t c, uint32_t last, bool terminal)
 {
     if (!mm->npu->pc_chain || mm->group == 1)
         return 0;
-    bool group_end = (last + 1) % mm->group == 0 || last + 1 == mm->n_tasks;
+    bool group_end = (last + 1 - mm->core_t0[c]) % mm->group == 0 || last + 1 == mm->core_t0[c + 1];
     if (group_end)
         return 0;   /* already terminal */
-    uint64_t trailer[2];
-    uint64_t next_iova = terminal ? 0 : mm->tasks[last + 1].regcmd_iova;
     uint64_t tmp[ORK_PROG_ENTRIES];
-    ork__prog_set_next(tmp, (uint32_t)next_iova, ORK_PROG_COUNTED);
-    trailer[0] = tmp[ORK_PROG_NEXT_ADDR_IDX];
-    trailer[1] = tmp[ORK_PROG_NEXT_AMOUNT_IDX];
+    ork__prog_set_next(tmp, terminal ? 0 : mm->tasks[last + 1].regcmd_iova, ORK_PROG_COUNTED);
     uint64_t off = (uint64_t)last * ORK_PROG_SLOT + ORK_PROG_NEXT_ADDR_IDX * 8u;
-    ork__prog_store((uint8_t *)mm->prog_bo.map + off, trailer, 2);
+    ork__prog_store((uint8_t *)mm->prog_bo.map + off, tmp + ORK_PROG_NEXT_ADDR_IDX, 2);
     return ork__npu_bo_sync(mm->npu, &mm->prog_bo, off, 16, ORK_KBO_SYNC_TO_DEVICE);
 }
 
-static int submit_tasks(struct ork_npu_matmul *mm, uint32_t n_tasks)
+/* Run the first `mtiles` M-tiles: per job, each core runs its next group of tasks; a job over
+ * several cores carries one range per core (spec §9; the backend fills subcore_task). */
+static int submit_tasks(struct ork_npu_matmul *mm, uint32_t mtiles)
 {
     int ret = 0;
     const bool chain = mm->npu->pc_chain && mm->group > 1;
-    if (chain && n_tasks < mm->n_tasks)
-        ret = set_terminal(mm, n_tasks - 1, true);
-    for (uint32_t t0 = 0; t0 < n_tasks && ret == 0; t0 += mm->group) {
-        uint32_t n = n_tasks - t0 < mm->group ? n_tasks - t0 : mm->group;
+    const bool cut = mtiles < mm->n_mtiles;
+    uint32_t count[ORK_MM_MAX_CORES], rounds = 0;
+    for (uint32_t c = 0; c < mm->n_cores; c++) {
+        count[c] = core_run_tasks(mm, c, mtiles);
+        uint32_t r = (count[c] + mm->group - 1) / mm->group;
+        rounds = r > rounds ? r : rounds;
+        if (chain && cut && ret == 0)
+            ret = set_terminal(mm, c, mm->core_t0[c] + count[c] - 1, true);
+    }
+    for (uint32_t g = 0; g < rounds && ret == 0; g++) {
+        uint32_t lo = UINT32_MAX, hi = 0, mask = 0;
+        struct ork_kcore_range range[ORK_KMD_MAX_CORES] = { { 0, 0 } };
+        for (uint32_t c = 0; c < mm->n_cores; c++) {
+            uint32_t done = g * mm->group;
+            if (done >= count[c])
+                continue;
+            uint32_t start = mm->core_t0[c] + done;
+            uint32_t n = count[c] - done < mm->group ? count[c] - done : mm->group;
+            range[c] = (struct ork_kcore_range){ start, n };
+            mask |= 1u << c;
+            lo = start < lo ? start : lo;
+            hi = start + n > hi ? start + n : hi;
+        }
         struct ork_kjob job = {
-            .tasks = &mm->tasks[t0],
-            .n_tasks = n,
-            .core_mask = 0,
-            .range = { { 0, n } },
-            .flags = chain ? ORK_KJOB_PINGPONG : 0,   /* matmul-only chains: PC|PINGPONG (§8.3) */
+            .tasks = &mm->tasks[lo],
+            .n_tasks = hi - lo,
+            .core_mask = mm->n_cores > 1 ? mask : 0,   /* 0: the kernel picks one core */
+            .flags = chain ? ORK_KJOB_PINGPONG : 0,    /* matmul-only chains: PC|PINGPONG (§8.3) */
             .timeout_ms = mm->timeout_ms,
             .domain = mm->npu->domain,
         };
+        for (uint32_t c = 0; c < mm->n_cores; c++)
+            if (mask & (1u << c))
+                job.range[mm->n_cores > 1 ? c : 0] =
+                    (struct ork_kcore_range){ range[c].start - lo, range[c].count };
         ret = mm->npu->kmd->submit(mm->npu->kctx, &job);
         if (ret < 0) {
-            ret = ork_errorf(ret, "npu matmul: submit of tasks %u..%u failed: %s", t0, t0 + n - 1,
-                             ork_error_describe(ret));
+            ret = ork_errorf(ret, "npu matmul: submit %u (tasks %u..%u, core mask 0x%x) failed: %s",
+                             g, lo, hi - 1, mask, ork_error_describe(ret));
             break;
         }
         if (ork_debug(ORK_DBG_SUBMIT))
-            ORK_LOGI("npu submit: tasks %u..%u (%u done), %lld ns", t0, t0 + n - 1,
-                     job.task_counter, (long long)job.hw_elapse_ns);
+            ORK_LOGI("npu submit: tasks %u..%u on core mask 0x%x (%u done), %lld ns", lo, hi - 1,
+                     job.core_mask, job.task_counter, (long long)job.hw_elapse_ns);
     }
-    if (chain && n_tasks < mm->n_tasks) {
-        int r2 = set_terminal(mm, n_tasks - 1, false);
+    for (uint32_t c = 0; chain && cut && c < mm->n_cores; c++) {
+        int r2 = set_terminal(mm, c, mm->core_t0[c] + count[c] - 1, false);
         if (ret == 0)
             ret = r2;
     }
@@ -255,7 +331,9 @@ int ork_npu_matmul_create(struct ork_npu_weights *w, const struct ork_npu_matmul
     mm->m = md.m;
     mm->flags = md.flags;
     mm->timeout_ms = md.timeout_ms;
-    int ret = make_tiles(mm);
+    int ret = make_nslices(mm, md.cores);
+    if (ret == 0)
+        ret = make_tiles(mm);
     if (ret == 0)
         ret = make_buffers(mm);
     if (ret == 0)
@@ -263,7 +341,7 @@ int ork_npu_matmul_create(struct ork_npu_weights *w, const struct ork_npu_matmul
     for (int i = 0; ret == 0 && !(md.flags & ORK_NPU_MATMUL_NO_WARMUP) && i < WARMUP_SUBMITS; i++) {
         ret = ork__npu_bo_sync(mm->npu, &mm->a_bo, 0, mm->a_bo.size, ORK_KBO_SYNC_TO_DEVICE);
         if (ret == 0)
-            ret = submit_tasks(mm, mm->n_tasks);
+            ret = submit_tasks(mm, mm->n_mtiles);
     }
     if (ret < 0) {
         ork_npu_matmul_destroy(mm);
@@ -281,6 +359,7 @@ void ork_npu_matmul_destroy(struct ork_npu_matmul *mm)
     ork__npu_bo_destroy(mm->npu, &mm->c_bo);
     ork__npu_bo_destroy(mm->npu, &mm->a_bo);
     ork_free(mm->c_off);
+    ork_free(mm->ns);
     ork_free(mm->tiles);
     ork_free(mm->tasks);
     ork_free(mm);
@@ -312,10 +391,9 @@ int ork_npu_matmul_submit(struct ork_npu_matmul *mm, const void *a, uint32_t m)
     int ret = ork__npu_bo_sync(mm->npu, &mm->a_bo, 0, mm->a_bo.size, ORK_KBO_SYNC_TO_DEVICE);
     if (ret < 0)
         return ret;
-    uint32_t n_mt = (m + mm->m_tile - 1) / mm->m_tile;
     mm->run_m = m;
-    mm->run_tasks = n_mt * w->kplan.n_slices * w->nplan.n_slices;
-    mm->run_ret = submit_tasks(mm, mm->run_tasks);
+    mm->run_mtiles = (m + mm->m_tile - 1) / mm->m_tile;
+    mm->run_ret = submit_tasks(mm, mm->run_mtiles);
     mm->in_flight = true;
     return mm->run_ret;
 }
@@ -336,10 +414,9 @@ int ork_npu_matmul_wait(struct ork_npu_matmul *mm, void *c)
         return ret;
     /* Sum the K-slice partials (spec §1.4, §6.5) and gather the N-slices into C[m][n]. */
     for (uint32_t j = 0; j < w->kplan.n_slices; j++) {
-        for (uint32_t i = 0; i < w->nplan.n_slices; i++) {
-            const struct ork_slice *ns = &w->nplan.s[i];
-            const uint8_t *blk = (const uint8_t *)mm->c_bo.map +
-                                 mm->c_off[j * w->nplan.n_slices + i];
+        for (uint32_t i = 0; i < mm->n_ns; i++) {
+            const struct ork_slice *ns = &mm->ns[i];
+            const uint8_t *blk = (const uint8_t *)mm->c_bo.map + mm->c_off[j * mm->n_ns + i];
             for (uint32_t r = 0; r < m; r++) {
                 if (w->dtype == ORK_NPU_I8) {
                     const int32_t *src = (const int32_t *)blk + (size_t)r * ns->pad;
@@ -407,8 +484,12 @@ void ork_npu_matmul_get_info(const struct ork_npu_matmul *mm, struct ork_npu_mat
     out->k_padded = w->kplan.k_padded;
     out->n_padded = w->nplan.n_padded;
     out->n_kslices = w->kplan.n_slices;
-    out->n_nslices = w->nplan.n_slices;
+    out->n_nslices = mm->n_ns;
+    out->n_cores = mm->n_cores;
     out->m_tile = mm->m_tile;
     out->n_tasks = mm->n_tasks;
-    out->n_submits = (mm->n_tasks + mm->group - 1) / mm->group;
+    for (uint32_t c = 0; c < mm->n_cores; c++) {
+        uint32_t r = (core_run_tasks(mm, c, mm->n_mtiles) + mm->group - 1) / mm->group;
+        out->n_submits = r > out->n_submits ? r : out->n_submits;
+    }
 }

@@ -15,6 +15,7 @@ struct ork_npu {
     uint32_t domain;            /* IOMMU domain of every buffer (spec §13) */
     bool pc_chain;              /* tasks of one job chain through trailers (spec §8.3) */
     uint32_t max_tasks;         /* tasks per job the backend accepts */
+    uint32_t n_cores;           /* cores a job may select (1 when the kernel schedules) */
     bool is_sim;
 };
 
@@ -29,31 +30,40 @@ struct ork_npu_weights {
     float *scales;              /* [n] or NULL */
 };
 
-/* One program of a plan: which slice/tile it computes. */
+/* One program of a plan: which slice/tile it computes and on which core. */
 struct ork_mm_tile {
-    uint32_t kslice, nslice;
+    uint32_t kslice, nslice;    /* nslice indexes the plan's N-slices */
     uint32_t m0, m;             /* rows [m0, m0 + m) */
+    uint32_t core;              /* index into the plan's cores (0 for single-core plans) */
 };
+
+#define ORK_MM_MAX_CORES 3      /* RK3588 (spec §1.1) */
 
 struct ork_npu_matmul {
     struct ork_npu_weights *w;
     struct ork_npu *npu;
     uint32_t m;                 /* plan rows */
     uint32_t m_tile;            /* rows per M-tile (common to all slices) */
+    uint32_t n_mtiles;
+    uint32_t n_cores;           /* 1: single-core jobs (kernel's choice); 2-3: N-split (§9) */
+    uint32_t n_ns;              /* the plan's N-slices: each core's columns cut to <= 8192 */
+    struct ork_slice *ns;       /* [n_ns] */
+    uint32_t core_ns0[ORK_MM_MAX_CORES + 1];   /* core c owns N-slices [ns0[c], ns0[c+1]) */
+    uint32_t core_t0[ORK_MM_MAX_CORES + 1];    /* and tasks [t0[c], t0[c+1]) */
     uint32_t flags, timeout_ms;
     struct ork_kbo a_bo;        /* per K-slice j: A_j [m][pad_j] dense (spec §4.1) */
     struct ork_kbo c_bo;        /* per (j, i): C_ji [m][pad_i] int32/fp32 (spec §4.2) */
     struct ork_kbo prog_bo;     /* n_tasks program slots of ORK_PROG_SLOT bytes */
     uint64_t a_off[ORK_PLAN_MAX_KSLICES];
-    uint64_t *c_off;            /* [n_kslices * n_nslices] */
+    uint64_t *c_off;            /* [n_kslices * n_ns] */
     uint32_t n_tasks;
     struct ork_mm_tile *tiles;  /* [n_tasks], M-tile outermost so a run of fewer rows is a prefix */
     struct ork_ktask *tasks;    /* [n_tasks] */
-    uint32_t group;             /* tasks per job; programs are chained within a group only */
+    uint32_t group;             /* tasks per core per job; programs chain within a group only */
     /* state of the run in flight */
     bool in_flight;
     uint32_t run_m;             /* rows of the current run */
-    uint32_t run_tasks;         /* prefix of tasks it runs */
+    uint32_t run_mtiles;        /* M-tiles it runs (a prefix of each core's tasks) */
     int run_ret;
 };
 

@@ -48,6 +48,7 @@ struct mcase {
     uint32_t max_m;        /* weights' max_m (0 = m) */
     uint32_t run_m;        /* rows of the run (0 = m): fewer rows run a task prefix */
     uint32_t flags;
+    uint32_t cores;        /* desc.cores: N-split over cores (spec §9) */
 };
 
 static bool run_case(const struct mcase *c)
@@ -82,7 +83,8 @@ static bool run_case(const struct mcase *c)
         fprintf(stderr, "  weights: %s\n", ork_error_describe(ret));
         goto done;
     }
-    struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = M, .flags = c->flags };
+    struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = M, .flags = c->flags,
+                                      .cores = c->cores };
     ret = ork_npu_matmul_create(wt, &md, &mm);
     if (ret < 0) {
         fprintf(stderr, "  plan: %s\n", ork_error_describe(ret));
@@ -124,10 +126,17 @@ static bool run_case(const struct mcase *c)
                     worst = err / (mag + 1e-30);
             }
         }
-    printf("  %s M=%u (run %u) K=%u N=%u: kslices %u nslices %u m_tile %u tasks %u submits %u: "
-           "%s\n", c->dt == ORK_NPU_I8 ? "int8" : "fp16", M, rm, K, N, info.n_kslices,
-           info.n_nslices, info.m_tile, info.n_tasks, info.n_submits,
-           bad ? "MISMATCH" : "ok");
+    printf("  %s M=%u (run %u) K=%u N=%u: kslices %u nslices %u cores %u m_tile %u tasks %u "
+           "submits %u: %s\n", c->dt == ORK_NPU_I8 ? "int8" : "fp16", M, rm, K, N,
+           info.n_kslices, info.n_nslices, info.n_cores, info.m_tile, info.n_tasks,
+           info.n_submits, bad ? "MISMATCH" : "ok");
+    uint32_t want_cores = c->cores;
+    if (want_cores > 1 && (info.n_padded / (c->dt == ORK_NPU_I8 ? 32 : 16)) / 2 < want_cores)
+        want_cores = 1;     /* spec §9: at least 2 column tiles per core */
+    if (want_cores > 1 && info.n_cores != want_cores) {
+        fprintf(stderr, "  expected %u cores, plan uses %u\n", want_cores, info.n_cores);
+        bad++;
+    }
     if (bad)
         fprintf(stderr, "  %llu of %llu outputs differ (worst relative %.3g)\n",
                 (unsigned long long)bad, (unsigned long long)rm * N, worst);
@@ -146,27 +155,34 @@ done:
 static void test_int8_cases(void)
 {
     static const struct mcase cases[] = {
-        { ORK_NPU_I8, 1, 32, 32, 0, 0, 0 },           /* the template shape, with warm-up */
-        { ORK_NPU_I8, 2, 96, 512, 0, 0, NW },         /* K padded to 512 for M > 1 */
-        { ORK_NPU_I8, 63, 512, 32, 0, 0, NW },
-        { ORK_NPU_I8, 64, 4096, 32, 0, 0, NW },       /* cap at K = 4096 (spec §5.3) */
-        { ORK_NPU_I8, 65, 4096, 32, 0, 0, NW },       /* cap + 1: two M-tiles or K-slices */
-        { ORK_NPU_I8, 320, 1024, 32, 0, 0, NW },      /* cap at K = 1024 */
-        { ORK_NPU_I8, 321, 1024, 32, 0, 0, NW },      /* cap + 1 */
-        { ORK_NPU_I8, 129, 2048, 32, 0, 0, NW },      /* cap + 1 at K = 2048 */
-        { ORK_NPU_I8, 705, 512, 32, 0, 0, NW },       /* cap + 1 at K = 512 (704) */
-        { ORK_NPU_I8, 1, 18944, 64, 0, 0, NW },       /* decode K-slices of <= 8192 */
-        { ORK_NPU_I8, 3, 18944, 32, 0, 0, NW },       /* K-slices of the full-K envelope */
-        { ORK_NPU_I8, 2, 3584, 512, 0, 0, NW },
-        { ORK_NPU_I8, 1, 2048, 8192, 0, 0, NW },      /* N at the per-program limit */
-        { ORK_NPU_I8, 1, 1024, 8224, 0, 0, NW },      /* N above it: two N-slices */
-        { ORK_NPU_I8, 1, 32, 3584, 0, 0, NW },
-        { ORK_NPU_I8, 1, 96, 18944, 0, 0, NW },
-        { ORK_NPU_I8, 1, 64, 151936, 0, 0, NW },      /* LM head: 19 N-slices */
-        { ORK_NPU_I8, 65, 512, 96, 0, 1, NW },        /* plan 65 rows, run 1: task prefix */
-        { ORK_NPU_I8, 130, 2048, 32, 130, 64, NW },   /* run one M-tile of two */
-        { ORK_NPU_I8, 1, 100, 40, 8, 0, NW },         /* ragged K and N, weights for M <= 8 */
-        { ORK_NPU_I8, 5, 1000, 33, 0, 0, ORK_NPU_MATMUL_NO_CHAIN | NW },
+        { ORK_NPU_I8, 1, 32, 32, 0, 0, 0, 1 },           /* the template shape, with warm-up */
+        { ORK_NPU_I8, 2, 96, 512, 0, 0, NW, 1 },         /* K padded to 512 for M > 1 */
+        { ORK_NPU_I8, 63, 512, 32, 0, 0, NW, 1 },
+        { ORK_NPU_I8, 64, 4096, 32, 0, 0, NW, 1 },       /* cap at K = 4096 (spec §5.3) */
+        { ORK_NPU_I8, 65, 4096, 32, 0, 0, NW, 1 },       /* cap + 1: two M-tiles or K-slices */
+        { ORK_NPU_I8, 320, 1024, 32, 0, 0, NW, 1 },      /* cap at K = 1024 */
+        { ORK_NPU_I8, 321, 1024, 32, 0, 0, NW, 1 },      /* cap + 1 */
+        { ORK_NPU_I8, 129, 2048, 32, 0, 0, NW, 1 },      /* cap + 1 at K = 2048 */
+        { ORK_NPU_I8, 705, 512, 32, 0, 0, NW, 1 },       /* cap + 1 at K = 512 (704) */
+        { ORK_NPU_I8, 1, 18944, 64, 0, 0, NW, 1 },       /* decode K-slices of <= 8192 */
+        { ORK_NPU_I8, 3, 18944, 32, 0, 0, NW, 1 },       /* K-slices of the full-K envelope */
+        { ORK_NPU_I8, 2, 3584, 512, 0, 0, NW, 1 },
+        { ORK_NPU_I8, 1, 2048, 8192, 0, 0, NW, 1 },      /* N at the per-program limit */
+        { ORK_NPU_I8, 1, 1024, 8224, 0, 0, NW, 1 },      /* N above it: two N-slices */
+        { ORK_NPU_I8, 1, 32, 3584, 0, 0, NW, 1 },
+        { ORK_NPU_I8, 1, 96, 18944, 0, 0, NW, 1 },
+        { ORK_NPU_I8, 1, 64, 151936, 0, 0, NW, 1 },      /* LM head: 19 N-slices */
+        { ORK_NPU_I8, 65, 512, 96, 0, 1, NW, 1 },        /* plan 65 rows, run 1: task prefix */
+        { ORK_NPU_I8, 130, 2048, 32, 130, 64, NW, 1 },   /* run one M-tile of two */
+        { ORK_NPU_I8, 1, 100, 40, 8, 0, NW, 1 },         /* ragged K and N, weights for M <= 8 */
+        { ORK_NPU_I8, 5, 1000, 33, 0, 0, ORK_NPU_MATMUL_NO_CHAIN | NW, 1 },
+        /* multi-core N-split (spec §9): one job, one range per core */
+        { ORK_NPU_I8, 1, 1024, 8224, 0, 0, NW, 3 },
+        { ORK_NPU_I8, 1, 64, 151936, 0, 0, NW, 3 },
+        { ORK_NPU_I8, 321, 1024, 192, 0, 0, NW, 3 },
+        { ORK_NPU_I8, 4, 512, 96, 0, 0, NW, 3 },       /* 3 tiles: clamped to 1 core (>= 2 tiles each) */
+        { ORK_NPU_I8, 130, 2048, 160, 130, 64, NW, 2 },
+        { ORK_NPU_I8, 2, 96, 100, 0, 0, ORK_NPU_MATMUL_NO_CHAIN | NW, 2 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         CHECK(run_case(&cases[i]));
@@ -175,25 +191,27 @@ static void test_int8_cases(void)
 static void test_fp16_cases(void)
 {
     static const struct mcase cases[] = {
-        { ORK_NPU_F16, 1, 32, 16, 0, 0, 0 },
-        { ORK_NPU_F16, 4, 32, 16, 0, 0, NW },         /* the fp16 template shape */
-        { ORK_NPU_F16, 2, 96, 512, 0, 0, NW },
-        { ORK_NPU_F16, 63, 512, 32, 0, 0, NW },
-        { ORK_NPU_F16, 65, 1024, 16, 0, 0, NW },
-        { ORK_NPU_F16, 176, 1024, 16, 0, 0, NW },     /* cap at K = 1024 (spec §5.4) */
-        { ORK_NPU_F16, 177, 1024, 16, 0, 0, NW },     /* cap + 1 */
-        { ORK_NPU_F16, 9, 2048, 16, 0, 0, NW },       /* K = 2048 caps at 8 unsliced */
-        { ORK_NPU_F16, 200, 128, 16, 0, 0, NW },      /* K = 128 schedule (0xb8.., cap 256) */
-        { ORK_NPU_F16, 257, 64, 16, 0, 0, NW },       /* K = 64 unscheduled cap 256, + 1 */
-        { ORK_NPU_F16, 353, 512, 16, 0, 0, NW },      /* cap + 1 at K = 512 (352) */
-        { ORK_NPU_F16, 1, 18944, 32, 0, 0, NW },
-        { ORK_NPU_F16, 2, 4096, 64, 0, 0, NW },
-        { ORK_NPU_F16, 1, 3584, 512, 0, 0, NW },
-        { ORK_NPU_F16, 1, 1024, 8192, 0, 0, NW },
-        { ORK_NPU_F16, 1, 512, 8224, 0, 0, NW },
-        { ORK_NPU_F16, 1, 32, 18944, 0, 0, NW },
-        { ORK_NPU_F16, 1, 32, 151936, 0, 0, NW },
-        { ORK_NPU_F16, 3, 100, 40, 0, 0, NW },        /* ragged K and N */
+        { ORK_NPU_F16, 1, 32, 16, 0, 0, 0, 1 },
+        { ORK_NPU_F16, 4, 32, 16, 0, 0, NW, 1 },         /* the fp16 template shape */
+        { ORK_NPU_F16, 2, 96, 512, 0, 0, NW, 1 },
+        { ORK_NPU_F16, 63, 512, 32, 0, 0, NW, 1 },
+        { ORK_NPU_F16, 65, 1024, 16, 0, 0, NW, 1 },
+        { ORK_NPU_F16, 176, 1024, 16, 0, 0, NW, 1 },     /* cap at K = 1024 (spec §5.4) */
+        { ORK_NPU_F16, 177, 1024, 16, 0, 0, NW, 1 },     /* cap + 1 */
+        { ORK_NPU_F16, 9, 2048, 16, 0, 0, NW, 1 },       /* K = 2048 caps at 8 unsliced */
+        { ORK_NPU_F16, 200, 128, 16, 0, 0, NW, 1 },      /* K = 128 schedule (0xb8.., cap 256) */
+        { ORK_NPU_F16, 257, 64, 16, 0, 0, NW, 1 },       /* K = 64 unscheduled cap 256, + 1 */
+        { ORK_NPU_F16, 353, 512, 16, 0, 0, NW, 1 },      /* cap + 1 at K = 512 (352) */
+        { ORK_NPU_F16, 1, 18944, 32, 0, 0, NW, 1 },
+        { ORK_NPU_F16, 2, 4096, 64, 0, 0, NW, 1 },
+        { ORK_NPU_F16, 1, 3584, 512, 0, 0, NW, 1 },
+        { ORK_NPU_F16, 1, 1024, 8192, 0, 0, NW, 1 },
+        { ORK_NPU_F16, 1, 512, 8224, 0, 0, NW, 1 },
+        { ORK_NPU_F16, 1, 32, 18944, 0, 0, NW, 1 },
+        { ORK_NPU_F16, 1, 32, 151936, 0, 0, NW, 1 },
+        { ORK_NPU_F16, 3, 100, 40, 0, 0, NW, 1 },        /* ragged K and N */
+        { ORK_NPU_F16, 1, 512, 8224, 0, 0, NW, 3 },
+        { ORK_NPU_F16, 177, 1024, 96, 0, 0, NW, 3 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         CHECK(run_case(&cases[i]));
