@@ -4,7 +4,9 @@
 Small valid GGUF v2/v3 files covering every metadata type, nested arrays, several tensor types
 and alignments, plus one file per kind of corruption the reader must reject. Layout facts from
 the GGUF specification (little-endian; see src/engine/gguf.c). Deterministic: rerunning it
-rewrites identical files.
+rewrites identical files. The corpus's found_* files (inputs that reached new code while
+fuzzing, merged with libFuzzer -merge=1 -use_counters=0) and regress_* files (inputs that once
+failed) are not generated here and are left alone.
 
 usage: tools/gen_gguf_corpus.py [OUT_DIR]     (default: tests/fuzz/corpus/gguf)
 """
