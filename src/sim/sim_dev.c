@@ -94,6 +94,14 @@ void ork__sim_destroy(struct ork_sim *sim)
 {
     if (!sim)
         return;
+    int64_t now = ork__sim_now(sim);
+    for (uint32_t i = 0; i < SIM_JOB_RING; i++) {
+        if (sim->jobs[i].seq && sim->jobs[i].done_ns > now) {
+            ORK_LOGW("sim: device closed with job %llu still in flight: a wedge risk on a "
+                     "board (CLOSE_IN_FLIGHT, §14.5)", (unsigned long long)sim->jobs[i].seq);
+            break;
+        }
+    }
     for (uint32_t h = 1; h < sim->n_handles; h++) {
         if (sim->handles[h]) {
             sim_bo_free_mem(sim->handles[h]);

@@ -447,6 +447,118 @@ static void test_nonblock(void)
     d.ops->close(d.ctx);
 }
 
+/* Chained tasks whose trailer amount disagrees with the next descriptor, or is 0 (§8.3). */
+static void test_chain_amounts(void)
+{
+    struct tp_dev d;
+    open_dev(&d, NULL);
+    REQUIRE(d.ctx);
+    struct mm_bufs mb;
+    REQUIRE(mm_alloc(&d, &mb, 8, 64, 32, 2, 0) == 0);
+    struct ork_ktask t[2];
+    uint32_t amounts[2] = { 100, 0 };     /* 100: wrong amount (needs 108); 0: hangs */
+    const char *want[2] = { "CHAIN_AMOUNT_MISMATCH", "CHAIN_HANG" };
+    for (int c = 0; c < 2; c++) {
+        for (uint32_t i = 0; i < 2; i++) {
+            struct tp_shape sh = { 4, 64, 32, 0, mb.a.iova + i * 4 * 64, mb.b.iova,
+                                   mb.c.iova + i * 4 * 32 * 4 };
+            tp_build((uint64_t *)((uint8_t *)mb.prog.map + i * 1024), &sh,
+                     i == 0 ? mb.prog.iova + 1024 : 0, TP_AMOUNT);
+            t[i] = tp_task(mb.prog.iova + i * 1024, i);
+        }
+        uint64_t *p0 = mb.prog.map;
+        /* entry #109 of program 0: PC REGISTER_AMOUNTS of the next program */
+        p0[109] = tp_entry(0x0101, 0x0014, amounts[c] ? (amounts[c] + 4 + 1) / 2 - 1 : 0);
+        tp_sync_to(&d, &mb.prog);
+        struct ork_kjob job = { .tasks = t, .n_tasks = 2, .core_mask = 0x1,
+                                .range = { { 0, 2 } }, .timeout_ms = 100 };
+        int ret = d.ops->submit(d.ctx, &job);
+        CHECK(ret < 0);
+        fprintf(stderr, "expected error: %s\n", ork_error_message());
+        CHECK(strstr(ork_error_message(), want[c]) != NULL);
+        CHECK(strstr(ork_error_message(), "task 1") != NULL || strstr(ork_error_message(),
+                                                                     "task 0") != NULL);
+    }
+    mm_free(&d, &mb);
+    d.ops->close(d.ctx);
+}
+
+/* Jobs in a non-zero domain run there; alternating domains switches the IOMMU (§13). */
+static void test_domains(void)
+{
+    struct tp_dev d;
+    open_dev(&d, NULL);
+    REQUIRE(d.ctx);
+    struct mm_bufs m0, m1;
+    struct ork_kbo filler;               /* keeps domain 5's IOVAs clear of domain 0's */
+    REQUIRE(tp_bo(&d, 1u << 20, 5, &filler) == 0);
+    REQUIRE(mm_alloc(&d, &m0, 4, 64, 32, 1, 0) == 0);
+    REQUIRE(mm_alloc(&d, &m1, 4, 64, 32, 1, 5) == 0);
+    CHECK_EQ_INT(m1.prog.domain, 5);
+    struct mm_bufs *mbs[2] = { &m0, &m1 };
+    struct ork_ktask t[2];
+    for (int i = 0; i < 2; i++) {
+        struct tp_shape sh = { 4, 64, 32, 0, mbs[i]->a.iova, mbs[i]->b.iova, mbs[i]->c.iova };
+        tp_build(mbs[i]->prog.map, &sh, 0, 0);
+        tp_sync_to(&d, &mbs[i]->prog);
+        t[i] = tp_task(mbs[i]->prog.iova, 0);
+    }
+    struct ork_sim *sim = ork__kmd_sim_get(d.ops, d.ctx);
+    struct ork_sim_counters c0, c1;
+    ork__sim_counters(sim, &c0);
+    for (int r = 0; r < 4; r++) {
+        int i = r % 2;
+        struct ork_kjob job = { .tasks = &t[i], .n_tasks = 1, .core_mask = 0x1,
+                                .range = { { 0, 1 } }, .domain = i ? 5u : 0u };
+        int ret = d.ops->submit(d.ctx, &job);
+        if (ret < 0)
+            fprintf(stderr, "submit: %s\n", ork_error_describe(ret));
+        CHECK_EQ_INT(ret, 0);
+    }
+    ork__sim_counters(sim, &c1);
+    CHECK_EQ_INT(c1.domain_switches - c0.domain_switches, 3);  /* 0 -> 5 -> 0 -> 5 */
+    CHECK_EQ_INT(c1.active_domain, 5);
+    CHECK_EQ_INT(mm_check(&d, &m0), 0);
+    CHECK_EQ_INT(mm_check(&d, &m1), 0);
+    /* the same domain-5 program submitted in domain 0 does not run there */
+    struct ork_kjob job = { .tasks = &t[1], .n_tasks = 1, .core_mask = 0x1,
+                            .range = { { 0, 1 } }, .domain = 0 };
+    CHECK_EQ_INT(d.ops->submit(d.ctx, &job), ORK_EFAULT);
+    CHECK(strstr(ork_error_message(), "WRONG_DOMAIN") != NULL);
+    d.ops->bo_destroy(d.ctx, &filler);
+    mm_free(&d, &m0);
+    mm_free(&d, &m1);
+    d.ops->close(d.ctx);
+}
+
+/* A job modelled longer than its timeout fails with ORK_ETIMEDOUT (TIMEOUT, §14.5). */
+static void test_model_timeout(void)
+{
+    struct ork_sim_opts so = { .struct_size = sizeof so, .timing = ORK_SIM_TIMING_ONLY };
+    struct tp_dev d;
+    open_dev(&d, &so);
+    REQUIRE(d.ctx);
+    struct ork_kbo prog, a, b, c;
+    /* 1 x 8192 x 8192: ~6.2 ms of weight streaming at 11 GB/s */
+    REQUIRE(tp_bo(&d, 1024, 0, &prog) == 0 && tp_bo(&d, 8192, 0, &a) == 0 &&
+            tp_bo(&d, 8192ull * 8192, 0, &b) == 0 && tp_bo(&d, 8192 * 4, 0, &c) == 0);
+    struct tp_shape sh = { 1, 8192, 8192, 0, a.iova, b.iova, c.iova };
+    tp_build(prog.map, &sh, 0, 0);
+    tp_sync_to(&d, &prog);
+    struct ork_ktask t = tp_task(prog.iova, 0);
+    struct ork_kjob job = { .tasks = &t, .n_tasks = 1, .core_mask = 0x1, .range = { { 0, 1 } },
+                            .timeout_ms = 5 };
+    CHECK_EQ_INT(d.ops->submit(d.ctx, &job), ORK_ETIMEDOUT);
+    CHECK(strstr(ork_error_message(), "TIMEOUT") != NULL);
+    job.timeout_ms = 10;
+    CHECK_EQ_INT(d.ops->submit(d.ctx, &job), 0);
+    d.ops->bo_destroy(d.ctx, &prog);
+    d.ops->bo_destroy(d.ctx, &a);
+    d.ops->bo_destroy(d.ctx, &b);
+    d.ops->bo_destroy(d.ctx, &c);
+    d.ops->close(d.ctx);
+}
+
 int main(void)
 {
     RUN(test_single_task);
@@ -457,5 +569,8 @@ int main(void)
     RUN(test_address_faults);
     RUN(test_chain_broken);
     RUN(test_nonblock);
+    RUN(test_chain_amounts);
+    RUN(test_domains);
+    RUN(test_model_timeout);
     return ork_test_done();
 }
