@@ -51,6 +51,8 @@ struct ork_model_config {
     int32_t n_vocab;            /* rows of token_embd */
     int32_t n_ctx_train;        /* context_length */
     float rope_base;            /* rope.freq_base (default 10000) */
+    float rope_freq_scale;      /* 1 / rope.scaling.factor for linear scaling, else 1 */
+    bool rope_freq_factors;     /* rope_freqs.weight present (Llama 3.1+ per-pair divisors) */
     float rms_eps;              /* attention.layer_norm_rms_epsilon */
     bool tied_output;           /* no output.weight: the LM head is token_embd */
 };

@@ -85,18 +85,44 @@ static void rmsnorm_rows(float *out, const float *x, const float *w, int32_t m, 
         ork_rmsnorm(out + (size_t)i * n, x + (size_t)i * n, w, n, eps);
 }
 
+/* RoPE with scaling, for models that need it (the unscaled case uses the ork_rope kernel).
+ * Pair i rotates by theta_i = pos * freq_scale * base^(-2i/n_rot) / factors[i] (linear position
+ * interpolation: freq_scale = 1/factor; Llama 3.1+ per-pair divisors: rope_freqs.weight). The
+ * pairing is the kernel's: adjacent (2i, 2i+1), or NEOX halves (i, i + n_rot/2). */
+static void rope_scaled(float *x, int32_t n_rot, int32_t pos, float base, int neox,
+                        float freq_scale, const float *factors)
+{
+    int32_t half = n_rot / 2;
+    float step = powf(base, -2.0f / (float)n_rot);
+    float theta = (float)pos * freq_scale;
+    for (int32_t i = 0; i < half; i++, theta *= step) {
+        float t = factors ? theta / factors[i] : theta;
+        float c = cosf(t), sn = sinf(t);
+        int32_t i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+        float a = x[i0], b = x[i1];
+        x[i0] = a * c - b * sn;
+        x[i1] = a * sn + b * c;
+    }
+}
+
 /* Per-head RMSNorm (qwen3) then RoPE, for the m rows of n_h heads at positions pos0 + i. */
 static void norm_rope_heads(float *x, int32_t m, int32_t n_h, const float *norm,
-                            const struct ork_model_config *c, int32_t pos0)
+                            const struct ork_model *md, int32_t pos0)
 {
+    const struct ork_model_config *c = &md->cfg;
     int neox = c->arch != ORK_ARCH_LLAMA;
+    bool scaled = c->rope_freq_scale != 1.0f || md->w.rope_freqs;
     int32_t hd = c->head_dim;
     for (int32_t i = 0; i < m; i++)
         for (int32_t h = 0; h < n_h; h++) {
             float *v = x + ((size_t)i * n_h + h) * hd;
             if (norm)
                 ork_rmsnorm(v, v, norm, hd, c->rms_eps);
-            ork_rope(v, hd, c->n_rot, pos0 + i, c->rope_base, neox);
+            if (scaled)
+                rope_scaled(v, c->n_rot, pos0 + i, c->rope_base, neox, c->rope_freq_scale,
+                            md->w.rope_freqs);
+            else
+                ork_rope(v, hd, c->n_rot, pos0 + i, c->rope_base, neox);
         }
 }
 
@@ -162,8 +188,8 @@ int ork__forward_batch(struct ork_session *s, const int32_t *tokens, int32_t n, 
             add_rows(k, L->bk, n, kv_dim);
             add_rows(v, L->bv, n, kv_dim);
         }
-        norm_rope_heads(q, n, c->n_heads, L->q_norm, c, pos);
-        norm_rope_heads(k, n, c->n_kv_heads, L->k_norm, c, pos);
+        norm_rope_heads(q, n, c->n_heads, L->q_norm, md, pos);
+        norm_rope_heads(k, n, c->n_kv_heads, L->k_norm, md, pos);
         for (int32_t i = 0; i < n; i++)
             ork__kv_store(&s->kv, l, pos + i, k + (size_t)i * kv_dim, v + (size_t)i * kv_dim);
         job.layer = l;

@@ -77,6 +77,44 @@ static int get_f32_key(const struct ork_gguf *g, const char *arch, const char *s
     return ret;
 }
 
+/* RoPE scaling. "linear" (position interpolation) divides positions by the factor; no scaling
+ * or "none" leaves them. Others (yarn, longrope...) change the rotation in ways ork does not
+ * implement, so they are refused rather than run wrongly. Llama 3.1+ "llama3" scaling is carried
+ * by the rope_freqs.weight tensor (bound in bind_weights), not by this key. */
+static int read_rope_scaling(const struct ork_gguf *g, const char *a, struct ork_model_config *c)
+{
+    char key[128];
+    struct ork_gguf_str s;
+    float factor = 0.0f;
+    int ret;
+    c->rope_freq_scale = 1.0f;
+    snprintf(key, sizeof key, "%s.rope.scaling.type", a);
+    ret = ork_gguf_get_str(g, key, &s);
+    if (ret < 0 && ret != ORK_ENOENT)
+        return ret;
+    bool linear = false;
+    if (ret == 0) {
+        if (s.len == 6 && !memcmp(s.ptr, "linear", 6))
+            linear = true;
+        else if (!(s.len == 4 && !memcmp(s.ptr, "none", 4)) &&
+                 !(s.len == 6 && !memcmp(s.ptr, "llama3", 6)))
+            return ork_errorf(ORK_EUNSUPPORTED, "model metadata: RoPE scaling '%.*s' (%s) is not "
+                              "supported (ork supports none and linear)",
+                              (int)(s.len > 32 ? 32 : s.len), s.ptr, key);
+    }
+    if (linear) {
+        if ((ret = get_f32_key(g, a, "rope.scaling.factor", 1.0f, &factor)) < 0)
+            return ret;
+    } else if ((ret = get_f32_key(g, a, "rope.scale_linear", 1.0f, &factor)) < 0) {
+        return ret;   /* the older key for the same thing */
+    }
+    if (!(factor > 0.0f))
+        return ork_errorf(ORK_EFORMAT, "model metadata: %s.rope scaling factor %g must be > 0", a,
+                          (double)factor);
+    c->rope_freq_scale = 1.0f / factor;
+    return 0;
+}
+
 static int read_config(const struct ork_gguf *g, struct ork_model_config *c,
                        const struct arch_desc **desc)
 {
@@ -134,6 +172,8 @@ static int read_config(const struct ork_gguf *g, struct ork_model_config *c,
     if ((ret = get_f32_key(g, a, "rope.freq_base", ORK_ROPE_BASE_DEFAULT, &c->rope_base)) < 0 ||
         (ret = get_f32_key(g, a, "attention.layer_norm_rms_epsilon", ORK_RMS_EPS_DEFAULT,
                            &c->rms_eps)) < 0)
+        return ret;
+    if ((ret = read_rope_scaling(g, a, c)) < 0)
         return ret;
     if (!(c->rope_base > 0.0f))
         return ork_errorf(ORK_EFORMAT, "model metadata: %s.rope.freq_base %g must be > 0", a,
@@ -267,6 +307,9 @@ static int bind_weights(const struct ork_gguf *g, struct ork_model_config *c,
         w->output = w->tok_embd;
         c->tied_output = true;
     }
+    if ((ret = bind_vec(g, "rope_freqs.weight", c->n_rot / 2, false, &w->rope_freqs)) < 0)
+        return ret;
+    c->rope_freq_factors = w->rope_freqs != NULL;
     w->layers = ork_calloc((size_t)c->n_layers, sizeof(*w->layers));
     if (!w->layers)
         return ork_errorf(ORK_ENOMEM, "model: cannot allocate %d layer descriptors", c->n_layers);

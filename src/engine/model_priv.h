@@ -37,6 +37,7 @@ struct ork_weights {
     struct ork_mat tok_embd;            /* (n_vocab, dim) */
     const float *output_norm;           /* (dim) */
     struct ork_mat output;              /* (n_vocab, dim); == tok_embd when tied */
+    const float *rope_freqs;            /* (n_rot / 2) theta divisors, or NULL */
     struct ork_layer_weights *layers;   /* (n_layers), ork_calloc'd */
 };
 
