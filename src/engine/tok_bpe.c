@@ -24,7 +24,7 @@ static int try_bigram(const struct ork_tokenizer *t, struct ork__tok_scratch *s,
         return 0;
     /* Lowest rank first, then leftmost. */
     uint64_t key = ((uint64_t)(uint32_t)rank << 32) | (uint32_t)l;
-    return ork__tok_heap_push(s, key, l, r, a->n + b->n);
+    return ork__tok_heap_push(s, key, l, a->n + b->n);
 }
 
 static void emit_piece(const struct ork_tokenizer *t, const char *p, uint32_t n,
@@ -73,8 +73,13 @@ static int encode_word(const struct ork_tokenizer *t, struct ork__tok_scratch *s
             return ret;
     struct ork__tok_bigram bg;
     while (ork__tok_heap_pop(s, &bg)) {
-        struct ork__tok_sym *l = &s->sym[bg.left], *r = &s->sym[bg.right];
-        if (l->n == 0 || r->n == 0 || l->n + r->n != bg.size)
+        /* The right symbol is the left one's current neighbour: if either side was merged
+         * into something else meanwhile, the sizes no longer add up. */
+        struct ork__tok_sym *l = &s->sym[bg.left];
+        if (l->n == 0 || l->next < 0)
+            continue;
+        struct ork__tok_sym *r = &s->sym[l->next];
+        if (r->n == 0 || l->n + r->n != bg.size)
             continue;   /* stale */
         l->n += r->n;
         r->n = 0;

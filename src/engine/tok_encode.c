@@ -42,15 +42,14 @@ int ork__tok_reserve(void **p, size_t *cap, size_t need, size_t elem)
 }
 
 /* Binary min-heap on (key): both tokenizers encode "best first, then leftmost" in the key. */
-int ork__tok_heap_push(struct ork__tok_scratch *s, uint64_t key, int32_t left, int32_t right,
-                       uint32_t size)
+int ork__tok_heap_push(struct ork__tok_scratch *s, uint64_t key, int32_t left, uint32_t size)
 {
     int ret = ork__tok_reserve((void **)&s->heap, &s->heap_cap, s->heap_n + 1,
                                sizeof(*s->heap));
     if (ret < 0)
         return ret;
     size_t i = s->heap_n++;
-    struct ork__tok_bigram b = { key, left, right, size };
+    struct ork__tok_bigram b = { key, left, size };
     while (i > 0) {
         size_t p = (i - 1) / 2;
         if (s->heap[p].key <= key)

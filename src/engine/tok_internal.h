@@ -93,9 +93,9 @@ struct ork__tok_sym {
     uint32_t start, n;          /* byte range in the word; n == 0 once merged away */
 };
 
-struct ork__tok_bigram {
+struct ork__tok_bigram {       /* the pair (left, its next symbol) */
     uint64_t key;               /* heap order: smaller pops first */
-    int32_t left, right;
+    int32_t left;
     uint32_t size;              /* left.n + right.n when queued (stale check) */
 };
 
@@ -141,8 +141,7 @@ int ork__tok_setup_special(struct ork_tokenizer *t, const struct ork_gguf *g);
 /* tok_encode.c: scratch buffers and the bigram heap. */
 void ork__tok_scratch_free(struct ork__tok_scratch *s);
 int ork__tok_reserve(void **p, size_t *cap, size_t need, size_t elem);
-int ork__tok_heap_push(struct ork__tok_scratch *s, uint64_t key, int32_t left, int32_t right,
-                       uint32_t size);
+int ork__tok_heap_push(struct ork__tok_scratch *s, uint64_t key, int32_t left, uint32_t size);
 bool ork__tok_heap_pop(struct ork__tok_scratch *s, struct ork__tok_bigram *out);
 static inline void ork__tok_out_push(struct ork__tok_out *o, int32_t id)
 {

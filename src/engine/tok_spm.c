@@ -38,7 +38,7 @@ static int try_bigram(const struct ork_tokenizer *t, struct ork__tok_scratch *s,
         return 0;
     /* Highest score first, then leftmost: the heap pops the smallest key. */
     uint64_t key = ((uint64_t)~float_order(t->score[id]) << 32) | (uint32_t)l;
-    return ork__tok_heap_push(s, key, l, r, size);
+    return ork__tok_heap_push(s, key, l, size);
 }
 
 static void emit_piece(const struct ork_tokenizer *t, const char *p, uint32_t n,
@@ -105,8 +105,13 @@ int ork__tok_spm_encode(const struct ork_tokenizer *t, struct ork__tok_scratch *
             return ret;
     struct ork__tok_bigram bg;
     while (ork__tok_heap_pop(s, &bg)) {
-        struct ork__tok_sym *l = &s->sym[bg.left], *r = &s->sym[bg.right];
-        if (l->n == 0 || r->n == 0 || l->n + r->n != bg.size)
+        /* The right symbol is the left one's current neighbour: if either side was merged
+         * into something else meanwhile, the sizes no longer add up. */
+        struct ork__tok_sym *l = &s->sym[bg.left];
+        if (l->n == 0 || l->next < 0)
+            continue;
+        struct ork__tok_sym *r = &s->sym[l->next];
+        if (r->n == 0 || l->n + r->n != bg.size)
             continue;   /* stale: one side was merged into something else */
         l->n += r->n;
         r->n = 0;
