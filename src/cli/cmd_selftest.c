@@ -24,34 +24,40 @@ struct st_case {
     enum ork_npu_dtype dt;
     uint32_t m, k, n;
     bool quick;                  /* part of --quick */
+    uint32_t cores;              /* N-split over cores (spec §9); 0 = one core */
 };
 
 /* Shapes: boundaries of spec §5 (caps 64/320/128 for int8 K = 4096/1024/2048, fp16 176 at
  * K = 1024 and 8 at K = 2048; N 8192/8224; decode K-slices above 8192; the LM-head width). */
 static const struct st_case cases[] = {
-    { ORK_NPU_I8, 1, 32, 32, true },
-    { ORK_NPU_I8, 1, 1024, 1024, false },
-    { ORK_NPU_I8, 1, 4096, 4096, false },
-    { ORK_NPU_I8, 2, 96, 512, false },
-    { ORK_NPU_I8, 64, 4096, 32, false },
-    { ORK_NPU_I8, 65, 4096, 32, true },
-    { ORK_NPU_I8, 320, 1024, 64, false },
-    { ORK_NPU_I8, 321, 1024, 64, false },
-    { ORK_NPU_I8, 129, 2048, 64, false },
-    { ORK_NPU_I8, 7, 3584, 512, false },
-    { ORK_NPU_I8, 1, 2048, 8192, false },
-    { ORK_NPU_I8, 1, 1024, 8224, true },
-    { ORK_NPU_I8, 3, 18944, 32, true },
-    { ORK_NPU_I8, 1, 64, 151936, false },
-    { ORK_NPU_F16, 4, 32, 16, true },
-    { ORK_NPU_F16, 1, 1024, 1024, false },
-    { ORK_NPU_F16, 176, 1024, 32, false },
-    { ORK_NPU_F16, 177, 1024, 16, true },
-    { ORK_NPU_F16, 9, 2048, 32, false },
-    { ORK_NPU_F16, 1, 4096, 1024, false },
-    { ORK_NPU_F16, 1, 512, 8224, false },
-    { ORK_NPU_F16, 1, 18944, 32, true },
-    { ORK_NPU_F16, 3, 100, 40, false },
+    { ORK_NPU_I8, 1, 32, 32, true, 0 },
+    { ORK_NPU_I8, 1, 1024, 1024, false, 0 },
+    { ORK_NPU_I8, 1, 4096, 4096, false, 0 },
+    { ORK_NPU_I8, 2, 96, 512, false, 0 },
+    { ORK_NPU_I8, 64, 4096, 32, false, 0 },
+    { ORK_NPU_I8, 65, 4096, 32, true, 0 },
+    { ORK_NPU_I8, 320, 1024, 64, false, 0 },
+    { ORK_NPU_I8, 321, 1024, 64, false, 0 },
+    { ORK_NPU_I8, 129, 2048, 64, false, 0 },
+    { ORK_NPU_I8, 7, 3584, 512, false, 0 },
+    { ORK_NPU_I8, 1, 2048, 8192, false, 0 },
+    { ORK_NPU_I8, 1, 1024, 8224, true, 0 },
+    { ORK_NPU_I8, 3, 18944, 32, true, 0 },
+    { ORK_NPU_I8, 1, 64, 151936, false, 0 },
+    { ORK_NPU_I8, 1, 4096, 4096, true, 3 },
+    { ORK_NPU_I8, 1, 1024, 8224, false, 3 },
+    { ORK_NPU_I8, 321, 1024, 192, false, 3 },
+    { ORK_NPU_F16, 4, 32, 16, true, 0 },
+    { ORK_NPU_F16, 1, 1024, 1024, false, 0 },
+    { ORK_NPU_F16, 176, 1024, 32, false, 0 },
+    { ORK_NPU_F16, 177, 1024, 16, true, 0 },
+    { ORK_NPU_F16, 9, 2048, 32, false, 0 },
+    { ORK_NPU_F16, 1, 4096, 1024, false, 0 },
+    { ORK_NPU_F16, 1, 512, 8224, false, 0 },
+    { ORK_NPU_F16, 1, 18944, 32, true, 0 },
+    { ORK_NPU_F16, 3, 100, 40, false, 0 },
+    { ORK_NPU_F16, 1, 1024, 1024, true, 3 },
+    { ORK_NPU_F16, 257, 64, 96, false, 2 },
 };
 
 static uint64_t rng_state;
@@ -98,7 +104,11 @@ static bool run_case(struct ork_npu *npu, const struct st_case *c)
     struct ork_npu_matmul *mm = NULL;
     bool pass = false;
     int ret = 0;
-    printf("%s  M=%-5u K=%-6u N=%-7u ", c->dt == ORK_NPU_I8 ? "int8" : "fp16", M, K, N);
+    char cores[24] = "";
+    if (c->cores > 1)
+        snprintf(cores, sizeof cores, "cores=%u", c->cores);
+    printf("%s  M=%-5u K=%-6u N=%-7u %-8s ", c->dt == ORK_NPU_I8 ? "int8" : "fp16", M, K, N,
+           cores);
     fflush(stdout);
     if (!a || !w || !out) {
         printf("ERROR out of host memory\n");
@@ -118,7 +128,7 @@ static bool run_case(struct ork_npu *npu, const struct st_case *c)
     }
     struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = c->dt, .k = K, .n = N,
                                        .w = w, .max_m = M };
-    struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = M };
+    struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = M, .cores = c->cores };
     if ((ret = ork_npu_weights_create(npu, &wd, &wt)) < 0 ||
         (ret = ork_npu_matmul_create(wt, &md, &mm)) < 0) {
         printf("ERROR %s\n", ork_error_describe(ret));
