@@ -93,6 +93,13 @@ int ork_quantize_row_q8_0(const float *x, void *dst, int64_t n);
  * s_b, accumulated in f32 in block order as sum += (float)s_b * (d_w * d_x). NaN on bad input. */
 float ork_vec_dot_q8(uint32_t type, const void *row, const void *xq, int64_t n);
 
+/* RoPE with per-pair frequency factors and linear position scaling (Llama 3 "rope_freqs",
+ * rope.scaling.type = linear): pair i is rotated by freq_scale * (theta_i / freq_factors[i])
+ * with theta_i as in ork_rope. freq_factors may be NULL (all 1); n_rot/2 entries otherwise.
+ * ork_rope(...) == ork_rope_ext(..., NULL, 1.0f) bit for bit. */
+void ork_rope_ext(float *x, int64_t head_dim, int64_t n_rot, int64_t pos, float base, int neox,
+                  const float *freq_factors, float freq_scale);
+
 #ifdef __cplusplus
 }
 #endif

@@ -56,10 +56,12 @@ void ork_silu_mul(float *gate, const float *up, int64_t n)
  *   theta_i = pos * s^i,  s = powf(base, -2 / n_rot),
  * where s^i is formed by repeated f32 multiplication (theta_0 = (float)pos,
  * theta_{i+1} = theta_i * s) -- the GGML reference's order, so angles agree bit for bit --
- * and cos/sin are cosf/sinf of the f32 angle. The pair is (x[2i], x[2i+1]) for normal RoPE and
- * (x[i], x[i + n_rot/2]) for NEOX; (a, b) -> (a cos - b sin, a sin + b cos). Dimensions from
- * n_rot to head_dim are left unchanged. */
-void ork_rope(float *x, int64_t head_dim, int64_t n_rot, int64_t pos, float base, int neox)
+ * then divided by the pair's frequency factor and multiplied by freq_scale (both skipped when
+ * they are 1: x / 1 and 1 * x are exact), and cos/sin are cosf/sinf of the f32 angle. The pair
+ * is (x[2i], x[2i+1]) for normal RoPE and (x[i], x[i + n_rot/2]) for NEOX;
+ * (a, b) -> (a cos - b sin, a sin + b cos). Dimensions from n_rot to head_dim are unchanged. */
+void ork_rope_ext(float *x, int64_t head_dim, int64_t n_rot, int64_t pos, float base, int neox,
+                  const float *freq_factors, float freq_scale)
 {
     if (n_rot > head_dim)
         n_rot = head_dim;
@@ -69,7 +71,9 @@ void ork_rope(float *x, int64_t head_dim, int64_t n_rot, int64_t pos, float base
     float s = powf(base, -2.0f / (float)n_rot);
     float theta = (float)pos;
     for (int64_t i = 0; i < half; i++) {
-        float c = cosf(theta), sn = sinf(theta);
+        float th = freq_factors ? theta / freq_factors[i] : theta;
+        th = freq_scale * th;
+        float c = cosf(th), sn = sinf(th);
         int64_t i0 = neox ? i : 2 * i;
         int64_t i1 = neox ? i + half : 2 * i + 1;
         float a = x[i0], b = x[i1];
@@ -77,4 +81,9 @@ void ork_rope(float *x, int64_t head_dim, int64_t n_rot, int64_t pos, float base
         x[i1] = a * sn + b * c;
         theta *= s;
     }
+}
+
+void ork_rope(float *x, int64_t head_dim, int64_t n_rot, int64_t pos, float base, int neox)
+{
+    ork_rope_ext(x, head_dim, n_rot, pos, base, neox, NULL, 1.0f);
 }

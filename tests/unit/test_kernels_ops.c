@@ -159,11 +159,47 @@ static void test_rope(void)
     CHECK(b[1] == 0.0f && a[4] == 0.0f);
 }
 
+/* Frequency factors and linear scaling against the double formula; identity settings give
+ * ork_rope's bits. */
+static void test_rope_ext(void)
+{
+    enum { HD = 64 };
+    float ff[HD / 2];
+    for (int i = 0; i < HD / 2; i++)
+        ff[i] = 1.0f + (float)i * 0.37f;
+    const int positions[] = {0, 3, 100, 2000};
+    for (int neox = 0; neox < 2; neox++)
+        for (int pi = 0; pi < 4; pi++) {
+            int pos = positions[pi];
+            float a[HD], b[HD], c[HD];
+            double r[HD];
+            for (int i = 0; i < HD; i++)
+                r[i] = a[i] = b[i] = c[i] = frand();
+            ork_rope_ext(a, HD, HD, pos, 500000.0f, neox, ff, 0.25f);
+            for (int i = 0; i < HD / 2; i++) {
+                double th = 0.25 * pos * pow(500000.0, -2.0 * i / HD) / ff[i];
+                int i0 = neox ? i : 2 * i, i1 = neox ? i + HD / 2 : 2 * i + 1;
+                double p = r[i0], q = r[i1];
+                r[i0] = p * cos(th) - q * sin(th);
+                r[i1] = p * sin(th) + q * cos(th);
+            }
+            for (int i = 0; i < HD; i++)
+                CHECK_NEAR(a[i], r[i], 1e-6 + 3e-7 * 0.25 * pos);
+            float ones[HD / 2];
+            for (int i = 0; i < HD / 2; i++)
+                ones[i] = 1.0f;
+            ork_rope_ext(b, HD, HD, pos, 10000.0f, neox, ones, 1.0f);
+            ork_rope(c, HD, HD, pos, 10000.0f, neox);
+            CHECK(memcmp(b, c, sizeof b) == 0);
+        }
+}
+
 int main(void)
 {
     RUN(test_rmsnorm);
     RUN(test_softmax);
     RUN(test_silu_mul);
     RUN(test_rope);
+    RUN(test_rope_ext);
     return ork_test_done();
 }
