@@ -447,8 +447,32 @@ static void test_decode_speed(void)
     tmem_free(&r.mem);
 }
 
+/* §15.1: the stored words 0x00201024, 0x0201001f decode to CNA_DATA_SIZE1 = 0x001f0020; the
+ * op-enable 0x00810000000d0008 and the marker 0x0041000000000000 end a program. */
+static void test_encoding_vector(void)
+{
+    static const uint32_t words[] = {
+        0x00201024u, 0x0201001fu,             /* (0x0201, 0x1024, 0x001f0020) */
+        0, 0, 0, 0,                           /* trailer: null next address, null amount */
+        0x00000000u, 0x00410000u,             /* marker */
+        0x000d0008u, 0x00810000u,             /* op-enable 0x0d */
+    };
+    uint8_t bytes[sizeof words];
+    for (size_t i = 0; i < sizeof words / 4; i++)
+        for (int j = 0; j < 4; j++)
+            bytes[i * 4 + j] = (uint8_t)(words[i] >> (8 * j));
+    struct ork_sim_task_in t = { .index = 0, .regcfg_amount = 1 };
+    struct ork_sim_decoded d;
+    REQUIRE(ork__sim_decode(bytes + 0, 5, &t, &rf, &d) == 0);
+    CHECK_EQ_INT(ork__sim_reg(&rf, ORK_REG_CNA_DATA_SIZE1), 0x001f0020);
+    CHECK_EQ_INT(d.enable, 0x0d);
+    CHECK_EQ_INT(d.n_counted, 1);
+    CHECK(d.warnings & (1ull << ORK_SIM_HAZARD_ODD_AMOUNT));
+}
+
 int main(void)
 {
+    RUN(test_encoding_vector);
     RUN(test_int8_bit_exact_shapes);
     RUN(test_int8_extremes);
     RUN(test_layout_vector_int8);
