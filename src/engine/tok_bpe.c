@@ -100,7 +100,8 @@ int ork__tok_bpe_encode(const struct ork_tokenizer *t, struct ork__tok_scratch *
 {
     if (len == 0)
         return 0;
-    if (len > SIZE_MAX / 3)
+    /* Repair grows the text up to 3x; piece offsets are uint32 and symbol indices int32. */
+    if (len > (size_t)INT32_MAX / 3)
         return ork_errorf(ORK_ERANGE, "tokenizer: input of %zu bytes is too long", len);
     int ret = ork__tok_reserve((void **)&s->buf, &s->buf_cap, 3 * len, 1);
     if (ret < 0)

@@ -64,6 +64,9 @@ static void emit_piece(const struct ork_tokenizer *t, const char *p, uint32_t n,
 int ork__tok_spm_encode(const struct ork_tokenizer *t, struct ork__tok_scratch *s,
                         const char *text, size_t len, bool space_prefix, struct ork__tok_out *o)
 {
+    /* Escaping grows the text up to 3x; symbol indices are int32. */
+    if (len > (size_t)INT32_MAX / 3 - 1)
+        return ork_errorf(ORK_ERANGE, "tokenizer: text fragment of %zu bytes is too long", len);
     size_t need = 3 * (len + 1);
     int ret = ork__tok_reserve((void **)&s->buf, &s->buf_cap, need, 1);
     if (ret < 0)
