@@ -14,6 +14,9 @@
 
 /* Upper bound on threads, a sanity limit on the argument (far above any SoC we target). */
 #define POOL_MAX_THREADS 256
+/* Least worker stack: the matmul keeps up to ~200 KiB of row and activation tiles on the stack
+ * (matmul.c); glibc's default is larger, but C libraries with small thread stacks are not. */
+#define POOL_MIN_STACK_BYTES (2u << 20)
 
 struct pool_worker {
     struct ork_pool *pool;
@@ -103,23 +106,34 @@ int ork_pool_create(int n_threads, struct ork_pool **out)
         ret = ork_errorf(ORK_ENOMEM, "thread pool: condvar init failed");
         goto err_cond_start;
     }
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0) {
+        ret = ork_errorf(ORK_ENOMEM, "thread pool: thread attribute init failed");
+        goto err_cond_done;
+    }
+    size_t stack = 0;
+    if (pthread_attr_getstacksize(&attr, &stack) != 0 || stack < POOL_MIN_STACK_BYTES)
+        pthread_attr_setstacksize(&attr, POOL_MIN_STACK_BYTES);
     for (int i = 0; i < n_threads - 1; i++) {
         struct pool_worker *w = &p->workers[i];
         w->pool = p;
         w->ith = i + 1;
-        int e = pthread_create(&w->thread, NULL, worker_main, w);
+        int e = pthread_create(&w->thread, &attr, worker_main, w);
         if (e != 0) {
+            pthread_attr_destroy(&attr);
             ret = ork_errorf(ORK_ENOMEM, "thread pool: creating thread %d of %d failed (error %d)",
                              i + 1, n_threads, e);
             goto err_threads;
         }
         p->n_started++;
     }
+    pthread_attr_destroy(&attr);
     *out = p;
     return 0;
 
 err_threads:
     stop_workers(p);
+err_cond_done:
     pthread_cond_destroy(&p->done);
 err_cond_start:
     pthread_cond_destroy(&p->start);
