@@ -111,6 +111,39 @@ static void test_small_file(void)
     }
 }
 
+/* The mmap path: the same small file written to disk, an empty file, a directory, a missing file. */
+static void test_open_file(void)
+{
+    char path[] = "/tmp/ork_test_gguf_XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    struct gb b = { 0 };
+    build_small(&b, 3);
+    CHECK_EQ_INT(write(fd, b.buf, b.len), (long long)b.len);
+    close(fd);
+    struct ork_gguf *g = NULL;
+    CHECK_EQ_INT(ork_gguf_open(path, &g), 0);
+    if (g) {
+        CHECK_EQ_INT(ork_gguf_file_size(g), b.len);
+        const struct ork_gguf_tensor *t = ork_gguf_tensor_find(g, "c");
+        CHECK(t && !memcmp(t->data, b.buf + b.len - SMALL_DATA_BYTES + 96, 12));
+        CHECK((uintptr_t)t->data % 32 == 0);    /* the mapping is page aligned */
+        ork_gguf_close(g);
+    }
+    CHECK_EQ_INT(truncate(path, 0), 0);
+    ork_error_clear();
+    CHECK_EQ_INT(ork_gguf_open(path, &g), ORK_EFORMAT);
+    CHECK(strstr(ork_error_message(), "empty") && strstr(ork_error_message(), path));
+    unlink(path);
+    ork_error_clear();
+    CHECK_EQ_INT(ork_gguf_open(path, &g), ORK_EIO);
+    CHECK(strstr(ork_error_message(), "cannot open") && strstr(ork_error_message(), path));
+    CHECK_EQ_INT(ork_gguf_open("/tmp", &g), ORK_EIO);
+    CHECK(strstr(ork_error_message(), "not a regular file"));
+    CHECK_EQ_INT(ork_gguf_open(NULL, &g), ORK_EINVAL);
+    gb_free(&b);
+}
+
 /* One key of every type, including arrays of every element type and nested arrays. */
 static void build_all_types(struct gb *b)
 {
@@ -846,6 +879,7 @@ static void test_alloc_failures(void)
 int main(void)
 {
     RUN(test_small_file);
+    RUN(test_open_file);
     RUN(test_all_types);
     RUN(test_getters);
     RUN(test_many_keys);
