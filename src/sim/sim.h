@@ -42,7 +42,8 @@ int ork__sim_wait(struct ork_sim *sim, uint64_t seq, int64_t timeout_ns);
 /* CLOCK_MONOTONIC in ns (the paced clock's source). */
 int64_t ork__sim_real_ns(void);
 
-/* Sequence number of the last accepted SUBMIT (0: none yet). */
+/* Sequence number of the last SUBMIT accepted from the calling thread (0: none yet); read it
+ * right after the ioctl to name a NONBLOCK job for ork__sim_wait. */
 uint64_t ork__sim_last_seq(struct ork_sim *sim);
 
 /* Counters for tests, tools and docs. */

@@ -274,20 +274,13 @@ int ork__kmd_rknpu_submit(void *ctx, struct ork_kjob *job)
     if (ork_debug(ORK_DBG_SUBMIT))
         ORK_LOGI("%s: submit %u task(s) at descriptor %u, cores 0x%x, domain %u, flags 0x%x",
                  c->tr.name, job->n_tasks, base, job->core_mask, job->domain, s.flags);
-    /* The simulator names jobs for wait() by its count of accepted submits: read it under the
-     * lock right after the request. A board's blocking submit runs unlocked (it may take the
-     * whole timeout) and its jobs are named by our own count. */
-    bool hold = c->tr.last_seq != NULL || (job->flags & ORK_KJOB_NONBLOCK);
+    /* The request runs unlocked: a blocking submit may take the whole timeout, and the cores'
+     * submitting threads must not wait for each other. The simulator names jobs for wait() by
+     * its per-thread count of accepted submits; on a board they carry our own count. */
     uint64_t seq = ++c->seq;
-    if (!hold)
-        pthread_mutex_unlock(&c->lock);
+    pthread_mutex_unlock(&c->lock);
     ret = rknpu_ioctl(c, DRM_IOCTL_RKNPU_SUBMIT, &s);
-    job->seq = seq;
-    if (hold) {
-        if (c->tr.last_seq)
-            job->seq = c->tr.last_seq(c->tr.t);
-        pthread_mutex_unlock(&c->lock);
-    }
+    job->seq = c->tr.last_seq ? c->tr.last_seq(c->tr.t) : seq;
     job->task_counter = s.task_counter;
     job->hw_elapse_ns = s.hw_elapse_time > 0 ? s.hw_elapse_time * 1000 : 0;
     return ret;

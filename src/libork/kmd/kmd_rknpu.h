@@ -20,8 +20,8 @@ struct ork_rknpu_transport {
     /* (optional) Wait for the seq-th accepted SUBMIT of this transport. NULL (a board): the
      * driver has no wait ioctl and NONBLOCK jobs are waited for through their doorbell. */
     int (*wait)(void *t, uint64_t seq, int64_t timeout_ns);
-    /* (optional, with wait) Sequence number of the last accepted SUBMIT, read right after
-     * issuing one (under the backend's lock) to name the job for wait(). */
+    /* (optional, with wait) Sequence number of the last SUBMIT this thread had accepted, read
+     * right after issuing one to name the job for wait(). */
     uint64_t (*last_seq)(void *t);
     void (*close)(void *t);              /* release the transport (fd or simulator) */
 };
