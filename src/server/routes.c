@@ -310,7 +310,7 @@ static void add_token_array(cJSON *root, const char *name, const int32_t *ids, i
 static void add_native_tail(struct ork_server *srv, cJSON *root, const struct srv_task *t)
 {
     cJSON_AddStringToObject(root, "model", srv->model_id);
-    cJSON_AddNumberToObject(root, "id_slot", -1);
+    cJSON_AddNumberToObject(root, "id_slot", t->slot_used);
     cJSON_AddStringToObject(root, "stop_type", stop_type_name(t->stop));
     cJSON_AddStringToObject(root, "stopping_word",
                             t->stop_word >= 0 && (size_t)t->stop_word < t->req.n_stops
@@ -318,7 +318,7 @@ static void add_native_tail(struct ork_server *srv, cJSON *root, const struct sr
     cJSON_AddNumberToObject(root, "tokens_predicted", t->n_ids);
     cJSON_AddNumberToObject(root, "tokens_evaluated", t->n_prompt);
     cJSON_AddNumberToObject(root, "tokens_cached", t->n_cached);
-    cJSON_AddBoolToObject(root, "truncated", false);
+    cJSON_AddBoolToObject(root, "truncated", t->truncated);
     cJSON *gs = cJSON_AddObjectToObject(root, "generation_settings");
     cJSON_AddNumberToObject(gs, "n_predict", t->req.n_predict);
     char seed[32];   /* 64-bit seeds do not fit a JSON double exactly: print the integer */

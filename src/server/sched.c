@@ -43,6 +43,7 @@ struct srv_task *ork__srv_task_new(void)
     }
     t->refs = 1;
     t->slot = -1;
+    t->slot_used = -1;
     t->stop_word = -1;
     return t;
 }
@@ -71,8 +72,7 @@ int ork__srv_submit(struct ork_server *srv, struct srv_task *t)
         busy += srv->slots[i].task != NULL;
     if (srv->stopping) {
         ret = ORK_ECANCELED;
-    } else if (busy + srv->q_len >= srv->p.n_parallel + srv->p.queue_size ||
-               srv->q_len >= srv->p.queue_size + srv->p.n_parallel) {
+    } else if (busy + srv->q_len >= srv->p.n_parallel + srv->p.queue_size) {
         srv->met.requests_rejected++;
         ret = ORK_EBUSY;
     } else {
@@ -328,12 +328,13 @@ static bool sample_step(struct ork_server *srv, struct srv_slot *sl)
     bool stopped = false;
     size_t n = filter_text(sl, piece, (size_t)len, &out, &stopped);
     enum srv_stop stop = SRV_STOP_NONE;
+    bool ctx_full = false;   /* the context is full: the next token has no room */
     if (stopped)
         stop = SRV_STOP_WORD;
     else if (t->req.n_predict >= 0 && sl->n_gen >= t->req.n_predict)
         stop = SRV_STOP_LIMIT;
     else if (ork_session_n_past(sl->sess) >= ork_session_ctx_size(sl->sess))
-        stop = SRV_STOP_LIMIT;   /* context full */
+        stop = SRV_STOP_LIMIT, ctx_full = true;
 
     pthread_mutex_lock(&srv->mu);
     int ret = append_token_locked(t, id, t->req.n_probs > 0 ? &pr : NULL);
@@ -346,6 +347,7 @@ static bool sample_step(struct ork_server *srv, struct srv_slot *sl)
     }
     if (stop == SRV_STOP_WORD)
         t->stop_word = ork_stop_matched(sl->stop);
+    t->truncated = ctx_full;
     if (stop != SRV_STOP_NONE) {
         finish_locked(srv, sl, stop, NULL);
         pthread_mutex_unlock(&srv->mu);
@@ -437,6 +439,7 @@ static void *sched_main(void *arg)
             sl->task = t;
             sl->state = SRV_SLOT_PREFILL;
             t->slot = sl->id;
+            t->slot_used = sl->id;
             fresh[n_fresh++] = sl;
         }
         int32_t active = 0;

@@ -127,7 +127,9 @@ struct srv_task {
     int32_t n_ids, ids_cap;
     struct srv_prob *probs;         /* (n_ids) when n_probs > 0 */
     int32_t slot;                   /* slot id while running, else -1 */
+    int32_t slot_used;              /* the slot that ran the task (id_slot), or -1 */
     int32_t n_cached;               /* prompt tokens reused from the slot's cache */
+    bool truncated;                 /* generation stopped because the context was full */
     double prompt_ms, gen_ms;
 };
 
