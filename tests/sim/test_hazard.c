@@ -531,6 +531,13 @@ static void test_lut(void)
     b.e[b.n - 1] = ork_regcmd_encode(ORK_TARGET_PC_OPEN, ORK_REG_PC_OPERATION_ENABLE, 0x1d);
     struct ork_sim_task_in t = { .index = 3, .regcmd_addr = PROG_IOVA, .regcfg_amount = b.amount };
     EXPECT_ERR(run_built(&p, &b, &t, 0), ORK_EUNSUPPORTED, "UNSUPPORTED_LUT", "DPU_EW_CFG");
+    /* the fused int8 SiLU setting of §7: DATA_FORMAT 0x44e0, DPU_RDMA enabled */
+    tp_set(&b, ORK_REG_DPU_DATA_FORMAT, 0x44e0);
+    b.e[b.amount - 1] = ork_regcmd_encode(ORK_TARGET_DPU_RDMA, ORK_REG_DPU_RDMA_S_POINTER, 0x30);
+    EXPECT_ERR(run_built(&p, &b, &t, 0), ORK_EUNSUPPORTED, "UNSUPPORTED_LUT", "DPU_DATA_FORMAT");
+    /* ... and with only 0x0d enabled it would hang first (ENABLE_MISMATCH) */
+    b.e[b.n - 1] = ork_regcmd_encode(ORK_TARGET_PC_OPEN, ORK_REG_PC_OPERATION_ENABLE, 0x0d);
+    EXPECT_ERR(run_built(&p, &b, &t, 0), ORK_EHAZARD, "ENABLE_MISMATCH", "PC_OPERATION_ENABLE");
     /* a LUT-load program (§7: enable 0x18, values streamed through the data port) */
     struct tbuilt l;
     memset(&l, 0, sizeof l);
