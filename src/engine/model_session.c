@@ -5,6 +5,7 @@
 
 #include <ork/alloc.h>
 #include <ork/error.h>
+#include <ork/log.h>
 
 #include <string.h>
 
@@ -44,6 +45,9 @@ int ork_session_create(struct ork_model *m, const struct ork_session_params *p,
     }
     if (s->p.ctx_size == 0)
         s->p.ctx_size = c->n_ctx_train < ORK_CTX_DEFAULT_CAP ? c->n_ctx_train : ORK_CTX_DEFAULT_CAP;
+    if (s->p.ctx_size > c->n_ctx_train)
+        ORK_LOGW("ctx_size %d is larger than the model's training context %d; quality may drop "
+                 "past %d tokens", s->p.ctx_size, c->n_ctx_train, c->n_ctx_train);
     if (s->p.n_batch < 0) {
         ret = ork_errorf(ORK_EINVAL, "n_batch %d must be >= 0", s->p.n_batch);
         goto err_free;
