@@ -282,29 +282,91 @@ static inline float rd_f16(const uint8_t *p)
     return ork_fp16_to_f32((uint16_t)(p[0] | (p[1] << 8)));
 }
 
-/* Accumulate blocks [0, nb) of a Q8_0/Q4_0 row against Q8_0 x into *sum, in block order. */
+/* Integer sum of one block: 32 weight values (int8, or Q4_0 nibbles minus 8) times 32 int8 x.
+ * Exact on every path (|sum| < 2^22), so the SIMD versions give the scalar's result. */
+static int32_t bsum_scalar(uint32_t type, const uint8_t *wq, const int8_t *qx)
+{
+    int32_t si = 0;
+    if (type == ORK_TYPE_Q8_0) {
+        const int8_t *qw = (const int8_t *)wq;
+        for (int i = 0; i < Q8_BLOCK; i++)
+            si += qw[i] * qx[i];
+    } else {
+        for (int i = 0; i < Q8_BLOCK / 2; i++)
+            si += ((wq[i] & 15) - Q4_0_OFFSET) * qx[i] +
+                  ((wq[i] >> 4) - Q4_0_OFFSET) * qx[i + Q8_BLOCK / 2];
+    }
+    return si;
+}
+
+#ifdef ORK_HAVE_X86_DISPATCH
+/* |w| (as u8) times sign(w) * x (as s8) in adjacent pairs: maddubs cannot saturate because
+ * |w| <= 128 and |x| <= 127 (our quantizer), so a pair stays within 2 * 128 * 127 < 2^15. */
+__attribute__((target("avx2")))
+static int32_t bsum_avx2(uint32_t type, const uint8_t *wq, const int8_t *qx)
+{
+    __m256i w;
+    if (type == ORK_TYPE_Q8_0) {
+        w = _mm256_loadu_si256((const __m256i *)wq);
+    } else {
+        __m128i b = _mm_loadu_si128((const __m128i *)wq);
+        __m128i lo = _mm_and_si128(b, _mm_set1_epi8(15));
+        __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(15));
+        w = _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(Q4_0_OFFSET));
+    }
+    __m256i x = _mm256_loadu_si256((const __m256i *)qx);
+    __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+    __m256i p32 = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(p32), _mm256_extracti128_si256(p32, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+    return _mm_cvtsi128_si32(s4);
+}
+#endif
+
+#ifdef ORK_HAVE_NEON
+static int32_t bsum_neon(uint32_t type, const uint8_t *wq, const int8_t *qx)
+{
+    int8x16_t w0, w1;
+    if (type == ORK_TYPE_Q8_0) {
+        w0 = vld1q_s8((const int8_t *)wq);
+        w1 = vld1q_s8((const int8_t *)wq + 16);
+    } else {
+        uint8x16_t b = vld1q_u8(wq);
+        w0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(b, vdupq_n_u8(15))), vdupq_n_s8(Q4_0_OFFSET));
+        w1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(b, 4)), vdupq_n_s8(Q4_0_OFFSET));
+    }
+    int8x16_t x0 = vld1q_s8(qx), x1 = vld1q_s8(qx + 16);
+    /* int8 x int8 products fit int16; two of them too (2 * 128 * 127 < 2^15) */
+    int16x8_t p = vmull_s8(vget_low_s8(w0), vget_low_s8(x0));
+    p = vmlal_s8(p, vget_high_s8(w0), vget_high_s8(x0));
+    int16x8_t q = vmull_s8(vget_low_s8(w1), vget_low_s8(x1));
+    q = vmlal_s8(q, vget_high_s8(w1), vget_high_s8(x1));
+    int32x4_t s4 = vpaddlq_s16(p);
+    s4 = vpadalq_s16(s4, q);
+    return vaddvq_s32(s4);
+}
+#endif
+
+/* Accumulate blocks [0, nb) of a Q8_0/Q4_0 row against Q8_0 x into *sum, in block order:
+ * sum += (float)s_b * (d_w * d_x). */
 static void dot_q8_blocks(uint32_t type, const uint8_t *w, const uint8_t *xq, int64_t nb, float *sum)
 {
+    const size_t wbytes = type == ORK_TYPE_Q8_0 ? Q8_BYTES : Q4_0_BYTES;
+    int32_t (*bsum)(uint32_t, const uint8_t *, const int8_t *) = bsum_scalar;
+#if defined(ORK_HAVE_X86_DISPATCH)
+    if (path() == KPATH_SIMD)
+        bsum = bsum_avx2;
+#elif defined(ORK_HAVE_NEON)
+    if (path() == KPATH_SIMD)
+        bsum = bsum_neon;
+#endif
     float s = *sum;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = xq + b * Q8_BYTES;
-        const int8_t *qx = (const int8_t *)(xb + 2);
-        int32_t si = 0;
-        float dw;
-        if (type == ORK_TYPE_Q8_0) {
-            const uint8_t *wb = w + b * Q8_BYTES;
-            const int8_t *qw = (const int8_t *)(wb + 2);
-            dw = rd_f16(wb);
-            for (int i = 0; i < Q8_BLOCK; i++)
-                si += qw[i] * qx[i];
-        } else {
-            const uint8_t *wb = w + b * Q4_0_BYTES;
-            dw = rd_f16(wb);
-            for (int i = 0; i < Q8_BLOCK / 2; i++)
-                si += ((wb[2 + i] & 15) - Q4_0_OFFSET) * qx[i] +
-                      ((wb[2 + i] >> 4) - Q4_0_OFFSET) * qx[i + Q8_BLOCK / 2];
-        }
-        s += (float)si * (dw * rd_f16(xb));
+        const uint8_t *wb = w + (size_t)b * wbytes;
+        int32_t si = bsum(type, wb + 2, (const int8_t *)(xb + 2));
+        s += (float)si * (rd_f16(wb) * rd_f16(xb));
     }
     *sum = s;
 }

@@ -157,6 +157,53 @@ static void test_q8_dot(void)
     CHECK(isnan(ork_vec_dot_q8(ORK_TYPE_Q4_K, w, xq, 256)));
 }
 
+/* The documented order, re-implemented here: integer block sums, then
+ * sum += (float)s_b * (d_w * d_x) in block order. The dispatched (SIMD) kernel must give these
+ * bits exactly, including extreme values (-128 weights, +-127 activations). */
+static float q8_dot_spec(uint32_t type, const uint8_t *w, const uint8_t *xq, int64_t n)
+{
+    float s = 0;
+    size_t wb = type == ORK_TYPE_Q8_0 ? 34 : 18;
+    for (int64_t b = 0; b < n / 32; b++) {
+        const uint8_t *wp = w + b * wb, *xp = xq + b * 34;
+        int32_t si = 0;
+        for (int i = 0; i < 32; i++) {
+            int qw = type == ORK_TYPE_Q8_0 ? (int8_t)wp[2 + i]
+                                           : (i < 16 ? (wp[2 + i] & 15) : (wp[2 + i - 16] >> 4)) - 8;
+            si += qw * (int8_t)xp[2 + i];
+        }
+        float dw = ork_fp16_to_f32((uint16_t)(wp[0] | wp[1] << 8));
+        float dx = ork_fp16_to_f32((uint16_t)(xp[0] | xp[1] << 8));
+        s += (float)si * (dw * dx);
+    }
+    return s;
+}
+
+static void test_q8_dot_exact(void)
+{
+    enum { N = 1024 };
+    static uint8_t w[N / 32 * 34], xq[N / 32 * 34];
+    static float x[N];
+    const uint32_t types[] = {ORK_TYPE_Q8_0, ORK_TYPE_Q4_0};
+    printf("dispatched path: %s\n", ork_kernels_path());
+    for (int ti = 0; ti < 2; ti++)
+        for (int trial = 0; trial < 6; trial++) {
+            random_row(types[ti], w, N);
+            for (int i = 0; i < N; i++)
+                x[i] = trial == 0 ? (i & 1 ? 1.0f : -1.0f) : frand();   /* +-127 everywhere */
+            REQUIRE(ork_quantize_row_q8_0(x, xq, N) == 0);
+            if (trial == 1 && types[ti] == ORK_TYPE_Q8_0)
+                for (int b = 0; b < N / 32; b++)
+                    memset(w + b * 34 + 2, 0x80, 32);                  /* all -128 */
+            float want = q8_dot_spec(types[ti], w, xq, N);
+            float got = ork_vec_dot_q8(types[ti], w, xq, N);
+            if (memcmp(&want, &got, 4) != 0)
+                fprintf(stderr, "%s trial %d: %.9g vs %.9g\n", ork_type_name(types[ti]), trial,
+                        got, want);
+            CHECK(memcmp(&want, &got, 4) == 0);
+        }
+}
+
 static void test_round16_dot(void)
 {
     enum { N = 1500 };
@@ -264,6 +311,7 @@ int main(void)
             return 1;
     RUN(test_quantize_q8_0);
     RUN(test_q8_dot);
+    RUN(test_q8_dot_exact);
     RUN(test_round16_dot);
     RUN(test_f32_act_types_unchanged);
     RUN(test_matmul_act);
