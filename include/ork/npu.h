@@ -123,6 +123,12 @@ void ork_npu_matmul_destroy(struct ork_npu_matmul *mm);
 int ork_npu_matmul_run_i8(struct ork_npu_matmul *mm, const int8_t *a, uint32_t m, int32_t *c);
 int ork_npu_matmul_run_f16(struct ork_npu_matmul *mm, const uint16_t *a, uint32_t m, float *c);
 
+/* Float convenience: Y[m][n] from X[m][k] as floats. int8 plans (weights created with scales)
+ * quantise each row of X symmetrically (ork_npu_quantize_rows_i8), run, and dequantise with
+ * a_scale[row] * w_scale[col] (spec §6.5); fp16 plans round X to fp16 and run. The host scratch
+ * this needs is allocated on the first call and kept by the plan. */
+int ork_npu_matmul_run_f32(struct ork_npu_matmul *mm, const float *x, uint32_t m, float *y);
+
 /* The same run in two halves: submit copies A in and queues the work; wait completes it and
  * writes C (int32_t or float per dtype). One submit in flight per plan. */
 int ork_npu_matmul_submit(struct ork_npu_matmul *mm, const void *a, uint32_t m);

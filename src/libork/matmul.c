@@ -358,6 +358,8 @@ void ork_npu_matmul_destroy(struct ork_npu_matmul *mm)
     ork__npu_bo_destroy(mm->npu, &mm->prog_bo);
     ork__npu_bo_destroy(mm->npu, &mm->c_bo);
     ork__npu_bo_destroy(mm->npu, &mm->a_bo);
+    ork_free(mm->xq);
+    ork_free(mm->xscale);
     ork_free(mm->c_off);
     ork_free(mm->ns);
     ork_free(mm->tiles);
@@ -469,6 +471,51 @@ int ork_npu_matmul_run_i8(struct ork_npu_matmul *mm, const int8_t *a, uint32_t m
 int ork_npu_matmul_run_f16(struct ork_npu_matmul *mm, const uint16_t *a, uint32_t m, float *c)
 {
     return run(mm, ORK_NPU_F16, a, m, c);
+}
+
+int ork_npu_matmul_run_f32(struct ork_npu_matmul *mm, const float *x, uint32_t m, float *y)
+{
+    if (!mm || !x || !y)
+        return ork_errorf(ORK_EINVAL, "npu matmul: NULL plan, X or Y");
+    const struct ork_npu_weights *w = mm->w;
+    if (m < 1 || m > mm->m)
+        return ork_errorf(ORK_ERANGE, "npu matmul: M=%u outside 1..%u (the plan's rows)", m, mm->m);
+    if (w->dtype == ORK_NPU_I8 && !w->scales)
+        return ork_errorf(ORK_EINVAL, "npu matmul: float run on int8 weights created without "
+                          "scales");
+    if (!mm->xq) {
+        mm->xq = ork_malloc((size_t)mm->m * w->k * esz_of(w->dtype));
+        mm->xscale = ork_malloc((size_t)mm->m * sizeof *mm->xscale);
+        if (!mm->xq || !mm->xscale) {
+            ork_free(mm->xq);
+            ork_free(mm->xscale);
+            mm->xq = NULL;
+            mm->xscale = NULL;
+            return ork_errorf(ORK_ENOMEM, "npu matmul: float-run scratch for %u x %u", mm->m,
+                              w->k);
+        }
+    }
+    if (w->dtype == ORK_NPU_F16) {
+        uint16_t *h = mm->xq;
+        for (size_t i = 0; i < (size_t)m * w->k; i++)
+            h[i] = ork_npu_f32_to_f16(x[i]);
+        return ork_npu_matmul_run_f16(mm, h, m, y);
+    }
+    int ret = ork_npu_quantize_rows_i8(x, m, w->k, mm->xq, mm->xscale);
+    if (ret < 0)
+        return ret;
+    /* int32 results land in Y's storage (same size), then become floats in place. */
+    ret = ork_npu_matmul_run_i8(mm, mm->xq, m, (int32_t *)(void *)y);
+    if (ret < 0)
+        return ret;
+    for (uint32_t i = 0; i < m; i++)
+        for (uint32_t j = 0; j < w->n; j++) {
+            int32_t acc;
+            float *p = y + (size_t)i * w->n + j;
+            memcpy(&acc, p, sizeof acc);
+            *p = mm->xscale[i] * w->scales[j] * (float)acc;
+        }
+    return 0;
 }
 
 void ork_npu_matmul_get_info(const struct ork_npu_matmul *mm, struct ork_npu_matmul_info *out)

@@ -60,6 +60,8 @@ struct ork_npu_matmul {
     struct ork_mm_tile *tiles;  /* [n_tasks], M-tile outermost so a run of fewer rows is a prefix */
     struct ork_ktask *tasks;    /* [n_tasks] */
     uint32_t group;             /* tasks per core per job; programs chain within a group only */
+    void *xq;                   /* run_f32 scratch: quantised/rounded X [m][k], lazily made */
+    float *xscale;              /* run_f32 scratch: per-row scales [m] (int8) */
     /* state of the run in flight */
     bool in_flight;
     uint32_t run_m;             /* rows of the current run */

@@ -264,6 +264,62 @@ static void test_errors(void)
     CHECK(bad == NULL);
 }
 
+/* Float convenience path: quantise rows, run, dequantise; compared with the same arithmetic on
+ * the host (exact integer products, then the two scales), and fp16 rounding of X. */
+static void test_run_f32(void)
+{
+    const uint32_t M = 3, K = 200, N = 40;
+    float x[3 * 200], wf[40 * 200], y[3 * 40], ref[3 * 40], ws[40], xs[3];
+    int8_t wq[40 * 200], xq[3 * 200];
+    for (uint32_t i = 0; i < M * K; i++)
+        x[i] = sinf(0.37f * (float)i) * 3.0f;
+    for (uint32_t i = 0; i < N * K; i++)
+        wf[i] = cosf(0.11f * (float)i) * (float)(1 + i % 7);
+    REQUIRE(ork_npu_quantize_weights_i8(wf, N, K, wq, ws) == 0);
+    struct ork_npu_weights *wt = NULL;
+    struct ork_npu_matmul *mm = NULL;
+    struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8, .k = K,
+                                       .n = N, .w = wq, .scales = ws, .max_m = M };
+    REQUIRE(ork_npu_weights_create(npu, &wd, &wt) == 0);
+    struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = M, .flags = NW };
+    REQUIRE(ork_npu_matmul_create(wt, &md, &mm) == 0);
+    CHECK(ork_npu_matmul_run_f32(mm, x, M, y) == 0);
+    REQUIRE(ork_npu_quantize_rows_i8(x, M, K, xq, xs) == 0);
+    for (uint32_t i = 0; i < M; i++)
+        for (uint32_t j = 0; j < N; j++) {
+            int32_t acc = 0;
+            for (uint32_t k = 0; k < K; k++)
+                acc += xq[i * K + k] * wq[j * K + k];
+            ref[i * N + j] = xs[i] * ws[j] * (float)acc;
+            CHECK_NEAR(y[i * N + j], ref[i * N + j], 0);
+        }
+    ork_npu_matmul_destroy(mm);
+    ork_npu_weights_destroy(wt);
+    /* fp16 weights: X rounded to fp16 */
+    uint16_t wh[40 * 200];
+    for (uint32_t i = 0; i < N * K; i++)
+        wh[i] = ork_npu_f32_to_f16(wf[i] / 8);
+    wd.dtype = ORK_NPU_F16;
+    wd.w = wh;
+    wd.scales = NULL;
+    REQUIRE(ork_npu_weights_create(npu, &wd, &wt) == 0);
+    REQUIRE(ork_npu_matmul_create(wt, &md, &mm) == 0);
+    CHECK(ork_npu_matmul_run_f32(mm, x, M, y) == 0);
+    for (uint32_t i = 0; i < M; i++)
+        for (uint32_t j = 0; j < N; j++) {
+            double acc = 0, mag = 0;
+            for (uint32_t k = 0; k < K; k++) {
+                double p = (double)ork_npu_f16_to_f32(ork_npu_f32_to_f16(x[i * K + k])) *
+                           ork_npu_f16_to_f32(wh[j * K + k]);
+                acc += p;
+                mag += fabs(p);
+            }
+            CHECK_NEAR(y[i * N + j], acc, 1e-4 * mag + 1e-6);
+        }
+    ork_npu_matmul_destroy(mm);
+    ork_npu_weights_destroy(wt);
+}
+
 /* Every allocation failure on the create paths returns an error (no crash, no leak under
  * ASan) and leaves the device usable. */
 static void test_oom(void)
@@ -324,6 +380,7 @@ int main(void)
     RUN(test_int8_cases);
     RUN(test_fp16_cases);
     RUN(test_errors);
+    RUN(test_run_f32);
     RUN(test_oom);
     RUN(test_no_hazards);
     ork_npu_close(npu);
