@@ -121,6 +121,10 @@ int ork_cli_gen_opt(const char *cmd, int argc, char **argv, int *i, struct ork_c
         o->stops[o->n_stops++] = v;
         return 1;
     }
+    if (is_opt(a, NULL, "--act-quant")) {
+        o->session.act_quant = true;
+        return 1;
+    }
     if (is_opt(a, NULL, "--no-bos")) {
         o->no_bos = true;
         return 1;
@@ -143,6 +147,8 @@ void ork_cli_gen_help(FILE *out, bool sampling)
             "  -c, --ctx-size N          KV cache length in tokens (default: min(model, 4096))\n"
             "  -b, --batch-size N        tokens per forward batch in prefill (default: 256)\n"
             "  --kv-type f32|f16         KV cache precision (default: f32, exact)\n"
+            "  --act-quant               round activations like llama.cpp before quantized\n"
+            "                            matmuls (Q8_0 for Q8_0/Q4_0, F16 for F16 weights)\n"
             "  -v, --verbose             model summary, cache reuse and timing details\n");
     if (!sampling)
         return;
@@ -184,8 +190,10 @@ int ork_cli_gen_setup(const char *cmd, const struct ork_cli_gen_opts *o, struct 
     if (smp && (ret = ork_sampler_create(&o->sampling, ork_model_config(*m)->n_vocab, smp)) < 0)
         goto err;
     if (o->verbose)
-        fprintf(stderr, "session: ctx %d, batch %d, kv %s\n", ork_session_ctx_size(*s),
-                ork_session_n_batch(*s), o->session.kv_type == ORK_KV_F16 ? "f16" : "f32");
+        fprintf(stderr, "session: ctx %d, batch %d, kv %s, activations %s\n",
+                ork_session_ctx_size(*s), ork_session_n_batch(*s),
+                o->session.kv_type == ORK_KV_F16 ? "f16" : "f32",
+                o->session.act_quant ? "quantized" : "f32");
     return 0;
 err:
     ork_cli_error(cmd, ret);

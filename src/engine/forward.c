@@ -1,6 +1,7 @@
 /* forward.c -- the transformer forward pass on the CPU, for a batch of M tokens at consecutive
  * positions (prefill: M up to n_batch; decode: M = 1). Every projection is one ork_matmul over
- * the M rows, so a weight matrix streams once per batch. Attention is causal over the KV cache
+ * the M rows (ork_matmul_act: f32 activations, or rounded like the reference engines with
+ * act_quant), so a weight matrix streams once per batch. Attention is causal over the KV cache
  * (kv.c) and split over the thread pool by (token, head).
  *
  * Per layer, as in the published models (llama; qwen2 adds q/k/v biases; qwen3 adds per-head
@@ -85,44 +86,20 @@ static void rmsnorm_rows(float *out, const float *x, const float *w, int32_t m, 
         ork_rmsnorm(out + (size_t)i * n, x + (size_t)i * n, w, n, eps);
 }
 
-/* RoPE with scaling, for models that need it (the unscaled case uses the ork_rope kernel).
- * Pair i rotates by theta_i = pos * freq_scale * base^(-2i/n_rot) / factors[i] (linear position
- * interpolation: freq_scale = 1/factor; Llama 3.1+ per-pair divisors: rope_freqs.weight). The
- * pairing is the kernel's: adjacent (2i, 2i+1), or NEOX halves (i, i + n_rot/2). */
-static void rope_scaled(float *x, int32_t n_rot, int32_t pos, float base, int neox,
-                        float freq_scale, const float *factors)
-{
-    int32_t half = n_rot / 2;
-    float step = powf(base, -2.0f / (float)n_rot);
-    float theta = (float)pos * freq_scale;
-    for (int32_t i = 0; i < half; i++, theta *= step) {
-        float t = factors ? theta / factors[i] : theta;
-        float c = cosf(t), sn = sinf(t);
-        int32_t i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
-        float a = x[i0], b = x[i1];
-        x[i0] = a * c - b * sn;
-        x[i1] = a * sn + b * c;
-    }
-}
-
 /* Per-head RMSNorm (qwen3) then RoPE, for the m rows of n_h heads at positions pos0 + i. */
 static void norm_rope_heads(float *x, int32_t m, int32_t n_h, const float *norm,
                             const struct ork_model *md, int32_t pos0)
 {
     const struct ork_model_config *c = &md->cfg;
     int neox = c->arch != ORK_ARCH_LLAMA;
-    bool scaled = c->rope_freq_scale != 1.0f || md->w.rope_freqs;
     int32_t hd = c->head_dim;
     for (int32_t i = 0; i < m; i++)
         for (int32_t h = 0; h < n_h; h++) {
             float *v = x + ((size_t)i * n_h + h) * hd;
             if (norm)
                 ork_rmsnorm(v, v, norm, hd, c->rms_eps);
-            if (scaled)
-                rope_scaled(v, c->n_rot, pos0 + i, c->rope_base, neox, c->rope_freq_scale,
-                            md->w.rope_freqs);
-            else
-                ork_rope(v, hd, c->n_rot, pos0 + i, c->rope_base, neox);
+            ork_rope_ext(v, hd, c->n_rot, pos0 + i, c->rope_base, neox, md->w.rope_freqs,
+                         c->rope_freq_scale);
         }
 }
 
@@ -135,7 +112,7 @@ static void norm_rope_heads(float *x, int32_t m, int32_t n_h, const float *norm,
 
 #define MATMUL(w, in, rows, out)                                                            \
     do {                                                                                    \
-        int r_ = ork_matmul(s->pool, &(w), (in), (rows), (out));                            \
+        int r_ = ork_matmul_act(s->pool, &(w), (in), (rows), (out), act);                   \
         if (r_ < 0)                                                                         \
             return r_;                                                                      \
     } while (0)
@@ -150,6 +127,7 @@ int ork__forward_batch(struct ork_session *s, const int32_t *tokens, int32_t n, 
     const struct ork_weights *w = &md->w;
     int32_t dim = c->dim, q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
     int32_t nth = ork_pool_threads(s->pool);
+    enum ork_act act = s->p.act_quant ? ORK_ACT_QUANT : ORK_ACT_F32;
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *scores;
 
     ork_arena_reset(s->arena);

@@ -159,7 +159,6 @@ int ork_generate_tokens(struct ork_session *s, struct ork_sampler *smp, const in
 
     struct ork_detok dt;
     ork_detok_init(&dt, tok, false);
-    dt.first = false;   /* a continuation keeps its leading space */
     enum ork_stop_reason stop = ORK_STOP_NONE;
     double t1 = now_ms();
     while (stop == ORK_STOP_NONE) {
