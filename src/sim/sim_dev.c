@@ -73,8 +73,11 @@ int ork__sim_create(const struct ork_sim_opts *opts, struct ork_sim **out)
         ork_free(sim);
         return ork_errorf(ORK_ENOMEM, "sim: out of memory for the register file");
     }
-    for (int i = 0; i < SIM_MAX_CORES; i++)
+    for (int i = 0; i < SIM_MAX_CORES; i++) {
         sim->core[i].last_prec = -1;
+        for (int b = 0; b < SIM_LOAD_BUCKETS; b++)
+            sim->core[i].load[b].index = -1;
+    }
     pthread_mutex_init(&sim->lock, NULL);
     sim->epoch_real_ns = ork__sim_real_ns();
     ork__sim_load_update(sim);
@@ -472,22 +475,36 @@ void ork__sim_counters(struct ork_sim *sim, struct ork_sim_counters *out)
 void ork__sim_busy_add(struct ork_sim *sim, int core, int64_t start, int64_t end)
 {
     struct sim_core *c = &sim->core[core];
-    c->iv[c->iv_next % SIM_LOAD_RING] = (struct sim_interval){ start, end };
-    c->iv_next++;
     c->busy_total += end - start;
+    /* only the last SIM_LOAD_BUCKETS buckets of the interval can ever be in a window */
+    int64_t b_end = (end - 1) / SIM_LOAD_BUCKET_NS;
+    int64_t b = start / SIM_LOAD_BUCKET_NS;
+    if (b < b_end - SIM_LOAD_BUCKETS + 1)
+        b = b_end - SIM_LOAD_BUCKETS + 1;
+    for (; b <= b_end && end > start; b++) {
+        int64_t s = b * SIM_LOAD_BUCKET_NS, e = s + SIM_LOAD_BUCKET_NS;
+        if (s < start)
+            s = start;
+        if (e > end)
+            e = end;
+        struct sim_bucket *k = &c->load[b % SIM_LOAD_BUCKETS];
+        if (k->index != b) {
+            k->index = b;
+            k->busy = 0;
+        }
+        k->busy += e - s;
+    }
 }
 
 static int sim_load_pct(struct ork_sim *sim, int core, int64_t now)
 {
     const struct sim_core *c = &sim->core[core];
-    int64_t win0 = now - (int64_t)ork__sim_timing.load_window_ns, busy = 0;
-    for (uint32_t i = 0; i < SIM_LOAD_RING && i < c->iv_next; i++) {
-        const struct sim_interval *iv = &c->iv[i];
-        int64_t s = iv->start > win0 ? iv->start : win0;
-        int64_t e = iv->end < now ? iv->end : now;
-        if (e > s)
-            busy += e - s;
-    }
+    int64_t last = now / SIM_LOAD_BUCKET_NS;
+    int64_t first = last - (int64_t)(ork__sim_timing.load_window_ns / SIM_LOAD_BUCKET_NS) + 1;
+    int64_t busy = 0;
+    for (int i = 0; i < SIM_LOAD_BUCKETS; i++)
+        if (c->load[i].index >= first && c->load[i].index <= last)
+            busy += c->load[i].busy;
     /* busy ns in the window / 10,000,000, clamped to 100 (§12.1) */
     int64_t pct = busy / 10000000;
     return pct > 100 ? 100 : (int)pct;

@@ -21,7 +21,10 @@
 #define SIM_DEFAULT_DOMAIN_LIMIT (3900ull << 20) /* the project's per-domain guard (§13) */
 #define SIM_MAX_CORES 3
 #define SIM_JOB_RING 256               /* finished jobs remembered for wait() */
-#define SIM_LOAD_RING 256              /* busy intervals remembered per core for `load` */
+/* Busy-time accounting for `load` (§12.1): per core, busy ns in 1 ms buckets; 1024 buckets
+ * cover the 1 s window whatever the job count. */
+#define SIM_LOAD_BUCKET_NS 1000000ll
+#define SIM_LOAD_BUCKETS 1024
 #define SIM_DEFAULT_FREQ_MHZ 1000u     /* vendor kernel NPU clock (§1.2) */
 #define SIM_OBJ_ADDR_BASE 0xffffff8000000000ull /* fake kernel cookies: base + handle * page */
 #define SIM_MMAP_OFF_SHIFT 32          /* fake mmap offsets: handle << 32 */
@@ -53,15 +56,15 @@ struct sim_job {
     char msg[320];
 };
 
-struct sim_interval {
-    int64_t start, end;
+struct sim_bucket {
+    int64_t index;                     /* absolute bucket number (time / bucket), -1 = empty */
+    int64_t busy;                      /* busy ns inside it */
 };
 
 struct sim_core {
     int64_t busy_until;                /* model time */
     bool hung;                         /* a hang fault left it wedged until ACT_RESET */
-    struct sim_interval iv[SIM_LOAD_RING];
-    uint32_t iv_next;
+    struct sim_bucket load[SIM_LOAD_BUCKETS];
     int64_t busy_total;
     uint64_t tasks;
     int last_prec;                     /* -1: none since reset (STALE_FIRST_SUBMIT, §14.4) */
