@@ -128,7 +128,8 @@ struct ork_kmd_ops {
     /* Find and open the device, reset it where the driver allows (§10.7 step 1). On failure
      * returns ORK_ENOENT with a message such as "no rocket device found". */
     int (*open)(const struct ork_kmd_opts *o, void **ctx);
-    /* Release everything; BOs still alive are destroyed. ctx may be NULL. */
+    /* Release the device. Destroy BOs first: ones still alive are freed with the fd (and the
+     * whole simulator), but their host mappings are not unmapped on a board. ctx may be NULL. */
     void (*close)(void *ctx);
 
     /* Allocate, map into the NPU IOMMU domain and mmap for the CPU. */
