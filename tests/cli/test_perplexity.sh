@@ -1,6 +1,7 @@
 #!/bin/bash
 # test_perplexity.sh ORK FIXTURES -- `ork perplexity` on ppl_text.txt with context 64 matches
-# llama.cpp's perplexity tool (fixtures README: 2.2833 +/- 0.1535 for the F32 model, 8 chunks).
+# llama.cpp's perplexity tool (fixtures README: 2.2833 +/- 0.1535 for the F32 model, 8 chunks;
+# 2.2843 for Q8_0).
 ORK="$1"; FIX="$2"
 MODEL="$FIX/models/stories260K.gguf"
 TEXT="$FIX/vectors/ppl_text.txt"
@@ -24,6 +25,17 @@ for b in 64 16; do
     check "error 0.1535 within 0.01 (batch $b)" 'near "$err" 0.1535 0.01'
     check "8 chunks (batch $b)" 'grep -q "^\[1\].*\[8\][0-9.]*,$" "$tmp/out" && ! grep -q "\[9\]" "$tmp/out"'
 done
+
+# Q8_0 weights (reference 2.2843), with f32 and with quantized activations; F16 KV cache
+Q8="$FIX/models/stories260K-Q8_0.gguf"
+if [ -f "$Q8" ]; then
+    for opt in "" "--act-quant" "--kv-type f16"; do
+        "$ORK" perplexity -m "$Q8" -f "$TEXT" -c 64 $opt >"$tmp/q8" 2>/dev/null
+        ppl=$(sed -n 's/^PPL = \([0-9.]*\) .*/\1/p' "$tmp/q8")
+        echo "     Q8_0 $opt: PPL = $ppl"
+        check "Q8_0 $opt PPL 2.2843 within 0.01" 'near "$ppl" 2.2843 0.01'
+    done
+fi
 
 "$ORK" perplexity -m "$MODEL" -f "$TEXT" -c 1024 >/dev/null 2>"$tmp/e1"; rc=$?
 check "too short a text exits 1 with a message" '[ $rc -eq 1 ] && grep -q "tokens" "$tmp/e1"'
