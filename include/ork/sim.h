@@ -6,7 +6,8 @@
  * `load` file and fault injection. It is reached through the same kernel vtable as real hardware
  * (the `sim` device), so callers only ever fill these options; see docs/sim.md.
  *
- * This header is options only: no simulator internals, no hardware registers. */
+ * This header holds options and the `load` text helpers only: no simulator internals, no
+ * hardware registers. */
 #ifndef ORK_SIM_H
 #define ORK_SIM_H
 
@@ -54,6 +55,14 @@ struct ork_sim_opts {
     bool strict;                /* reproduce hardware misbehaviour where the spec says "strict" */
     struct ork_sim_fault faults[ORK_SIM_MAX_FAULTS];
 };
+
+/* The vendor debugfs `load` line (spec §12.1), as the kernel's `/sys/kernel/debug/rknpu/load` and
+ * the simulator's load_path file print it: "NPU load:  Core0:   %, Core1: 37%, Core2: 100%,\n".
+ * Parse: per-core percentages into pct[0..max); digits may be absent (the "%2.d" quirk prints
+ * nothing for 0) or present ("Core0:  0%"). Returns the number of cores read, or ORK_EFORMAT.
+ * Format: writes the exact line for n cores into buf; returns its length or ORK_ENOSPC. */
+int ork_sim_load_parse(const char *text, int *pct, int max);
+int ork_sim_load_format(char *buf, int cap, const int *pct, int n);
 
 #ifdef __cplusplus
 }

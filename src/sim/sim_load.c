@@ -77,3 +77,13 @@ int ork__sim_load_parse(const char *text, int *pct, int max)
     }
     return n;
 }
+
+int ork_sim_load_parse(const char *text, int *pct, int max)
+{
+    return ork__sim_load_parse(text, pct, max);
+}
+
+int ork_sim_load_format(char *buf, int cap, const int *pct, int n)
+{
+    return ork__sim_load_format(buf, cap, pct, n);
+}

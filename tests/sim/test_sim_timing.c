@@ -37,6 +37,12 @@ static void test_load_parse(void)
     CHECK_EQ_INT(ork__sim_load_parse("NPU load: 42%\n", p, 3), 1);
     CHECK_EQ_INT(p[0], 42);
     CHECK(ork__sim_load_parse("CPU load: 1%", p, 3) < 0);
+    CHECK_EQ_INT(ork_sim_load_parse("NPU load:  Core0:  7%, Core1:   %,\n", p, 3), 2);   /* public */
+    CHECK(p[0] == 7 && p[1] == 0);
+    char buf[64];
+    int two[2] = { 0, 9 };
+    CHECK(ork_sim_load_format(buf, sizeof buf, two, 2) > 0);
+    CHECK_STR(buf, "NPU load:  Core0:   %, Core1:  9%,\n");
     CHECK(ork__sim_load_parse("NPU load:  Core0: x%,", p, 3) < 0);
 }
 
