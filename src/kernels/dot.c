@@ -350,7 +350,8 @@ static int32_t bsum_neon(uint32_t type, const uint8_t *wq, const int8_t *qx)
 
 /* Accumulate blocks [0, nb) of a Q8_0/Q4_0 row against Q8_0 x into *sum, in block order:
  * sum += (float)s_b * (d_w * d_x). */
-static void dot_q8_blocks(uint32_t type, const uint8_t *w, const uint8_t *xq, int64_t nb, float *sum)
+static void dot_q8_blocks(uint32_t type, const uint8_t *w, const uint8_t *xq, int64_t nb,
+                          float *sum)
 {
     const size_t wbytes = type == ORK_TYPE_Q8_0 ? Q8_BYTES : Q4_0_BYTES;
     int32_t (*bsum)(uint32_t, const uint8_t *, const int8_t *) = bsum_scalar;
@@ -393,7 +394,7 @@ static void round_act(uint32_t type, const float *x, float *out, int64_t n)
 
 float ork_vec_dot_act(uint32_t type, const void *row, const float *x, int64_t n, enum ork_act act)
 {
-    if (act == ORK_ACT_F32 || type == ORK_TYPE_F32 || type == ORK_TYPE_Q4_K ||
+    if (act != ORK_ACT_QUANT || type == ORK_TYPE_F32 || type == ORK_TYPE_Q4_K ||
         type == ORK_TYPE_Q6_K)
         return ork_vec_dot(type, row, x, n);
     if (ork_kernels_check(type, n) < 0)
@@ -405,7 +406,8 @@ float ork_vec_dot_act(uint32_t type, const void *row, const float *x, int64_t n,
         for (int64_t off = 0; off < n; off += DOT_CHUNK) {
             int64_t c = n - off < DOT_CHUNK ? n - off : DOT_CHUNK;
             ork_quantize_row_q8_0(x + off, xq, c);
-            dot_q8_blocks(type, p + ork_type_row_bytes(type, (uint64_t)off), xq, c / Q8_BLOCK, &sum);
+            const uint8_t *wc = p + ork_type_row_bytes(type, (uint64_t)off);
+            dot_q8_blocks(type, wc, xq, c / Q8_BLOCK, &sum);
         }
         return sum;
     }

@@ -45,7 +45,8 @@ static void mm_rows_pairs(const struct mm_job *j, int64_t r0, int64_t r1)
     const int64_t k = w->n_cols, n = w->n_rows;
     for (int64_t r = r0; r < r1; r++)
         for (int64_t i = 0; i < j->m; i++)
-            j->y[i * n + r] = ork_vec_dot_act(w->type, (const uint8_t *)w->data + (size_t)r * w->row_bytes,
+            j->y[i * n + r] = ork_vec_dot_act(w->type,
+                                              (const uint8_t *)w->data + (size_t)r * w->row_bytes,
                                               j->x + i * k, k, j->act);
 }
 

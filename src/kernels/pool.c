@@ -90,7 +90,8 @@ int ork_pool_create(int n_threads, struct ork_pool **out)
     if (n_threads > 1) {
         p->workers = ork_calloc((size_t)(n_threads - 1), sizeof(*p->workers));
         if (!p->workers) {
-            ret = ork_errorf(ORK_ENOMEM, "thread pool: out of memory for %d workers", n_threads - 1);
+            ret = ork_errorf(ORK_ENOMEM, "thread pool: out of memory for %d workers",
+                             n_threads - 1);
             goto err_free;
         }
     }

@@ -8,8 +8,8 @@
  *
  *   F32, F16, BF16   plain elements.
  *   Q8_0  (32 elements, 34 bytes)   f16 d | int8 q[32]             x[i] = q[i] * d
- *   Q4_0  (32 elements, 18 bytes)   f16 d | uint8 qs[16]           x[i]      = ((qs[i] & 15) - 8) * d
- *                                                                  x[i + 16] = ((qs[i] >> 4) - 8) * d
+ *   Q4_0  (32 elements, 18 bytes)   f16 d | uint8 qs[16]
+ *         x[i] = ((qs[i] & 15) - 8) * d,  x[i + 16] = ((qs[i] >> 4) - 8) * d   (i < 16)
  *   Q4_K  (256 elements, 144 bytes) f16 d | f16 dmin | uint8 scales[12] | uint8 qs[128]
  *         8 sub-blocks of 32, each with a 6-bit scale sc[j] and a 6-bit min mn[j] packed in
  *         scales[12]: for j < 4, sc = scales[j] & 63, mn = scales[j + 4] & 63; for j >= 4,
@@ -154,7 +154,8 @@ int ork_kernels_check(uint32_t type, int64_t n)
 {
     const struct ork_type_traits *t = ork_type_traits(type);
     if (!t || !t->supported)
-        return ork_errorf(ORK_EUNSUPPORTED, "tensor type %s (%u) is not supported by the CPU kernels",
+        return ork_errorf(ORK_EUNSUPPORTED,
+                          "tensor type %s (%u) is not supported by the CPU kernels",
                           ork_type_name(type), type);
     if (n < 0 || n % t->block)
         return ork_errorf(ORK_EINVAL, "row of %lld elements is not a multiple of the %s block (%u)",
