@@ -19,6 +19,12 @@
 #include <math.h>
 #include <string.h>
 
+/* Below this many multiply-adds an operation runs on the calling thread: waking the pool and
+ * waiting for it costs on the order of 10 us (more when the cores are shared), which is about
+ * 64K multiply-adds of the SIMD dot products. Measured on stories260K decode: dispatching its
+ * 4K..32K-MAC matmuls to 2 threads made decode 2-4x slower than one thread. */
+#define FWD_MIN_PARALLEL_MACS (1 << 16)
+
 /* Number of arena allocations per batch (for the alignment slack in the size estimate). */
 #define FWD_N_BUFFERS 12
 #define FWD_ALIGN 64    /* arena.c aligns every allocation to 64 bytes */
@@ -110,9 +116,16 @@ static void norm_rope_heads(float *x, int32_t m, int32_t n_h, const float *norm,
             return ork_errorf(ORK_ENOMEM, "forward: scratch arena exhausted (%s)", #ptr);   \
     } while (0)
 
+/* The pool for an operation of `macs` multiply-adds, or NULL (calling thread) when small. */
+static struct ork_pool *pool_for(const struct ork_session *s, double macs)
+{
+    return macs >= (double)FWD_MIN_PARALLEL_MACS ? s->pool : NULL;
+}
+
 #define MATMUL(w, in, rows, out)                                                            \
     do {                                                                                    \
-        int r_ = ork_matmul_act(s->pool, &(w), (in), (rows), (out), act);                   \
+        struct ork_pool *p_ = pool_for(s, (double)(w).n_rows * (double)(w).n_cols * (rows)); \
+        int r_ = ork_matmul_act(p_, &(w), (in), (rows), (out), act);                        \
         if (r_ < 0)                                                                         \
             return r_;                                                                      \
     } while (0)
@@ -153,6 +166,10 @@ int ork__forward_batch(struct ork_session *s, const int32_t *tokens, int32_t n, 
         .scores = scores, .ctx = s->kv.ctx, .scale = 1.0f / sqrtf((float)c->head_dim),
     };
 
+    /* attention: n rows x n_heads x (up to pos + n keys) x head_dim, twice (scores, sum) */
+    struct ork_pool *attn_pool =
+        pool_for(s, 2.0 * n * c->n_heads * ((double)pos + n) * c->head_dim);
+
     for (int32_t l = 0; l < c->n_layers; l++) {
         const struct ork_layer_weights *L = &w->layers[l];
 
@@ -171,7 +188,10 @@ int ork__forward_batch(struct ork_session *s, const int32_t *tokens, int32_t n, 
         for (int32_t i = 0; i < n; i++)
             ork__kv_store(&s->kv, l, pos + i, k + (size_t)i * kv_dim, v + (size_t)i * kv_dim);
         job.layer = l;
-        ork_pool_run(s->pool, attn_worker, &job);
+        if (attn_pool)
+            ork_pool_run(attn_pool, attn_worker, &job);
+        else
+            attn_worker(&job, 0, 1);
         MATMUL(L->wo, att, n, xb);
         for (size_t i = 0; i < (size_t)n * dim; i++)
             x[i] += xb[i];
