@@ -19,6 +19,9 @@
 #include <math.h>
 #include <string.h>
 
+/* Rows of one multi-session pass (stack arrays); larger requests run in several passes. */
+#define ORK_EVAL_MULTI_MAX 64
+
 /* Below this many multiply-adds an operation runs on the calling thread: waking the pool and
  * waiting for it costs on the order of 10 us (more when the cores are shared), which is about
  * 64K multiply-adds of the SIMD dot products. Measured on stories260K decode: dispatching its
@@ -45,14 +48,34 @@ size_t ork__forward_scratch_bytes(const struct ork_model_config *c, int32_t n_ba
 
 /* ---- attention over the pool ------------------------------------------------------------- */
 
+/* The rows of one forward batch: M tokens, each with the KV cache it attends to and writes,
+ * and its position. A prefill batch is M consecutive positions of one session; a multi-session
+ * decode batch is one token from each of M sessions. */
+struct fwd_rows {
+    int32_t n;
+    const int32_t *tokens;                  /* (n) */
+    struct ork_kv_cache *kv0;               /* every row's cache when kv == NULL */
+    struct ork_kv_cache *const *kv;         /* (n) per-row caches, or NULL */
+    int32_t pos0;                           /* row i is at pos0 + i when pos == NULL */
+    const int32_t *pos;                     /* (n) per-row positions, or NULL */
+};
+
+static inline struct ork_kv_cache *row_kv(const struct fwd_rows *r, int32_t i)
+{
+    return r->kv ? r->kv[i] : r->kv0;
+}
+
+static inline int32_t row_pos(const struct fwd_rows *r, int32_t i)
+{
+    return r->pos ? r->pos[i] : r->pos0 + i;
+}
+
 struct attn_job {
-    const struct ork_kv_cache *kv;
+    const struct fwd_rows *rows;
     int32_t layer;
-    int32_t n_tok;          /* rows in this batch */
-    int32_t pos0;           /* position of row 0 */
     int32_t n_heads, n_kv_heads, head_dim;
-    const float *q;         /* (n_tok, n_heads * head_dim) */
-    float *out;             /* (n_tok, n_heads * head_dim) */
+    const float *q;         /* (n, n_heads * head_dim) */
+    float *out;             /* (n, n_heads * head_dim) */
     float *scores;          /* (nth, ctx) */
     int32_t ctx;
     float scale;
@@ -64,15 +87,16 @@ static void attn_worker(void *ctx, int ith, int nth)
     int32_t q_dim = j->n_heads * j->head_dim;
     int32_t group = j->n_heads / j->n_kv_heads;
     float *sc = j->scores + (size_t)ith * (size_t)j->ctx;
-    int32_t n_items = j->n_tok * j->n_heads;
+    int32_t n_items = j->rows->n * j->n_heads;
     for (int32_t it = ith; it < n_items; it += nth) {
         int32_t i = it / j->n_heads, h = it % j->n_heads;
-        int32_t n_pos = j->pos0 + i + 1;                    /* causal: keys 0 .. pos */
+        const struct ork_kv_cache *kv = row_kv(j->rows, i);
+        int32_t n_pos = row_pos(j->rows, i) + 1;            /* causal: keys 0 .. pos */
         int32_t off = (h / group) * j->head_dim;            /* GQA: the shared kv head */
         const float *qh = j->q + (size_t)i * q_dim + (size_t)h * j->head_dim;
-        ork__kv_scores(j->kv, j->layer, off, j->head_dim, qh, j->scale, n_pos, sc);
+        ork__kv_scores(kv, j->layer, off, j->head_dim, qh, j->scale, n_pos, sc);
         ork_softmax(sc, n_pos);
-        ork__kv_weighted_sum(j->kv, j->layer, off, j->head_dim, sc, n_pos,
+        ork__kv_weighted_sum(kv, j->layer, off, j->head_dim, sc, n_pos,
                              j->out + (size_t)i * q_dim + (size_t)h * j->head_dim);
     }
 }
@@ -92,10 +116,11 @@ static void rmsnorm_rows(float *out, const float *x, const float *w, int32_t m, 
         ork_rmsnorm(out + (size_t)i * n, x + (size_t)i * n, w, n, eps);
 }
 
-/* Per-head RMSNorm (qwen3) then RoPE, for the m rows of n_h heads at positions pos0 + i. */
-static void norm_rope_heads(float *x, int32_t m, int32_t n_h, const float *norm,
-                            const struct ork_model *md, int32_t pos0)
+/* Per-head RMSNorm (qwen3) then RoPE, for the rows of n_h heads at their positions. */
+static void norm_rope_heads(float *x, int32_t n_h, const float *norm, const struct ork_model *md,
+                            const struct fwd_rows *r)
 {
+    int32_t m = r->n;
     const struct ork_model_config *c = &md->cfg;
     int neox = c->arch != ORK_ARCH_LLAMA;
     int32_t hd = c->head_dim;
@@ -104,7 +129,7 @@ static void norm_rope_heads(float *x, int32_t m, int32_t n_h, const float *norm,
             float *v = x + ((size_t)i * n_h + h) * hd;
             if (norm)
                 ork_rmsnorm(v, v, norm, hd, c->rms_eps);
-            ork_rope_ext(v, hd, c->n_rot, pos0 + i, c->rope_base, neox, md->w.rope_freqs,
+            ork_rope_ext(v, hd, c->n_rot, row_pos(r, i), c->rope_base, neox, md->w.rope_freqs,
                          c->rope_freq_scale);
         }
 }
@@ -132,9 +157,11 @@ static struct ork_pool *pool_for(const struct ork_session *s, double macs)
 
 /* ---- one batch --------------------------------------------------------------------------- */
 
-int ork__forward_batch(struct ork_session *s, const int32_t *tokens, int32_t n, int32_t pos,
-                       float *logits, bool all)
+/* One batch of rows through the model, with the pool, arena and options of session s. */
+static int forward_rows(struct ork_session *s, const struct fwd_rows *r, float *logits, bool all)
 {
+    int32_t n = r->n;
+    const int32_t *tokens = r->tokens;
     const struct ork_model *md = s->m;
     const struct ork_model_config *c = &md->cfg;
     const struct ork_weights *w = &md->w;
@@ -161,14 +188,16 @@ int ork__forward_batch(struct ork_session *s, const int32_t *tokens, int32_t n, 
     }
 
     struct attn_job job = {
-        .kv = &s->kv, .n_tok = n, .pos0 = pos, .n_heads = c->n_heads,
-        .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim, .q = q, .out = att,
-        .scores = scores, .ctx = s->kv.ctx, .scale = 1.0f / sqrtf((float)c->head_dim),
+        .rows = r, .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads,
+        .head_dim = c->head_dim, .q = q, .out = att, .scores = scores, .ctx = s->kv.ctx,
+        .scale = 1.0f / sqrtf((float)c->head_dim),
     };
 
-    /* attention: n rows x n_heads x (up to pos + n keys) x head_dim, twice (scores, sum) */
-    struct ork_pool *attn_pool =
-        pool_for(s, 2.0 * n * c->n_heads * ((double)pos + n) * c->head_dim);
+    /* attention: rows x n_heads x (pos + 1 keys) x head_dim, twice (scores, weighted sum) */
+    double keys = 0;
+    for (int32_t i = 0; i < n; i++)
+        keys += (double)row_pos(r, i) + 1;
+    struct ork_pool *attn_pool = pool_for(s, 2.0 * keys * c->n_heads * c->head_dim);
 
     for (int32_t l = 0; l < c->n_layers; l++) {
         const struct ork_layer_weights *L = &w->layers[l];
@@ -183,10 +212,11 @@ int ork__forward_batch(struct ork_session *s, const int32_t *tokens, int32_t n, 
             add_rows(k, L->bk, n, kv_dim);
             add_rows(v, L->bv, n, kv_dim);
         }
-        norm_rope_heads(q, n, c->n_heads, L->q_norm, md, pos);
-        norm_rope_heads(k, n, c->n_kv_heads, L->k_norm, md, pos);
+        norm_rope_heads(q, c->n_heads, L->q_norm, md, r);
+        norm_rope_heads(k, c->n_kv_heads, L->k_norm, md, r);
         for (int32_t i = 0; i < n; i++)
-            ork__kv_store(&s->kv, l, pos + i, k + (size_t)i * kv_dim, v + (size_t)i * kv_dim);
+            ork__kv_store(row_kv(r, i), l, row_pos(r, i), k + (size_t)i * kv_dim,
+                          v + (size_t)i * kv_dim);
         job.layer = l;
         if (attn_pool)
             ork_pool_run(attn_pool, attn_worker, &job);
@@ -216,6 +246,13 @@ int ork__forward_batch(struct ork_session *s, const int32_t *tokens, int32_t n, 
         MATMUL(w->output, xb, 1, logits);
     }
     return 0;
+}
+
+int ork__forward_batch(struct ork_session *s, const int32_t *tokens, int32_t n, int32_t pos,
+                       float *logits, bool all)
+{
+    struct fwd_rows r = { .n = n, .tokens = tokens, .kv0 = &s->kv, .pos0 = pos };
+    return forward_rows(s, &r, logits, all);
 }
 
 /* ---- public ------------------------------------------------------------------------------ */
@@ -252,6 +289,54 @@ int ork_model_eval(struct ork_session *s, const int32_t *tokens, int32_t n, int3
             return ret;
         memcpy(s->tokens + pos + done, tokens + done, (size_t)m * sizeof(int32_t));
         s->n_past = pos + done + m;
+    }
+    return 0;
+}
+
+int ork__forward_multi(struct ork_session *const *sessions, const int32_t *tokens, int32_t n,
+                       float *logits)
+{
+    if (!sessions || !tokens || !logits || n < 1)
+        return ork_errorf(ORK_EINVAL, "ork_model_eval_multi: sessions, tokens and logits are "
+                          "required (n = %d)", n);
+    struct ork_session *s0 = sessions[0];
+    const struct ork_model *md = s0->m;
+    const struct ork_model_config *c = &md->cfg;
+    for (int32_t i = 0; i < n; i++) {
+        const struct ork_session *si = sessions[i];
+        if (si->m != md)
+            return ork_errorf(ORK_EINVAL, "ork_model_eval_multi: session %d uses another model", i);
+        if (si->kv.ctx > s0->kv.ctx)
+            return ork_errorf(ORK_EINVAL, "ork_model_eval_multi: session %d has ctx_size %d > "
+                              "session 0's %d", i, si->kv.ctx, s0->kv.ctx);
+        for (int32_t k = 0; k < i; k++)
+            if (sessions[k] == si)
+                return ork_errorf(ORK_EINVAL, "ork_model_eval_multi: session %d appears twice", i);
+        if (si->n_past + 1 > si->kv.ctx)
+            return ork_errorf(ORK_ECONTEXT, "context full: %d tokens > ctx_size %d (session %d)",
+                              si->n_past + 1, si->kv.ctx, i);
+        if (tokens[i] < 0 || tokens[i] >= c->n_vocab)
+            return ork_errorf(ORK_EINVAL, "token id %d for session %d is outside the vocabulary "
+                              "(%d tokens)", tokens[i], i, c->n_vocab);
+    }
+    /* Rows per pass: the scratch of session 0 holds n_batch rows. */
+    struct ork_kv_cache *kvs[ORK_EVAL_MULTI_MAX];
+    int32_t pos[ORK_EVAL_MULTI_MAX];
+    int32_t step = s0->p.n_batch < ORK_EVAL_MULTI_MAX ? s0->p.n_batch : ORK_EVAL_MULTI_MAX;
+    for (int32_t done = 0; done < n; done += step) {
+        int32_t m = n - done < step ? n - done : step;
+        for (int32_t i = 0; i < m; i++) {
+            kvs[i] = &sessions[done + i]->kv;
+            pos[i] = sessions[done + i]->n_past;
+        }
+        struct fwd_rows r = { .n = m, .tokens = tokens + done, .kv = kvs, .pos = pos };
+        int ret = forward_rows(s0, &r, logits + (size_t)done * (size_t)c->n_vocab, true);
+        if (ret < 0)
+            return ret;
+        for (int32_t i = 0; i < m; i++) {
+            struct ork_session *si = sessions[done + i];
+            si->tokens[si->n_past++] = tokens[done + i];
+        }
     }
     return 0;
 }

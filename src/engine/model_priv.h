@@ -90,4 +90,11 @@ size_t ork__forward_scratch_bytes(const struct ork_model_config *c, int32_t n_ba
 int ork__forward_batch(struct ork_session *s, const int32_t *tokens, int32_t n, int32_t pos,
                        float *logits, bool all);
 
+/* ork_model_eval_multi (engine.h) through the same layer code as ork_model_eval: one token for
+ * each of n distinct sessions of one model, each row at its session's n_past, attending to its
+ * own cache; logits (n, n_vocab). Handles RoPE scaling and act_quant like every other batch,
+ * and any n (passes of up to n_batch rows). Same errors as ork_model_eval_multi. */
+int ork__forward_multi(struct ork_session *const *sessions, const int32_t *tokens, int32_t n,
+                       float *logits);
+
 #endif

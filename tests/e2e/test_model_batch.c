@@ -2,11 +2,13 @@
  * batched prefill equals token-by-token decode, all-logits rows equal last-logits results, an F16
  * KV cache still gives the F32 greedy ids, truncating the cache and re-evaluating reproduces the
  * same logits, and overflowing the context fails with ORK_ECONTEXT (and leaves the session
- * usable). */
+ * usable), and decoding several sessions in one batch equals decoding them one by one. */
 #include "ork_test.h"
 
 #include <ork/error.h>
 #include <ork-engine/engine.h>
+
+#include "engine/model_priv.h"   /* ork__forward_multi: the shared-layer-code implementation */
 
 #define MAX_VOCAB 512
 #define N_SEQ 53                /* prompt (5) + 48 greedy ids of the reference story */
@@ -144,6 +146,70 @@ static void test_context_overflow(void)
     ork_session_free(s);
 }
 
+/* Three sessions at different points of the story decode one token each in one pass: the
+ * logits equal what each session computes alone, and each cache grows by one. */
+typedef int (*multi_fn)(struct ork_session *const *, const int32_t *, int32_t, float *);
+
+static void check_eval_multi(multi_fn eval_multi)
+{
+    int nv = ork_model_config(g_model)->n_vocab;
+    enum { NS = 3 };
+    static const int start[NS] = { 5, 17, 40 };
+    struct ork_session *ss[NS], *solo[NS];
+    for (int i = 0; i < NS; i++) {
+        ss[i] = new_session(64, 16, ORK_KV_F32, 2);
+        solo[i] = new_session(64, 16, ORK_KV_F32, 1);
+        REQUIRE(ss[i] && solo[i]);
+        REQUIRE(ork_model_eval(ss[i], seq, start[i], 0, NULL, 0) == 0);
+        REQUIRE(ork_model_eval(solo[i], seq, start[i], 0, NULL, 0) == 0);
+    }
+    int32_t toks[NS];
+    for (int i = 0; i < NS; i++)
+        toks[i] = seq[start[i]];
+    static float multi[NS][MAX_VOCAB];
+    REQUIRE(eval_multi(ss, toks, NS, &multi[0][0]) == 0);
+    for (int i = 0; i < NS; i++) {
+        float one[MAX_VOCAB];
+        REQUIRE(ork_model_eval(solo[i], &toks[i], 1, start[i], one, 0) == 0);
+        double d = 0;
+        for (int k = 0; k < nv; k++) {
+            double x = fabs((double)multi[i][k] - (double)one[k]);
+            d = x > d ? x : d;
+            /* and both equal the token-by-token reference */
+            CHECK_NEAR(one[k], g_ref[start[i]][k], BATCH_TOL);
+        }
+        CHECK(d <= BATCH_TOL);
+        CHECK_EQ_INT(ork_session_n_past(ss[i]), start[i] + 1);
+        CHECK_EQ_INT(ork_session_tokens(ss[i])[start[i]], toks[i]);
+    }
+    /* a second step continues each session correctly */
+    for (int i = 0; i < NS; i++)
+        toks[i] = seq[start[i] + 1];
+    REQUIRE(eval_multi(ss, toks, NS, &multi[0][0]) == 0);
+    for (int i = 0; i < NS; i++)
+        for (int k = 0; k < nv; k++)
+            CHECK_NEAR(multi[i][k], g_ref[start[i] + 1][k], BATCH_TOL);
+
+    /* refusals: a session twice, a full session (nothing evaluated) */
+    struct ork_session *twice[2] = { ss[0], ss[0] };
+    CHECK_EQ_INT(eval_multi(twice, toks, 2, &multi[0][0]), ORK_EINVAL);
+    struct ork_session *small = new_session(8, 8, ORK_KV_F32, 1);
+    REQUIRE(small != NULL);
+    REQUIRE(ork_model_eval(small, seq, 8, 0, NULL, 0) == 0);
+    struct ork_session *mixed[2] = { ss[1], small };
+    int32_t before = ork_session_n_past(ss[1]);
+    CHECK_EQ_INT(eval_multi(mixed, toks, 2, &multi[0][0]), ORK_ECONTEXT);
+    CHECK_EQ_INT(ork_session_n_past(ss[1]), before);
+    ork_session_free(small);
+    for (int i = 0; i < NS; i++) {
+        ork_session_free(ss[i]);
+        ork_session_free(solo[i]);
+    }
+}
+
+static void test_eval_multi(void) { check_eval_multi(ork_model_eval_multi); }
+static void test_forward_multi(void) { check_eval_multi(ork__forward_multi); }
+
 static void test_default_params(void)
 {
     struct ork_session *s = NULL;
@@ -174,6 +240,8 @@ int main(void)
     RUN(test_truncate_and_reevaluate);
     RUN(test_kv_f16_greedy);
     RUN(test_context_overflow);
+    RUN(test_eval_multi);
+    RUN(test_forward_multi);
     RUN(test_default_params);
     ork_model_free(g_model);
     return ork_test_done();
