@@ -203,6 +203,224 @@ float ork_vec_dot_f32(const float *a, const float *b, int64_t n)
     return acc_end(&acc, kp);
 }
 
+/* ---- SIMD dequantization of quantized blocks ----
+ * Same formulas and the same f32 operation order as quant_ref.c (a multiply, then a subtract
+ * where there is one; never fused), so every element gets the reference's bits. */
+
+#define QK_BLOCK 32
+#define Q4_K_SCALES 4           /* byte offsets inside a Q4_K block (quant_ref.c) */
+#define Q4_K_QS 16
+#define Q6_K_QH 128             /* byte offsets inside a Q6_K block (quant_ref.c) */
+#define Q6_K_SC 192
+#define Q6_K_D 208
+
+static inline float f16_at(const uint8_t *p)
+{
+    return ork_fp16_to_f32((uint16_t)(p[0] | (p[1] << 8)));
+}
+
+/* 6-bit scale and min of sub-block j of a Q4_K block (layout in quant_ref.c). */
+static void q4k_scale_min(const uint8_t *s, int j, float *sc, float *mn)
+{
+    if (j < 4) {
+        *sc = (float)(s[j] & 63);
+        *mn = (float)(s[j + 4] & 63);
+    } else {
+        *sc = (float)((s[j + 4] & 15) | ((s[j - 4] >> 6) << 4));
+        *mn = (float)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+    }
+}
+
+#ifdef ORK_HAVE_X86_DISPATCH
+/* 8 int32 -> f32, times d, stored. */
+__attribute__((target("avx2")))
+static inline void st8_mul(float *y, __m256i q, __m256 d)
+{
+    _mm256_storeu_ps(y, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
+}
+
+__attribute__((target("avx2")))
+static void deq_q8_0_avx2(const uint8_t *b, float *y)
+{
+    __m256 d = _mm256_set1_ps(f16_at(b));
+    for (int i = 0; i < QK_BLOCK; i += 8)
+        st8_mul(y + i, _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2 + i))), d);
+}
+
+__attribute__((target("avx2")))
+static void deq_q4_0_avx2(const uint8_t *b, float *y)
+{
+    __m256 d = _mm256_set1_ps(f16_at(b));
+    __m128i raw = _mm_loadu_si128((const __m128i *)(b + 2));
+    __m128i lo = _mm_sub_epi8(_mm_and_si128(raw, _mm_set1_epi8(15)), _mm_set1_epi8(8));
+    __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(15)),
+                              _mm_set1_epi8(8));
+    st8_mul(y + 0, _mm256_cvtepi8_epi32(lo), d);
+    st8_mul(y + 8, _mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)), d);
+    st8_mul(y + 16, _mm256_cvtepi8_epi32(hi), d);
+    st8_mul(y + 24, _mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)), d);
+}
+
+__attribute__((target("avx2")))
+static void deq_q4_k_avx2(const uint8_t *b, float *y)
+{
+    float d = f16_at(b), dmin = f16_at(b + 2);
+    const uint8_t *qs = b + Q4_K_QS;
+    for (int p = 0; p < 4; p++) {
+        float sc0, mn0, sc1, mn1;
+        q4k_scale_min(b + Q4_K_SCALES, 2 * p, &sc0, &mn0);
+        q4k_scale_min(b + Q4_K_SCALES, 2 * p + 1, &sc1, &mn1);
+        __m256 d0 = _mm256_set1_ps(d * sc0), m0 = _mm256_set1_ps(dmin * mn0);
+        __m256 d1 = _mm256_set1_ps(d * sc1), m1 = _mm256_set1_ps(dmin * mn1);
+        for (int l = 0; l < 32; l += 8) {
+            __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qs + 32 * p + l)));
+            __m256 lo = _mm256_cvtepi32_ps(_mm256_and_si256(q, _mm256_set1_epi32(15)));
+            __m256 hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(q, 4));
+            _mm256_storeu_ps(y + 64 * p + l, _mm256_sub_ps(_mm256_mul_ps(d0, lo), m0));
+            _mm256_storeu_ps(y + 64 * p + 32 + l, _mm256_sub_ps(_mm256_mul_ps(d1, hi), m1));
+        }
+    }
+}
+
+__attribute__((target("avx2")))
+static void deq_q6_k_avx2(const uint8_t *b, float *y)
+{
+    float d = f16_at(b + Q6_K_D);
+    const __m256i three = _mm256_set1_epi32(3), fifteen = _mm256_set1_epi32(15);
+    const __m256i off = _mm256_set1_epi32(32);
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *ql = b + 64 * h, *qh = b + Q6_K_QH + 32 * h;
+        const int8_t *sc = (const int8_t *)(b + Q6_K_SC) + 8 * h;
+        for (int l = 0; l < 32; l += 8) {
+            int is = l / 16;
+            __m256i a = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(ql + l)));
+            __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(ql + l + 32)));
+            __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qh + l)));
+            __m256i q0 = _mm256_or_si256(_mm256_and_si256(a, fifteen),
+                                         _mm256_slli_epi32(_mm256_and_si256(e, three), 4));
+            __m256i e2 = _mm256_and_si256(_mm256_srli_epi32(e, 2), three);
+            __m256i e4 = _mm256_and_si256(_mm256_srli_epi32(e, 4), three);
+            __m256i q1 = _mm256_or_si256(_mm256_and_si256(c, fifteen), _mm256_slli_epi32(e2, 4));
+            __m256i q2 = _mm256_or_si256(_mm256_srli_epi32(a, 4), _mm256_slli_epi32(e4, 4));
+            __m256i q3 = _mm256_or_si256(_mm256_srli_epi32(c, 4),
+                                         _mm256_slli_epi32(_mm256_srli_epi32(e, 6), 4));
+            float *o = y + 128 * h + l;
+            st8_mul(o + 0, _mm256_sub_epi32(q0, off), _mm256_set1_ps(d * (float)sc[is + 0]));
+            st8_mul(o + 32, _mm256_sub_epi32(q1, off), _mm256_set1_ps(d * (float)sc[is + 2]));
+            st8_mul(o + 64, _mm256_sub_epi32(q2, off), _mm256_set1_ps(d * (float)sc[is + 4]));
+            st8_mul(o + 96, _mm256_sub_epi32(q3, off), _mm256_set1_ps(d * (float)sc[is + 6]));
+        }
+    }
+}
+#endif
+
+#ifdef ORK_HAVE_NEON
+/* 8 uint8/int8-derived int16 -> two f32x4, times d, stored. */
+static inline void st8_mul_neon(float *y, int16x8_t q, float32x4_t d)
+{
+    vst1q_f32(y, vmulq_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(q))), d));
+    vst1q_f32(y + 4, vmulq_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(q))), d));
+}
+
+static void deq_q8_0_neon(const uint8_t *b, float *y)
+{
+    float32x4_t d = vdupq_n_f32(f16_at(b));
+    for (int i = 0; i < QK_BLOCK; i += 8)
+        st8_mul_neon(y + i, vmovl_s8(vld1_s8((const int8_t *)(b + 2 + i))), d);
+}
+
+static void deq_q4_0_neon(const uint8_t *b, float *y)
+{
+    float32x4_t d = vdupq_n_f32(f16_at(b));
+    uint8x16_t raw = vld1q_u8(b + 2);
+    int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(15))), vdupq_n_s8(8));
+    int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), vdupq_n_s8(8));
+    st8_mul_neon(y + 0, vmovl_s8(vget_low_s8(lo)), d);
+    st8_mul_neon(y + 8, vmovl_s8(vget_high_s8(lo)), d);
+    st8_mul_neon(y + 16, vmovl_s8(vget_low_s8(hi)), d);
+    st8_mul_neon(y + 24, vmovl_s8(vget_high_s8(hi)), d);
+}
+
+static void deq_q4_k_neon(const uint8_t *b, float *y)
+{
+    float d = f16_at(b), dmin = f16_at(b + 2);
+    const uint8_t *qs = b + Q4_K_QS;
+    for (int p = 0; p < 4; p++) {
+        float sc0, mn0, sc1, mn1;
+        q4k_scale_min(b + Q4_K_SCALES, 2 * p, &sc0, &mn0);
+        q4k_scale_min(b + Q4_K_SCALES, 2 * p + 1, &sc1, &mn1);
+        float32x4_t d0 = vdupq_n_f32(d * sc0), m0 = vdupq_n_f32(dmin * mn0);
+        float32x4_t d1 = vdupq_n_f32(d * sc1), m1 = vdupq_n_f32(dmin * mn1);
+        for (int l = 0; l < 32; l += 8) {
+            uint8x8_t q = vld1_u8(qs + 32 * p + l);
+            uint16x8_t lo = vmovl_u8(vand_u8(q, vdup_n_u8(15)));
+            uint16x8_t hi = vmovl_u8(vshr_n_u8(q, 4));
+            float *o0 = y + 64 * p + l, *o1 = y + 64 * p + 32 + l;
+            float32x4_t l0 = vcvtq_f32_u32(vmovl_u16(vget_low_u16(lo)));
+            float32x4_t l1 = vcvtq_f32_u32(vmovl_u16(vget_high_u16(lo)));
+            float32x4_t h0 = vcvtq_f32_u32(vmovl_u16(vget_low_u16(hi)));
+            float32x4_t h1 = vcvtq_f32_u32(vmovl_u16(vget_high_u16(hi)));
+            vst1q_f32(o0, vsubq_f32(vmulq_f32(d0, l0), m0));
+            vst1q_f32(o0 + 4, vsubq_f32(vmulq_f32(d0, l1), m0));
+            vst1q_f32(o1, vsubq_f32(vmulq_f32(d1, h0), m1));
+            vst1q_f32(o1 + 4, vsubq_f32(vmulq_f32(d1, h1), m1));
+        }
+    }
+}
+
+static void deq_q6_k_neon(const uint8_t *b, float *y)
+{
+    float d = f16_at(b + Q6_K_D);
+    const uint8x8_t three = vdup_n_u8(3), fifteen = vdup_n_u8(15);
+    const int16x8_t off = vdupq_n_s16(32);
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *ql = b + 64 * h, *qh = b + Q6_K_QH + 32 * h;
+        const int8_t *sc = (const int8_t *)(b + Q6_K_SC) + 8 * h;
+        for (int l = 0; l < 32; l += 8) {
+            int is = l / 16;
+            uint8x8_t a = vld1_u8(ql + l), c = vld1_u8(ql + l + 32), e = vld1_u8(qh + l);
+            uint8x8_t q0 = vorr_u8(vand_u8(a, fifteen), vshl_n_u8(vand_u8(e, three), 4));
+            uint8x8_t e2 = vand_u8(vshr_n_u8(e, 2), three), e4 = vand_u8(vshr_n_u8(e, 4), three);
+            uint8x8_t q1 = vorr_u8(vand_u8(c, fifteen), vshl_n_u8(e2, 4));
+            uint8x8_t q2 = vorr_u8(vshr_n_u8(a, 4), vshl_n_u8(e4, 4));
+            uint8x8_t q3 = vorr_u8(vshr_n_u8(c, 4), vshl_n_u8(vshr_n_u8(e, 6), 4));
+            float *o = y + 128 * h + l;
+            st8_mul_neon(o + 0, vsubq_s16(vreinterpretq_s16_u16(vmovl_u8(q0)), off),
+                         vdupq_n_f32(d * (float)sc[is + 0]));
+            st8_mul_neon(o + 32, vsubq_s16(vreinterpretq_s16_u16(vmovl_u8(q1)), off),
+                         vdupq_n_f32(d * (float)sc[is + 2]));
+            st8_mul_neon(o + 64, vsubq_s16(vreinterpretq_s16_u16(vmovl_u8(q2)), off),
+                         vdupq_n_f32(d * (float)sc[is + 4]));
+            st8_mul_neon(o + 96, vsubq_s16(vreinterpretq_s16_u16(vmovl_u8(q3)), off),
+                         vdupq_n_f32(d * (float)sc[is + 6]));
+        }
+    }
+}
+#endif
+
+/* SIMD block dequantizer for a type, or NULL (scalar reference then). */
+typedef void (*deq_block_simd_fn)(const uint8_t *b, float *y);
+
+static deq_block_simd_fn deq_simd_fn(uint32_t type)
+{
+    if (path() != KPATH_SIMD)
+        return NULL;
+    switch (type) {
+#if defined(ORK_HAVE_X86_DISPATCH)
+    case ORK_TYPE_Q8_0: return deq_q8_0_avx2;
+    case ORK_TYPE_Q4_0: return deq_q4_0_avx2;
+    case ORK_TYPE_Q4_K: return deq_q4_k_avx2;
+    case ORK_TYPE_Q6_K: return deq_q6_k_avx2;
+#elif defined(ORK_HAVE_NEON)
+    case ORK_TYPE_Q8_0: return deq_q8_0_neon;
+    case ORK_TYPE_Q4_0: return deq_q4_0_neon;
+    case ORK_TYPE_Q4_K: return deq_q4_k_neon;
+    case ORK_TYPE_Q6_K: return deq_q6_k_neon;
+#endif
+    default: return NULL;
+    }
+}
+
 int ork_dequant_row(uint32_t type, const void *src, float *dst, int64_t n)
 {
     if (type == ORK_TYPE_F16 && n >= 0) {
@@ -218,6 +436,14 @@ int ork_dequant_row(uint32_t type, const void *src, float *dst, int64_t n)
         }
 #endif
         deq_f16_scalar(src, dst, n);
+        return 0;
+    }
+    deq_block_simd_fn fn = deq_simd_fn(type);
+    if (fn && ork_kernels_check(type, n) == 0) {
+        const struct ork_type_traits *t = ork_type_traits(type);
+        const uint8_t *p = src;
+        for (int64_t i = 0; i < n / t->block; i++)
+            fn(p + (size_t)i * t->block_bytes, dst + i * t->block);
         return 0;
     }
     return ork_dequant_row_ref(type, src, dst, n);
