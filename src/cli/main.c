@@ -21,6 +21,8 @@ static const struct ork_cmd cmds[] = {
     { "info",       ork_cmd_info,       "summarise a GGUF file's metadata and tensors" },
     { "regdump",    ork_cmd_regdump,    "print an NPU regcmd program buffer symbolically" },
     { "selftest",   ork_cmd_selftest,   "validate NPU matmul against the CPU reference" },
+    { "gguf",       ork_cmd_gguf,       "write GGUF files (gguf synth: synthetic models)" },
+    { "bench",      ork_cmd_bench,      "prefill/decode speed (llama-bench style), memory bandwidth" },
 };
 
 static void usage(FILE *out)

@@ -1,0 +1,601 @@
+/* cmd_bench.c -- `ork bench`: prefill and decode speed in the style of llama-bench, and the
+ * memory bandwidth that bounds decode (roofline).
+ *
+ * Tests: ppP = one batch of P random token ids from an empty cache (prefill); tgN = N tokens
+ * decoded one at a time from an empty cache. Each test runs once to warm up, then R timed
+ * repetitions; the table shows the mean tokens/s and its sample standard deviation. Every
+ * combination of the -p / -n / -t values runs (lists: comma-separated and/or repeated flags).
+ * --membw measures STREAM-like bandwidth (engine/membw.c); with -m, each tg result is also set
+ * against its roofline: bandwidth / bytes of weights read per decoded token.
+ * Not here: the kernels being measured (src/kernels/), model loading (engine). */
+#include "cli.h"
+
+#include <ork-engine/engine.h>
+#include <ork-engine/membw.h>
+#include <ork-kernels/kernels.h>
+#include <ork-kernels/types.h>
+#include <ork/alloc.h>
+#include <ork/error.h>
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CMD "bench"
+#define MAX_LIST 32             /* values per -p / -n / -t list, and models */
+#define MAX_TOKENS 65536        /* largest -p / -n */
+#define MAX_THREADS 1024
+#define MAX_REPS 1000
+#define DEFAULT_P 512
+#define DEFAULT_N 128
+#define DEFAULT_REPS 5
+#define TOKEN_SEED 0x6f726b62656e6368ull    /* fixed seed of the random token ids */
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define MIB (1024.0 * 1024.0)
+
+enum fmt { FMT_MD, FMT_JSON, FMT_CSV };
+
+struct list {
+    long long v[MAX_LIST];
+    int n;
+};
+
+struct opts {
+    const char *models[MAX_LIST];
+    int n_models;
+    struct list p, n, t;
+    int reps;
+    enum fmt fmt;
+    bool membw;
+    size_t membw_bytes;
+};
+
+struct model_desc {
+    char name[96];
+    uint64_t size_bytes;        /* all tensor data */
+    uint64_t n_params;
+    uint64_t bytes_per_token;   /* weights streamed per decoded token */
+};
+
+struct result {
+    int model;                  /* index into the model list */
+    int threads;
+    bool pp;
+    int n_tokens;
+    int reps;
+    double avg_ts, sd_ts;
+    double *samples;            /* reps t/s values */
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: ork bench -m MODEL.gguf [-p 512] [-n 128] [-t T] [-r 5] [-o md|json|csv]\n"
+            "       ork bench --membw [-t T]\n"
+            "\n"
+            "Prefill (ppP: one batch of P random tokens) and decode (tgN: N tokens one at a time)\n"
+            "speed, tokens/s as mean +- standard deviation over the repetitions (after one\n"
+            "warm-up run). -p, -n, -t take comma lists and may repeat; every combination runs.\n"
+            "\n"
+            "options:\n"
+            "  -m, --model FILE     model (may repeat)\n"
+            "  -p, --n-prompt LIST  prompt lengths (default %d; 0 skips prefill)\n"
+            "  -n, --n-gen LIST     generated tokens (default %d; 0 skips decode)\n"
+            "  -t, --threads LIST   threads (default: online CPUs)\n"
+            "  -r, --repetitions R  timed runs per test (default %d)\n"
+            "  -o, --output FMT     md (default), json or csv\n"
+            "  --membw              measure memory bandwidth per thread count; with -m also print\n"
+            "                       the decode roofline (bytes per token / bandwidth) and the share\n"
+            "                       of it each tg test reached\n"
+            "  --membw-mb MB        size of each bandwidth array (default 128)\n"
+            "  -h, --help           show this help\n",
+            DEFAULT_P, DEFAULT_N, DEFAULT_REPS);
+}
+
+/* Parse "a,b,c" into l (appending). */
+static bool parse_list(const char *opt, const char *s, long long lo, long long hi, struct list *l)
+{
+    char buf[256];
+    if (!*s || strlen(s) >= sizeof buf) {
+        fprintf(stderr, "ork %s: invalid value '%s' for %s\n", CMD, s, opt);
+        return false;
+    }
+    snprintf(buf, sizeof buf, "%s", s);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        long long v;
+        if (!ork_cli_parse_int(CMD, opt, tok, lo, hi, &v))
+            return false;
+        if (l->n == MAX_LIST) {
+            fprintf(stderr, "ork %s: more than %d values for %s\n", CMD, MAX_LIST, opt);
+            return false;
+        }
+        l->v[l->n++] = v;
+    }
+    if (s[strlen(s) - 1] == ',' || s[0] == ',' || strstr(s, ",,")) {
+        fprintf(stderr, "ork %s: invalid value '%s' for %s: empty list element\n", CMD, s, opt);
+        return false;
+    }
+    return true;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->reps = DEFAULT_REPS;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        long long ll;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 1;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            if (!(v = ork_cli_value(CMD, argc, argv, &i)))
+                return -1;
+            if (o->n_models == MAX_LIST) {
+                fprintf(stderr, "ork %s: more than %d models\n", CMD, MAX_LIST);
+                return -1;
+            }
+            o->models[o->n_models++] = v;
+        } else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) {
+            if (!(v = ork_cli_value(CMD, argc, argv, &i)) ||
+                !parse_list("-p", v, 0, MAX_TOKENS, &o->p))
+                return -1;
+        } else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) {
+            if (!(v = ork_cli_value(CMD, argc, argv, &i)) ||
+                !parse_list("-n", v, 0, MAX_TOKENS, &o->n))
+                return -1;
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+            if (!(v = ork_cli_value(CMD, argc, argv, &i)) ||
+                !parse_list("-t", v, 1, MAX_THREADS, &o->t))
+                return -1;
+        } else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
+            if (!(v = ork_cli_value(CMD, argc, argv, &i)) ||
+                !ork_cli_parse_int(CMD, "-r", v, 1, MAX_REPS, &ll))
+                return -1;
+            o->reps = (int)ll;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (!(v = ork_cli_value(CMD, argc, argv, &i)))
+                return -1;
+            if (!strcmp(v, "md"))
+                o->fmt = FMT_MD;
+            else if (!strcmp(v, "json"))
+                o->fmt = FMT_JSON;
+            else if (!strcmp(v, "csv"))
+                o->fmt = FMT_CSV;
+            else {
+                fprintf(stderr, "ork %s: invalid value '%s' for -o: expected md, json or csv\n",
+                        CMD, v);
+                return -1;
+            }
+        } else if (!strcmp(a, "--membw")) {
+            o->membw = true;
+        } else if (!strcmp(a, "--membw-mb")) {
+            if (!(v = ork_cli_value(CMD, argc, argv, &i)) ||
+                !ork_cli_parse_int(CMD, "--membw-mb", v, 1, 1 << 16, &ll))
+                return -1;
+            o->membw_bytes = (size_t)ll << 20;
+        } else {
+            fprintf(stderr, "ork %s: unknown option '%s' (see --help)\n", CMD, a);
+            return -1;
+        }
+    }
+    if (!o->n_models && !o->membw) {
+        fprintf(stderr, "ork %s: give a model with -m, or --membw (see --help)\n", CMD);
+        return -1;
+    }
+    if (!o->p.n)
+        o->p.v[o->p.n++] = DEFAULT_P;
+    if (!o->n.n)
+        o->n.v[o->n.n++] = DEFAULT_N;
+    if (!o->t.n) {
+        long nc = sysconf(_SC_NPROCESSORS_ONLN);
+        o->t.v[o->t.n++] = nc > 0 ? nc : 1;
+    }
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    /* xorshift64* (Vigna 2014): shifts 12/25/27, multiplier 2685821657736338717. */
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ull;
+}
+
+/* Name like llama-bench's "qwen3 1.7B Q8_0": architecture, parameter count, and the type
+ * holding most of the matrix bytes. */
+static void describe_model(const struct ork_model *m, struct model_desc *d)
+{
+    const struct ork_gguf *g = ork_model_gguf(m);
+    const struct ork_model_config *c = ork_model_config(m);
+    uint64_t by_type[ORK_TYPE_COUNT] = { 0 };
+    uint64_t embd = 0;
+    memset(d, 0, sizeof(*d));
+    for (uint64_t i = 0; i < ork_gguf_n_tensors(g); i++) {
+        const struct ork_gguf_tensor *t = ork_gguf_tensor_at(g, i);
+        uint64_t n = 1;
+        for (uint32_t k = 0; k < t->n_dims; k++)
+            n *= t->ne[k];
+        d->n_params += n;
+        d->size_bytes += t->nbytes;
+        if (t->n_dims >= 2 && t->type < ORK_TYPE_COUNT)
+            by_type[t->type] += t->nbytes;
+        if (!strcmp(t->name, "token_embd.weight"))
+            embd = t->nbytes;
+    }
+    uint32_t best = ORK_TYPE_F32;
+    for (uint32_t k = 0; k < ORK_TYPE_COUNT; k++)
+        if (by_type[k] > by_type[best])
+            best = k;
+    /* Decode reads every weight once, except an untied embedding table (one row). */
+    d->bytes_per_token = d->size_bytes - (c->tied_output ? 0 : embd);
+    double p = (double)d->n_params;
+    char size[32];
+    if (p >= 1e9)
+        snprintf(size, sizeof size, "%.1fB", p / 1e9);
+    else if (p >= 1e6)
+        snprintf(size, sizeof size, "%.0fM", p / 1e6);
+    else
+        snprintf(size, sizeof size, "%.0fK", p / 1e3);
+    snprintf(d->name, sizeof d->name, "%s %s %s", c->arch_name, size, ork_type_name(best));
+}
+
+static void mean_sd(const double *x, int n, double *mean, double *sd)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += x[i];
+    *mean = s / n;
+    double v = 0;
+    for (int i = 0; i < n; i++)
+        v += (x[i] - *mean) * (x[i] - *mean);
+    *sd = n > 1 ? sqrt(v / (n - 1)) : 0.0;
+}
+
+/* One timed run of a test; returns tokens/s or a negative error. */
+static int run_once(struct ork_session *s, bool pp, int n, int32_t n_vocab, int32_t *toks,
+                    float *logits, uint64_t *rng, double *ts)
+{
+    for (int i = 0; i < n; i++)
+        toks[i] = (int32_t)(rng_next(rng) % (uint64_t)n_vocab);
+    ork_session_reset(s);
+    int ret = 0;
+    double t0 = now_s();
+    if (pp) {
+        ret = ork_model_eval(s, toks, n, 0, logits, ORK_EVAL_LAST_LOGITS);
+    } else {
+        for (int i = 0; i < n && ret == 0; i++)
+            ret = ork_model_eval(s, &toks[i], 1, i, logits, ORK_EVAL_LAST_LOGITS);
+    }
+    double dt = now_s() - t0;
+    if (ret < 0)
+        return ret;
+    *ts = dt > 0 ? n / dt : 0.0;
+    return 0;
+}
+
+static long long list_max(const struct list *l)
+{
+    long long m = 0;
+    for (int i = 0; i < l->n; i++)
+        m = l->v[i] > m ? l->v[i] : m;
+    return m;
+}
+
+/* Run every test of one model at one thread count, appending to res. */
+static int bench_model_threads(struct ork_model *m, int mi, int threads, const struct opts *o,
+                               struct result *res, int *n_res)
+{
+    int32_t n_vocab = ork_model_config(m)->n_vocab;
+    long long pmax = list_max(&o->p), nmax = list_max(&o->n);
+    long long ctx = pmax > nmax ? pmax : nmax;
+    struct ork_session_params sp;
+    ork_session_params_default(&sp);
+    sp.ctx_size = (int32_t)(ctx > 0 ? ctx : 1);
+    sp.n_batch = (int32_t)(pmax > 0 ? pmax : 1);
+    sp.n_threads = threads;
+    struct ork_session *s;
+    int ret = ork_session_create(m, &sp, &s);
+    if (ret < 0)
+        return ret;
+    int32_t *toks = ork_malloc((size_t)sp.ctx_size * sizeof(*toks));
+    float *logits = ork_malloc((size_t)n_vocab * sizeof(*logits));
+    uint64_t rng = TOKEN_SEED;
+    if (!toks || !logits) {
+        ret = ORK_ENOMEM;
+        goto out;
+    }
+    for (int kind = 0; kind < 2; kind++) {
+        const struct list *l = kind == 0 ? &o->p : &o->n;
+        for (int li = 0; li < l->n; li++) {
+            int n = (int)l->v[li];
+            if (n == 0)
+                continue;
+            struct result *r = &res[*n_res];
+            memset(r, 0, sizeof(*r));
+            r->model = mi;
+            r->threads = threads;
+            r->pp = kind == 0;
+            r->n_tokens = n;
+            r->reps = o->reps;
+            r->samples = ork_malloc((size_t)o->reps * sizeof(double));
+            if (!r->samples) {
+                ret = ORK_ENOMEM;
+                goto out;
+            }
+            (*n_res)++;
+            double warm;
+            if ((ret = run_once(s, r->pp, n, n_vocab, toks, logits, &rng, &warm)) < 0)
+                goto out;
+            for (int k = 0; k < o->reps; k++)
+                if ((ret = run_once(s, r->pp, n, n_vocab, toks, logits, &rng,
+                                    &r->samples[k])) < 0)
+                    goto out;
+            mean_sd(r->samples, o->reps, &r->avg_ts, &r->sd_ts);
+            fprintf(stderr, "ork bench: %s%d t=%d: %.2f +- %.2f t/s\n", r->pp ? "pp" : "tg", n,
+                    threads, r->avg_ts, r->sd_ts);
+        }
+    }
+out:
+    ork_free(toks);
+    ork_free(logits);
+    ork_session_free(s);
+    return ret;
+}
+
+/* Bandwidth (GB/s) used for the roofline: the read-only kernel, the access pattern of
+ * weights streaming through a matmul. */
+static double roof_gbps(const struct ork_membw_result *b)
+{
+    return b->gbps[ORK_MEMBW_READ];
+}
+
+static const struct ork_membw_result *bw_for(const struct ork_membw_result *bw, int n_bw,
+                                             int threads)
+{
+    for (int i = 0; i < n_bw; i++)
+        if (bw[i].n_threads == threads)
+            return &bw[i];
+    return NULL;
+}
+
+/* llama-bench style: GiB / MiB, and B / M / K parameters. */
+static void fmt_size(uint64_t b, char *buf, size_t cap)
+{
+    if ((double)b >= GIB)
+        snprintf(buf, cap, "%.2f GiB", (double)b / GIB);
+    else
+        snprintf(buf, cap, "%.2f MiB", (double)b / MIB);
+}
+
+static void fmt_params(uint64_t n, char *buf, size_t cap)
+{
+    if (n >= 1000000000u)
+        snprintf(buf, cap, "%.2f B", (double)n / 1e9);
+    else if (n >= 1000000u)
+        snprintf(buf, cap, "%.2f M", (double)n / 1e6);
+    else
+        snprintf(buf, cap, "%.2f K", (double)n / 1e3);
+}
+
+static void print_md(const struct opts *o, const struct model_desc *md, const struct result *res,
+                     int n_res, const struct ork_membw_result *bw, int n_bw)
+{
+    const char *path = ork_kernels_path();
+    if (n_res) {
+        printf("| model | size | params | backend | kernels | threads | test | t/s |\n");
+        printf("| --- | ---: | ---: | --- | --- | ---: | ---: | ---: |\n");
+        for (int i = 0; i < n_res; i++) {
+            const struct result *r = &res[i];
+            const struct model_desc *d = &md[r->model];
+            char size[32], params[32];
+            fmt_size(d->size_bytes, size, sizeof size);
+            fmt_params(d->n_params, params, sizeof params);
+            printf("| %s | %s | %s | CPU | %s | %d | %s%d | %.2f ± %.2f |\n", d->name, size,
+                   params, path, r->threads, r->pp ? "pp" : "tg", r->n_tokens, r->avg_ts,
+                   r->sd_ts);
+        }
+    }
+    if (n_bw) {
+        printf("%s| memory bandwidth | threads | array MiB |", n_res ? "\n" : "");
+        for (int k = 0; k < ORK_MEMBW_COUNT; k++)
+            printf(" %s GB/s |", ork_membw_kernel_name((enum ork_membw_kernel)k));
+        printf("\n| --- | ---: | ---: |");
+        for (int k = 0; k < ORK_MEMBW_COUNT; k++)
+            printf(" ---: |");
+        printf("\n");
+        for (int i = 0; i < n_bw; i++) {
+            printf("| best of %d | %d | %zu |", bw[i].n_runs, bw[i].n_threads,
+                   bw[i].array_bytes >> 20);
+            for (int k = 0; k < ORK_MEMBW_COUNT; k++)
+                printf(" %.2f |", bw[i].gbps[k]);
+            printf("\n");
+        }
+    }
+    bool any = false;
+    for (int i = 0; i < n_res; i++) {
+        const struct result *r = &res[i];
+        const struct ork_membw_result *b = bw_for(bw, n_bw, r->threads);
+        if (r->pp || !b)
+            continue;
+        const struct model_desc *d = &md[r->model];
+        if (!any) {
+            printf("\n| model | threads | test | MB/token | read GB/s | roofline t/s | t/s | "
+                   "%% of roofline |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+            any = true;
+        }
+        double roof = roof_gbps(b) * 1e9 / (double)d->bytes_per_token;
+        printf("| %s | %d | tg%d | %.1f | %.2f | %.2f | %.2f | %.1f%% |\n", d->name, r->threads,
+               r->n_tokens, (double)d->bytes_per_token / 1e6, roof_gbps(b), roof, r->avg_ts,
+               100.0 * r->avg_ts / roof);
+    }
+    (void)o;
+}
+
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+static void print_json(const struct opts *o, const struct model_desc *md,
+                       const struct result *res, int n_res, const struct ork_membw_result *bw,
+                       int n_bw)
+{
+    printf("{\n  \"results\": [");
+    for (int i = 0; i < n_res; i++) {
+        const struct result *r = &res[i];
+        const struct model_desc *d = &md[r->model];
+        const struct ork_membw_result *b = bw_for(bw, n_bw, r->threads);
+        printf("%s\n    {\"model\": ", i ? "," : "");
+        json_str(d->name);
+        printf(", \"model_path\": ");
+        json_str(o->models[r->model]);
+        printf(", \"size_bytes\": %" PRIu64 ", \"n_params\": %" PRIu64 ", \"backend\": \"CPU\", "
+               "\"kernels\": ", d->size_bytes, d->n_params);
+        json_str(ork_kernels_path());
+        printf(", \"threads\": %d, \"test\": \"%s%d\", \"n_prompt\": %d, \"n_gen\": %d, "
+               "\"repetitions\": %d, \"avg_ts\": %.6g, \"stddev_ts\": %.6g, \"samples_ts\": [",
+               r->threads, r->pp ? "pp" : "tg", r->n_tokens, r->pp ? r->n_tokens : 0,
+               r->pp ? 0 : r->n_tokens, r->reps, r->avg_ts, r->sd_ts);
+        for (int k = 0; k < r->reps; k++)
+            printf("%s%.6g", k ? ", " : "", r->samples[k]);
+        printf("], \"bytes_per_token\": %" PRIu64, d->bytes_per_token);
+        if (b && !r->pp) {
+            double roof = roof_gbps(b) * 1e9 / (double)d->bytes_per_token;
+            printf(", \"roofline_ts\": %.6g, \"roofline_pct\": %.4g", roof,
+                   100.0 * r->avg_ts / roof);
+        }
+        printf("}");
+    }
+    printf("%s],\n  \"membw\": [", n_res ? "\n  " : "");
+    for (int i = 0; i < n_bw; i++) {
+        printf("%s\n    {\"threads\": %d, \"array_bytes\": %zu, \"runs\": %d", i ? "," : "",
+               bw[i].n_threads, bw[i].array_bytes, bw[i].n_runs);
+        for (int k = 0; k < ORK_MEMBW_COUNT; k++)
+            printf(", \"%s_gbps\": %.6g", ork_membw_kernel_name((enum ork_membw_kernel)k),
+                   bw[i].gbps[k]);
+        printf("}");
+    }
+    printf("%s]\n}\n", n_bw ? "\n  " : "");
+}
+
+static void print_csv(const struct opts *o, const struct model_desc *md,
+                      const struct result *res, int n_res, const struct ork_membw_result *bw,
+                      int n_bw)
+{
+    if (n_res) {
+        printf("model,model_path,size_bytes,n_params,backend,kernels,threads,test,n_prompt,"
+               "n_gen,repetitions,avg_ts,stddev_ts,bytes_per_token,roofline_ts\n");
+        for (int i = 0; i < n_res; i++) {
+            const struct result *r = &res[i];
+            const struct model_desc *d = &md[r->model];
+            const struct ork_membw_result *b = bw_for(bw, n_bw, r->threads);
+            double roof = b && !r->pp ? roof_gbps(b) * 1e9 / (double)d->bytes_per_token : 0.0;
+            printf("\"%s\",\"%s\",%" PRIu64 ",%" PRIu64 ",CPU,%s,%d,%s%d,%d,%d,%d,%.6g,%.6g,%"
+                   PRIu64 ",%.6g\n", d->name, o->models[r->model], d->size_bytes, d->n_params,
+                   ork_kernels_path(), r->threads, r->pp ? "pp" : "tg", r->n_tokens,
+                   r->pp ? r->n_tokens : 0, r->pp ? 0 : r->n_tokens, r->reps, r->avg_ts,
+                   r->sd_ts, d->bytes_per_token, roof);
+        }
+    }
+    if (n_bw) {
+        printf("%sthreads,array_bytes,runs", n_res ? "\n" : "");
+        for (int k = 0; k < ORK_MEMBW_COUNT; k++)
+            printf(",%s_gbps", ork_membw_kernel_name((enum ork_membw_kernel)k));
+        printf("\n");
+        for (int i = 0; i < n_bw; i++) {
+            printf("%d,%zu,%d", bw[i].n_threads, bw[i].array_bytes, bw[i].n_runs);
+            for (int k = 0; k < ORK_MEMBW_COUNT; k++)
+                printf(",%.6g", bw[i].gbps[k]);
+            printf("\n");
+        }
+    }
+}
+
+int ork_cmd_bench(int argc, char **argv)
+{
+    struct opts o;
+    int pr = parse_args(argc, argv, &o);
+    if (pr != 0)
+        return pr > 0 ? ORK_EXIT_OK : ORK_EXIT_USAGE;
+    int max_res = o.n_models * o.t.n * (o.p.n + o.n.n);
+    struct result *res = ork_calloc(max_res ? (size_t)max_res : 1, sizeof(*res));
+    struct model_desc *md = ork_calloc((size_t)(o.n_models ? o.n_models : 1), sizeof(*md));
+    struct ork_membw_result bw[MAX_LIST];
+    int n_res = 0, n_bw = 0, status = ORK_EXIT_OK;
+    if (!res || !md) {
+        fprintf(stderr, "ork %s: out of memory\n", CMD);
+        status = ORK_EXIT_ERROR;
+        goto out;
+    }
+    fprintf(stderr, "ork bench: CPU kernels path: %s\n", ork_kernels_path());
+    if (o.membw)
+        for (int ti = 0; ti < o.t.n; ti++) {
+            int ret = ork_membw_measure((int)o.t.v[ti], o.membw_bytes, 0, &bw[n_bw]);
+            if (ret < 0) {
+                ork_cli_error(CMD, ret);
+                status = ORK_EXIT_ERROR;
+                goto out;
+            }
+            fprintf(stderr, "ork bench: membw t=%d: read %.2f GB/s, triad %.2f GB/s\n",
+                    bw[n_bw].n_threads, bw[n_bw].gbps[ORK_MEMBW_READ],
+                    bw[n_bw].gbps[ORK_MEMBW_TRIAD]);
+            n_bw++;
+        }
+    for (int mi = 0; mi < o.n_models; mi++) {
+        struct ork_model_params mp;
+        ork_model_params_default(&mp);
+        mp.no_tokenizer = true;
+        struct ork_model *m;
+        int ret = ork_model_load(o.models[mi], &mp, &m);
+        if (ret < 0) {
+            ork_cli_error(CMD, ret);
+            status = ORK_EXIT_ERROR;
+            goto out;
+        }
+        describe_model(m, &md[mi]);
+        for (int ti = 0; ti < o.t.n && ret == 0; ti++)
+            ret = bench_model_threads(m, mi, (int)o.t.v[ti], &o, res, &n_res);
+        ork_model_free(m);
+        if (ret < 0) {
+            ork_cli_error(CMD, ret);
+            status = ORK_EXIT_ERROR;
+            goto out;
+        }
+    }
+    switch (o.fmt) {
+    case FMT_MD: print_md(&o, md, res, n_res, bw, n_bw); break;
+    case FMT_JSON: print_json(&o, md, res, n_res, bw, n_bw); break;
+    case FMT_CSV: print_csv(&o, md, res, n_res, bw, n_bw); break;
+    }
+out:
+    if (res)
+        for (int i = 0; i < n_res; i++)
+            ork_free(res[i].samples);
+    ork_free(res);
+    ork_free(md);
+    return status;
+}
