@@ -174,14 +174,14 @@ int ork_cmd_perplexity(int argc, char **argv)
     int32_t n_chunks = (int32_t)(n_tok / (size_t)n_ctx);
     if (max_chunks > 0 && max_chunks < n_chunks)
         n_chunks = (int32_t)max_chunks;
-    if (!(logits = ork_malloc((size_t)n_ctx * (size_t)n_vocab * sizeof(float)))) {
+    int32_t first = n_ctx / 2;
+    if (!(logits = ork_malloc((size_t)(n_ctx - first) * (size_t)n_vocab * sizeof(float)))) {
         ret = ORK_ENOMEM;
         goto err;
     }
     fprintf(stderr, "perplexity: %zu tokens, %d chunks of %d, batch %d, scoring tokens %d..%d of "
             "each chunk\n", n_tok, n_chunks, n_ctx, ork_session_n_batch(s), n_ctx / 2, n_ctx - 1);
 
-    int32_t first = n_ctx / 2;
     double nll = 0, nll2 = 0;
     long long count = 0;
     double t0 = now_s();
@@ -190,13 +190,17 @@ int ork_cmd_perplexity(int argc, char **argv)
         int32_t saved = chunk[0];
         if (add_bos)
             chunk[0] = ork_tokenizer_bos(tok);
+        /* the first half only fills the cache; logits are needed from row `first` on */
         ork_session_reset(s);
-        ret = ork_model_eval(s, chunk, n_ctx, 0, logits, ORK_EVAL_ALL_LOGITS);
+        ret = ork_model_eval(s, chunk, first, 0, NULL, ORK_EVAL_LAST_LOGITS);
+        if (ret == 0)
+            ret = ork_model_eval(s, chunk + first, n_ctx - first, first, logits,
+                                 ORK_EVAL_ALL_LOGITS);
         chunk[0] = saved;
         if (ret < 0)
             goto err;
         for (int32_t j = first; j < n_ctx - 1; j++) {
-            double v = nll_of(logits + (size_t)j * (size_t)n_vocab, n_vocab, chunk[j + 1]);
+            double v = nll_of(logits + (size_t)(j - first) * (size_t)n_vocab, n_vocab, chunk[j + 1]);
             nll += v;
             nll2 += v * v;
             count++;
