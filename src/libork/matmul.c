@@ -14,6 +14,10 @@
 /* Warm-up submits at plan creation: the first submit writing a fresh output buffer can return
  * stale data on hardware; the validated practice is two warm-up submits (spec §14.4). */
 #define WARMUP_SUBMITS 2
+/* Completion doorbell seed for int32/fp32 outputs (spec §8.6). Never a real result: an int8
+ * slice of K <= 8192 sums to at most 2^27 in magnitude, and fp32 0x7fffffff is a NaN that
+ * finite fp16 products cannot produce. */
+#define DOORBELL_SENTINEL 0x7fffffffu
 /* Output element bytes: int32 / fp32 (spec §4.2). */
 #define OUT_BYTES 4u
 
@@ -251,21 +255,37 @@ static int set_terminal(struct ork_npu_matmul *mm, uint32_t c, uint32_t last, bo
     return ork__npu_bo_sync(mm->npu, &mm->prog_bo, off, 16, ORK_KBO_SYNC_TO_DEVICE);
 }
 
+static int restore_cuts(struct ork_npu_matmul *mm, const uint32_t *count)
+{
+    int ret = 0;
+    for (uint32_t c = 0; c < mm->n_cores; c++) {
+        int r2 = set_terminal(mm, c, mm->core_t0[c] + count[c] - 1, false);
+        if (ret == 0)
+            ret = r2;
+    }
+    return ret;
+}
+
 /* Run the first `mtiles` M-tiles: per job, each core runs its next group of tasks; a job over
- * several cores carries one range per core (spec §9; the backend fills subcore_task). */
-static int submit_tasks(struct ork_npu_matmul *mm, uint32_t mtiles)
+ * several cores carries one range per core (spec §9; the backend fills subcore_task).
+ * With `async`, a run that is one single-core chained job is queued NONBLOCK with the last
+ * output word as its doorbell (spec §8.6) and finish_tasks() completes it; everything else
+ * completes before returning. */
+static int submit_tasks(struct ork_npu_matmul *mm, uint32_t mtiles, bool async)
 {
     int ret = 0;
     const bool chain = mm->npu->pc_chain && mm->group > 1;
-    const bool cut = mtiles < mm->n_mtiles;
-    uint32_t count[ORK_MM_MAX_CORES], rounds = 0;
+    const bool cut = chain && mtiles < mm->n_mtiles;
+    uint32_t *count = mm->run_count, rounds = 0;
     for (uint32_t c = 0; c < mm->n_cores; c++) {
         count[c] = core_run_tasks(mm, c, mtiles);
         uint32_t r = (count[c] + mm->group - 1) / mm->group;
         rounds = r > rounds ? r : rounds;
-        if (chain && cut && ret == 0)
+        if (cut && ret == 0)
             ret = set_terminal(mm, c, mm->core_t0[c] + count[c] - 1, true);
     }
+    /* The doorbell is one word: only a single-core job can be waited for through it. */
+    const bool nonblock = async && mm->npu->pc_chain && rounds == 1 && mm->n_cores == 1;
     for (uint32_t g = 0; g < rounds && ret == 0; g++) {
         uint32_t lo = UINT32_MAX, hi = 0, mask = 0;
         struct ork_kcore_range range[ORK_KMD_MAX_CORES] = { { 0, 0 } };
@@ -280,7 +300,8 @@ static int submit_tasks(struct ork_npu_matmul *mm, uint32_t mtiles)
             lo = start < lo ? start : lo;
             hi = start + n > hi ? start + n : hi;
         }
-        struct ork_kjob job = {
+        struct ork_kjob *job = &mm->job;
+        *job = (struct ork_kjob){
             .tasks = &mm->tasks[lo],
             .n_tasks = hi - lo,
             .core_mask = mm->n_cores > 1 ? mask : 0,   /* 0: the kernel picks one core */
@@ -290,20 +311,62 @@ static int submit_tasks(struct ork_npu_matmul *mm, uint32_t mtiles)
         };
         for (uint32_t c = 0; c < mm->n_cores; c++)
             if (mask & (1u << c))
-                job.range[mm->n_cores > 1 ? c : 0] =
+                job->range[mm->n_cores > 1 ? c : 0] =
                     (struct ork_kcore_range){ range[c].start - lo, range[c].count };
-        ret = mm->npu->kmd->submit(mm->npu->kctx, &job);
+        if (nonblock) {
+            /* Doorbell: row M-1, column N-1 of the last program's C, written last (§8.6). */
+            const struct ork_mm_tile *tl = &mm->tiles[hi - 1];
+            const struct ork_slice *ns = &mm->ns[tl->nslice];
+            uint64_t off = mm->c_off[tl->kslice * mm->n_ns + tl->nslice] +
+                           ((uint64_t)(tl->m0 + tl->m - 1) * ns->pad + ns->pad - 1) * OUT_BYTES;
+            uint32_t seed = DOORBELL_SENTINEL;
+            memcpy((uint8_t *)mm->c_bo.map + off, &seed, sizeof seed);
+            ret = ork__npu_bo_sync(mm->npu, &mm->c_bo, off, sizeof seed, ORK_KBO_SYNC_TO_DEVICE);
+            if (ret < 0)
+                break;
+            job->flags |= ORK_KJOB_NONBLOCK;
+            job->doorbell_bo = &mm->c_bo;
+            job->doorbell_off = off;
+            job->doorbell_sentinel = DOORBELL_SENTINEL;
+        }
+        ret = mm->npu->kmd->submit(mm->npu->kctx, job);
         if (ret < 0) {
             ret = ork_errorf(ret, "npu matmul: submit %u (tasks %u..%u, core mask 0x%x) failed: %s",
                              g, lo, hi - 1, mask, ork_error_describe(ret));
             break;
         }
         if (ork_debug(ORK_DBG_SUBMIT))
-            ORK_LOGI("npu submit: tasks %u..%u on core mask 0x%x (%u done), %lld ns", lo, hi - 1,
-                     job.core_mask, job.task_counter, (long long)job.hw_elapse_ns);
+            ORK_LOGI("npu submit: tasks %u..%u on core mask 0x%x%s (%u done), %lld ns", lo, hi - 1,
+                     job->core_mask, nonblock ? " nonblocking" : "", job->task_counter,
+                     (long long)job->hw_elapse_ns);
     }
-    for (uint32_t c = 0; chain && cut && c < mm->n_cores; c++) {
-        int r2 = set_terminal(mm, c, mm->core_t0[c] + count[c] - 1, false);
+    if (ret == 0 && nonblock) {
+        mm->job_pending = true;
+        mm->cut_pending = cut;
+        return 0;
+    }
+    if (cut) {
+        int r2 = restore_cuts(mm, count);
+        if (ret == 0)
+            ret = r2;
+    }
+    return ret;
+}
+
+/* Complete a nonblocking run: wait for its job, then restore the chain links it cut (the NPU
+ * reads the programs while it runs, so not before). */
+static int finish_tasks(struct ork_npu_matmul *mm)
+{
+    if (!mm->job_pending)
+        return 0;
+    mm->job_pending = false;
+    int ret = mm->npu->kmd->wait(mm->npu->kctx, &mm->job, -1);
+    if (ret < 0)
+        ret = ork_errorf(ret, "npu matmul: waiting for the run failed: %s",
+                         ork_error_describe(ret));
+    if (mm->cut_pending) {
+        mm->cut_pending = false;
+        int r2 = restore_cuts(mm, mm->run_count);
         if (ret == 0)
             ret = r2;
     }
@@ -341,7 +404,7 @@ int ork_npu_matmul_create(struct ork_npu_weights *w, const struct ork_npu_matmul
     for (int i = 0; ret == 0 && !(md.flags & ORK_NPU_MATMUL_NO_WARMUP) && i < WARMUP_SUBMITS; i++) {
         ret = ork__npu_bo_sync(mm->npu, &mm->a_bo, 0, mm->a_bo.size, ORK_KBO_SYNC_TO_DEVICE);
         if (ret == 0)
-            ret = submit_tasks(mm, mm->n_mtiles);
+            ret = submit_tasks(mm, mm->n_mtiles, false);
     }
     if (ret < 0) {
         ork_npu_matmul_destroy(mm);
@@ -355,6 +418,8 @@ void ork_npu_matmul_destroy(struct ork_npu_matmul *mm)
 {
     if (!mm)
         return;
+    if (mm->job_pending)
+        (void)finish_tasks(mm);     /* never free buffers under a running job */
     ork__npu_bo_destroy(mm->npu, &mm->prog_bo);
     ork__npu_bo_destroy(mm->npu, &mm->c_bo);
     ork__npu_bo_destroy(mm->npu, &mm->a_bo);
@@ -395,7 +460,7 @@ int ork_npu_matmul_submit(struct ork_npu_matmul *mm, const void *a, uint32_t m)
         return ret;
     mm->run_m = m;
     mm->run_mtiles = (m + mm->m_tile - 1) / mm->m_tile;
-    mm->run_ret = submit_tasks(mm, mm->run_mtiles);
+    mm->run_ret = submit_tasks(mm, mm->run_mtiles, true);
     mm->in_flight = true;
     return mm->run_ret;
 }
@@ -409,6 +474,9 @@ int ork_npu_matmul_wait(struct ork_npu_matmul *mm, void *c)
     mm->in_flight = false;
     if (mm->run_ret < 0)
         return mm->run_ret;
+    int fret = finish_tasks(mm);
+    if (fret < 0)
+        return fret;
     const struct ork_npu_weights *w = mm->w;
     const uint32_t m = mm->run_m, n = w->n;
     int ret = ork__npu_bo_sync(mm->npu, &mm->c_bo, 0, mm->c_bo.size, ORK_KBO_SYNC_FROM_DEVICE);

@@ -66,6 +66,10 @@ struct ork_npu_matmul {
     bool in_flight;
     uint32_t run_m;             /* rows of the current run */
     uint32_t run_mtiles;        /* M-tiles it runs (a prefix of each core's tasks) */
+    uint32_t run_count[ORK_MM_MAX_CORES];  /* tasks per core in it */
+    struct ork_kjob job;        /* the last job submitted (kept for wait) */
+    bool job_pending;           /* a NONBLOCK job awaits finish_tasks() */
+    bool cut_pending;           /* its prefix cut must be restored after it completes */
     int run_ret;
 };
 
