@@ -61,26 +61,30 @@ void ork__kv_store(struct ork_kv_cache *kv, int32_t layer, int32_t pos, const fl
     }
 }
 
+/* F16 rows are converted to f32 this many values at a time (a stack buffer; head_dim is
+ * usually 64..256, so one piece per head). */
+#define KV_PIECE 256
+
 void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t off, int32_t n,
                     const float *q, float scale, int32_t n_pos, float *scores)
 {
     size_t base = row_index(kv, layer, 0) + (size_t)off;
     if (kv->type == ORK_KV_F32) {
         const float *k = (const float *)kv->k + base;
-        for (int32_t t = 0; t < n_pos; t++, k += kv->kv_dim) {
-            float s = 0.0f;
-            for (int32_t i = 0; i < n; i++)
-                s += q[i] * k[i];
-            scores[t] = s * scale;
-        }
+        for (int32_t t = 0; t < n_pos; t++, k += kv->kv_dim)
+            scores[t] = ork_vec_dot_f32(q, k, n) * scale;
         return;
     }
     const uint16_t *k = (const uint16_t *)kv->k + base;
+    float tmp[KV_PIECE];
     for (int32_t t = 0; t < n_pos; t++, k += kv->kv_dim) {
-        float s = 0.0f;
-        for (int32_t i = 0; i < n; i++)
-            s += q[i] * ork_fp16_to_f32(k[i]);
-        scores[t] = s * scale;
+        float sum = 0.0f;
+        for (int32_t c = 0; c < n; c += KV_PIECE) {
+            int32_t m = n - c < KV_PIECE ? n - c : KV_PIECE;
+            ork_dequant_row(ORK_TYPE_F16, k + c, tmp, m);
+            sum += ork_vec_dot_f32(q + c, tmp, m);
+        }
+        scores[t] = sum * scale;
     }
 }
 
@@ -100,9 +104,14 @@ void ork__kv_weighted_sum(const struct ork_kv_cache *kv, int32_t layer, int32_t 
         return;
     }
     const uint16_t *v = (const uint16_t *)kv->v + base;
+    float tmp[KV_PIECE];
     for (int32_t t = 0; t < n_pos; t++, v += kv->kv_dim) {
         float a = w[t];
-        for (int32_t i = 0; i < n; i++)
-            out[i] += a * ork_fp16_to_f32(v[i]);
+        for (int32_t c = 0; c < n; c += KV_PIECE) {
+            int32_t m = n - c < KV_PIECE ? n - c : KV_PIECE;
+            ork_dequant_row(ORK_TYPE_F16, v + c, tmp, m);
+            for (int32_t i = 0; i < m; i++)
+                out[c + i] += a * tmp[i];
+        }
     }
 }
