@@ -432,14 +432,8 @@ void ork_npu_matmul_destroy(struct ork_npu_matmul *mm)
     ork_free(mm);
 }
 
-int ork_npu_matmul_submit(struct ork_npu_matmul *mm, const void *a, uint32_t m)
+int ork__matmul_copy_in(struct ork_npu_matmul *mm, const void *a, uint32_t m)
 {
-    if (!mm || !a)
-        return ork_errorf(ORK_EINVAL, "npu matmul: NULL plan or A");
-    if (mm->in_flight)
-        return ork_errorf(ORK_EBUSY, "npu matmul: a run is already in flight on this plan");
-    if (m < 1 || m > mm->m)
-        return ork_errorf(ORK_ERANGE, "npu matmul: M=%u outside 1..%u (the plan's rows)", m, mm->m);
     const struct ork_npu_weights *w = mm->w;
     const uint32_t esz = esz_of(w->dtype);
     /* Copy A into each K-slice's dense block; padding columns stay zero (set at creation). */
@@ -455,30 +449,13 @@ int ork_npu_matmul_submit(struct ork_npu_matmul *mm, const void *a, uint32_t m)
             memcpy(dst + (size_t)r * s->pad * esz, src + (size_t)r * w->k * esz,
                    (size_t)s->len * esz);
     }
-    int ret = ork__npu_bo_sync(mm->npu, &mm->a_bo, 0, mm->a_bo.size, ORK_KBO_SYNC_TO_DEVICE);
-    if (ret < 0)
-        return ret;
-    mm->run_m = m;
-    mm->run_mtiles = (m + mm->m_tile - 1) / mm->m_tile;
-    mm->run_ret = submit_tasks(mm, mm->run_mtiles, true);
-    mm->in_flight = true;
-    return mm->run_ret;
+    return ork__npu_bo_sync(mm->npu, &mm->a_bo, 0, mm->a_bo.size, ORK_KBO_SYNC_TO_DEVICE);
 }
 
-int ork_npu_matmul_wait(struct ork_npu_matmul *mm, void *c)
+int ork__matmul_gather(struct ork_npu_matmul *mm, void *c, uint32_t m)
 {
-    if (!mm || !c)
-        return ork_errorf(ORK_EINVAL, "npu matmul: NULL plan or C");
-    if (!mm->in_flight)
-        return ork_errorf(ORK_EINVAL, "npu matmul: wait without a submit");
-    mm->in_flight = false;
-    if (mm->run_ret < 0)
-        return mm->run_ret;
-    int fret = finish_tasks(mm);
-    if (fret < 0)
-        return fret;
     const struct ork_npu_weights *w = mm->w;
-    const uint32_t m = mm->run_m, n = w->n;
+    const uint32_t n = w->n;
     int ret = ork__npu_bo_sync(mm->npu, &mm->c_bo, 0, mm->c_bo.size, ORK_KBO_SYNC_FROM_DEVICE);
     if (ret < 0)
         return ret;
@@ -512,6 +489,39 @@ int ork_npu_matmul_wait(struct ork_npu_matmul *mm, void *c)
         }
     }
     return 0;
+}
+
+int ork_npu_matmul_submit(struct ork_npu_matmul *mm, const void *a, uint32_t m)
+{
+    if (!mm || !a)
+        return ork_errorf(ORK_EINVAL, "npu matmul: NULL plan or A");
+    if (mm->in_flight)
+        return ork_errorf(ORK_EBUSY, "npu matmul: a run is already in flight on this plan");
+    if (m < 1 || m > mm->m)
+        return ork_errorf(ORK_ERANGE, "npu matmul: M=%u outside 1..%u (the plan's rows)", m, mm->m);
+    int ret = ork__matmul_copy_in(mm, a, m);
+    if (ret < 0)
+        return ret;
+    mm->run_m = m;
+    mm->run_mtiles = (m + mm->m_tile - 1) / mm->m_tile;
+    mm->run_ret = submit_tasks(mm, mm->run_mtiles, true);
+    mm->in_flight = true;
+    return mm->run_ret;
+}
+
+int ork_npu_matmul_wait(struct ork_npu_matmul *mm, void *c)
+{
+    if (!mm || !c)
+        return ork_errorf(ORK_EINVAL, "npu matmul: NULL plan or C");
+    if (!mm->in_flight)
+        return ork_errorf(ORK_EINVAL, "npu matmul: wait without a submit");
+    mm->in_flight = false;
+    if (mm->run_ret < 0)
+        return mm->run_ret;
+    int ret = finish_tasks(mm);
+    if (ret < 0)
+        return ret;
+    return ork__matmul_gather(mm, c, mm->run_m);
 }
 
 static int run(struct ork_npu_matmul *mm, enum ork_npu_dtype dt, const void *a, uint32_t m,

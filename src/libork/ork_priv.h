@@ -73,6 +73,11 @@ struct ork_npu_matmul {
     int run_ret;
 };
 
+/* The two host halves of a plan's run, shared with matmul_chain.c: copy A[m][k] into the
+ * K-slice blocks (and sync), and sum/gather the partial C blocks into C[m][n]. */
+int ork__matmul_copy_in(struct ork_npu_matmul *mm, const void *a, uint32_t m);
+int ork__matmul_gather(struct ork_npu_matmul *mm, void *c, uint32_t m);
+
 /* Buffers in the device's domain: create (zeroed), destroy, sync (no-op on coherent backends). */
 int ork__npu_bo_create(struct ork_npu *npu, uint64_t size, uint32_t flags, struct ork_kbo *out,
                        const char *what);
