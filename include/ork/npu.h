@@ -146,6 +146,21 @@ struct ork_npu_matmul_info {
 };
 void ork_npu_matmul_get_info(const struct ork_npu_matmul *mm, struct ork_npu_matmul_info *out);
 
+/* ---- chains: several plans in one submit ------------------------------------------------ */
+
+struct ork_npu_chain;
+
+/* Precompile one submit that runs the programs of every plan back to back through the PC chain
+ * (spec §8.3), e.g. a layer's Q, K and V projections. The plans must share a device and a dtype
+ * (no precision change inside a chain, spec §14.4) and be single-core; each keeps working on its
+ * own. The chain copies the programs and borrows the plans: destroy it first. */
+int ork_npu_chain_create(struct ork_npu_matmul *const *plans, uint32_t n,
+                         struct ork_npu_chain **out);
+void ork_npu_chain_destroy(struct ork_npu_chain *ch);
+/* Run every plan with all its rows: a[i] is plan i's A [m_i][k_i], c[i] its C [m_i][n_i]
+ * (types per dtype, as for the plan's own run). One submit; blocking. */
+int ork_npu_chain_run(struct ork_npu_chain *ch, const void *const *a, void *const *c);
+
 /* ---- host-side helpers (no device needed) ------------------------------------------------- */
 
 /* Symmetric per-output-channel int8 quantisation of W[n][k]: scales[j] = max|W[j][:]| / 127

@@ -320,6 +320,107 @@ static void test_run_f32(void)
     ork_npu_weights_destroy(wt);
 }
 
+static void ref_i8(const int8_t *a, const int8_t *w, uint32_t m, uint32_t k, uint32_t n,
+                   int32_t *c)
+{
+    for (uint32_t i = 0; i < m; i++)
+        for (uint32_t j = 0; j < n; j++) {
+            int32_t acc = 0;
+            for (uint32_t x = 0; x < k; x++)
+                acc += (int32_t)a[(size_t)i * k + x] * w[(size_t)j * k + x];
+            c[(size_t)i * n + j] = acc;
+        }
+}
+
+/* Several plans in one submit (spec §8.3): Q/K/V-like projections, a K-sliced plan and an
+ * N-sliced one; bit-exact, one submit, and the plans still run on their own afterwards. */
+static void test_chain(void)
+{
+    enum { NP = 5 };
+    static const uint32_t shape[NP][3] = {   /* m, k, n */
+        { 3, 896, 896 }, { 3, 896, 128 }, { 3, 896, 128 }, { 1, 18944, 64 }, { 2, 64, 8224 },
+    };
+    struct ork_npu_weights *wt[NP] = { 0 };
+    struct ork_npu_matmul *mm[NP] = { 0 };
+    int8_t *a[NP] = { 0 }, *w[NP] = { 0 };
+    int32_t *c[NP] = { 0 }, *ref[NP] = { 0 };
+    struct ork_npu_chain *ch = NULL;
+    for (int p = 0; p < NP; p++) {
+        uint32_t m = shape[p][0], k = shape[p][1], n = shape[p][2];
+        a[p] = ork_malloc((size_t)m * k);
+        w[p] = ork_malloc((size_t)n * k);
+        c[p] = ork_calloc((size_t)m * n, 4);
+        ref[p] = ork_malloc((size_t)m * n * 4);
+        REQUIRE(a[p] && w[p] && c[p] && ref[p]);
+        for (size_t i = 0; i < (size_t)m * k; i++)
+            a[p][i] = rand_i8();
+        for (size_t i = 0; i < (size_t)n * k; i++)
+            w[p][i] = rand_i8();
+        ref_i8(a[p], w[p], m, k, n, ref[p]);
+        struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8,
+                                           .k = k, .n = n, .w = w[p], .max_m = m };
+        REQUIRE(ork_npu_weights_create(npu, &wd, &wt[p]) == 0);
+        struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = m, .flags = NW };
+        REQUIRE(ork_npu_matmul_create(wt[p], &md, &mm[p]) == 0);
+    }
+    REQUIRE(ork_npu_chain_create(mm, NP, &ch) == 0);
+    struct ork_sim *sim = ork__kmd_sim_get(npu->kmd, npu->kctx);
+    struct ork_sim_counters k0, k1;
+    ork__sim_counters(sim, &k0);
+    const void *av[NP];
+    void *cv[NP];
+    uint32_t tasks = 0;
+    for (int p = 0; p < NP; p++) {
+        av[p] = a[p];
+        cv[p] = c[p];
+        struct ork_npu_matmul_info info;
+        ork_npu_matmul_get_info(mm[p], &info);
+        tasks += info.n_tasks;
+    }
+    CHECK(ork_npu_chain_run(ch, av, cv) == 0);
+    ork__sim_counters(sim, &k1);
+    CHECK_EQ_INT(k1.submits - k0.submits, 1);
+    CHECK_EQ_INT(k1.tasks - k0.tasks, tasks);
+    for (int p = 0; p < NP; p++)
+        CHECK(memcmp(c[p], ref[p], (size_t)shape[p][0] * shape[p][2] * 4) == 0);
+    /* a plan still runs alone, and the chain again */
+    memset(c[3], 0, (size_t)shape[3][0] * shape[3][2] * 4);
+    CHECK(ork_npu_matmul_run_i8(mm[3], a[3], shape[3][0], c[3]) == 0);
+    CHECK(memcmp(c[3], ref[3], (size_t)shape[3][0] * shape[3][2] * 4) == 0);
+    memset(c[0], 0, (size_t)shape[0][0] * shape[0][2] * 4);
+    CHECK(ork_npu_chain_run(ch, av, cv) == 0);
+    CHECK(memcmp(c[0], ref[0], (size_t)shape[0][0] * shape[0][2] * 4) == 0);
+    ork_npu_chain_destroy(ch);
+
+    /* refused: a precision change inside the chain, a multi-core plan */
+    uint16_t wh[32 * 32] = { 0 };
+    struct ork_npu_weights *wf = NULL;
+    struct ork_npu_matmul *mf = NULL, *m3 = NULL;
+    struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_F16, .k = 32,
+                                       .n = 32, .w = wh };
+    REQUIRE(ork_npu_weights_create(npu, &wd, &wf) == 0);
+    struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = 1, .flags = NW };
+    REQUIRE(ork_npu_matmul_create(wf, &md, &mf) == 0);
+    struct ork_npu_matmul *mixed[2] = { mm[0], mf };
+    CHECK(ork_npu_chain_create(mixed, 2, &ch) == ORK_EUNSUPPORTED);
+    md.m = 2;
+    md.cores = 3;
+    REQUIRE(ork_npu_matmul_create(wt[4], &md, &m3) == 0);
+    struct ork_npu_matmul *multi[2] = { mm[1], m3 };
+    CHECK(ork_npu_chain_create(multi, 2, &ch) == ORK_EUNSUPPORTED);
+    ork_npu_matmul_destroy(m3);
+    ork_npu_matmul_destroy(mf);
+    ork_npu_weights_destroy(wf);
+    for (int p = 0; p < NP; p++) {
+        ork_npu_matmul_destroy(mm[p]);
+        ork_npu_weights_destroy(wt[p]);
+        ork_free(a[p]);
+        ork_free(w[p]);
+        ork_free(c[p]);
+        ork_free(ref[p]);
+    }
+}
+
 /* Every allocation failure on the create paths returns an error (no crash, no leak under
  * ASan) and leaves the device usable. */
 static void test_oom(void)
@@ -381,6 +482,7 @@ int main(void)
     RUN(test_fp16_cases);
     RUN(test_errors);
     RUN(test_run_f32);
+    RUN(test_chain);
     RUN(test_oom);
     RUN(test_no_hazards);
     ork_npu_close(npu);

@@ -1,0 +1,146 @@
+/* matmul_chain.c -- several matmul plans run by one submit: their programs are copied into one
+ * program buffer and linked through the PC trailers (spec §8.3), so a layer's independent
+ * projections cost one kernel round trip instead of one each. The plans keep their own buffers,
+ * addresses and programs; this file only relinks copies. Emission rules: program.c. */
+#include "ork_priv.h"
+
+#include <ork/alloc.h>
+#include <ork/debug.h>
+#include <ork/error.h>
+#include <ork/log.h>
+
+#include <string.h>
+
+struct ork_npu_chain {
+    struct ork_npu *npu;
+    struct ork_npu_matmul **plans;   /* borrowed */
+    uint32_t n_plans;
+    uint32_t n_tasks;
+    struct ork_kbo prog_bo;          /* n_tasks program slots */
+    struct ork_ktask *tasks;         /* [n_tasks], pointing into prog_bo */
+};
+
+void ork_npu_chain_destroy(struct ork_npu_chain *ch)
+{
+    if (!ch)
+        return;
+    ork__npu_bo_destroy(ch->npu, &ch->prog_bo);
+    ork_free(ch->tasks);
+    ork_free(ch->plans);
+    ork_free(ch);
+}
+
+int ork_npu_chain_create(struct ork_npu_matmul *const *plans, uint32_t n,
+                         struct ork_npu_chain **out)
+{
+    if (!out)
+        return ork_errorf(ORK_EINVAL, "npu chain: NULL output");
+    *out = NULL;
+    if (!plans || n < 1)
+        return ork_errorf(ORK_EINVAL, "npu chain: no plans");
+    struct ork_npu *npu = plans[0] ? plans[0]->npu : NULL;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct ork_npu_matmul *mm = plans[i];
+        if (!mm)
+            return ork_errorf(ORK_EINVAL, "npu chain: plan %u is NULL", i);
+        if (mm->npu != npu)
+            return ork_errorf(ORK_EINVAL, "npu chain: plan %u is on another device", i);
+        if (mm->w->dtype != plans[0]->w->dtype)
+            return ork_errorf(ORK_EUNSUPPORTED, "npu chain: plan %u changes precision inside "
+                              "the chain (mode changes need separate submits, spec §14.4)", i);
+        if (mm->n_cores != 1)
+            return ork_errorf(ORK_EUNSUPPORTED, "npu chain: plan %u is split over %u cores; "
+                              "chains are single-core", i, mm->n_cores);
+        if (mm->in_flight)
+            return ork_errorf(ORK_EBUSY, "npu chain: plan %u has a run in flight", i);
+        total += mm->n_tasks;
+    }
+    if (total > npu->max_tasks)
+        return ork_errorf(ORK_ERANGE, "npu chain: %llu programs, one submit takes at most %u",
+                          (unsigned long long)total, npu->max_tasks);
+
+    struct ork_npu_chain *ch = ork_calloc(1, sizeof *ch);
+    if (!ch)
+        return ork_errorf(ORK_ENOMEM, "npu chain: out of memory");
+    ch->npu = npu;
+    ch->n_plans = n;
+    ch->n_tasks = (uint32_t)total;
+    ch->plans = ork_calloc(n, sizeof *ch->plans);
+    ch->tasks = ork_calloc(total, sizeof *ch->tasks);
+    int ret = 0;
+    if (!ch->plans || !ch->tasks) {
+        ret = ork_errorf(ORK_ENOMEM, "npu chain: %llu task records", (unsigned long long)total);
+        goto err;
+    }
+    memcpy(ch->plans, plans, n * sizeof *plans);
+    ret = ork__npu_bo_create(npu, total * ORK_PROG_SLOT, ORK_KBO_CACHEABLE, &ch->prog_bo,
+                             "npu chain programs");
+    if (ret < 0)
+        goto err;
+    uint32_t t = 0;
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t j = 0; j < plans[i]->n_tasks; j++, t++) {
+            ch->tasks[t] = plans[i]->tasks[j];
+            ch->tasks[t].regcmd_iova = (uint32_t)(ch->prog_bo.iova + (uint64_t)t * ORK_PROG_SLOT);
+            ch->tasks[t].op_idx = t;
+        }
+    uint64_t prog[ORK_PROG_ENTRIES];
+    t = 0;
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t j = 0; j < plans[i]->n_tasks; j++, t++) {
+            const uint8_t *src = (const uint8_t *)plans[i]->prog_bo.map + (size_t)j * ORK_PROG_SLOT;
+            for (uint32_t e = 0; e < ORK_PROG_ENTRIES; e++)
+                prog[e] = ork_regcmd_load(src + 8 * e);
+            /* relink: next program of the chain, the last terminal; rocket kicks each task
+             * itself, so its trailers stay terminal (spec §11.3) */
+            bool last = t + 1 == total || !npu->pc_chain;
+            ork__prog_set_next(prog, last ? 0 : ch->tasks[t + 1].regcmd_iova, ORK_PROG_COUNTED);
+            ork__prog_store((uint8_t *)ch->prog_bo.map + (size_t)t * ORK_PROG_SLOT, prog,
+                            ORK_PROG_ENTRIES);
+        }
+    ret = ork__npu_bo_sync(npu, &ch->prog_bo, 0, ch->prog_bo.size, ORK_KBO_SYNC_TO_DEVICE);
+    if (ret < 0)
+        goto err;
+    *out = ch;
+    return 0;
+err:
+    ork_npu_chain_destroy(ch);
+    return ret;
+}
+
+int ork_npu_chain_run(struct ork_npu_chain *ch, const void *const *a, void *const *c)
+{
+    if (!ch || !a || !c)
+        return ork_errorf(ORK_EINVAL, "npu chain: NULL chain, A or C list");
+    int ret = 0;
+    for (uint32_t i = 0; i < ch->n_plans && ret == 0; i++) {
+        struct ork_npu_matmul *mm = ch->plans[i];
+        if (!a[i] || !c[i])
+            return ork_errorf(ORK_EINVAL, "npu chain: plan %u has no A or C", i);
+        if (mm->in_flight)
+            return ork_errorf(ORK_EBUSY, "npu chain: plan %u has a run in flight", i);
+        ret = ork__matmul_copy_in(mm, a[i], mm->m);
+    }
+    if (ret < 0)
+        return ret;
+    struct ork_kjob job = {
+        .tasks = ch->tasks,
+        .n_tasks = ch->n_tasks,
+        .core_mask = 0,
+        .range = { { 0, ch->n_tasks } },
+        .flags = ch->npu->pc_chain && ch->n_tasks > 1 ? ORK_KJOB_PINGPONG : 0,   /* §8.3 */
+        .timeout_ms = ch->plans[0]->timeout_ms,
+        .domain = ch->npu->domain,
+    };
+    ret = ch->npu->kmd->submit(ch->npu->kctx, &job);
+    if (ret < 0)
+        return ork_errorf(ret, "npu chain: submit of %u programs failed: %s", ch->n_tasks,
+                          ork_error_describe(ret));
+    if (ork_debug(ORK_DBG_SUBMIT))
+        ORK_LOGI("npu chain submit: %u plans, %u programs (%u done), %lld ns", ch->n_plans,
+                 ch->n_tasks, job.task_counter, (long long)job.hw_elapse_ns);
+    for (uint32_t i = 0; i < ch->n_plans && ret == 0; i++)
+        ret = ork__matmul_gather(ch->plans[i], c[i], ch->plans[i]->m);
+    return ret;
+}
