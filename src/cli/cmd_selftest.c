@@ -195,6 +195,82 @@ done:
     return pass;
 }
 
+/* Three int8 plans of one layer-like shape (Q, K, V) run by one chained submit (spec §8.3). */
+#define CHAIN_PLANS 3
+static bool run_chain_case(struct ork_npu *npu)
+{
+    static const uint32_t M = 2, K = 1024, ns[CHAIN_PLANS] = { 1024, 256, 256 };
+    struct ork_npu_weights *wt[CHAIN_PLANS] = { 0 };
+    struct ork_npu_matmul *mm[CHAIN_PLANS] = { 0 };
+    int8_t *a = ork_malloc((size_t)M * K), *w[CHAIN_PLANS] = { 0 };
+    int32_t *c[CHAIN_PLANS] = { 0 };
+    struct ork_npu_chain *ch = NULL;
+    bool pass = false;
+    int ret = 0;
+    printf("int8  M=%-5u K=%-6u N=%u+%u+%u chain    ", M, K, ns[0], ns[1], ns[2]);
+    fflush(stdout);
+    if (!a) {
+        printf("ERROR out of host memory\n");
+        return false;
+    }
+    for (size_t i = 0; i < (size_t)M * K; i++)
+        a[i] = (int8_t)rnd();
+    for (int p = 0; p < CHAIN_PLANS && ret == 0; p++) {
+        w[p] = ork_malloc((size_t)ns[p] * K);
+        c[p] = ork_calloc((size_t)M * ns[p], sizeof *c[p]);
+        if (!w[p] || !c[p]) {
+            ret = ork_errorf(ORK_ENOMEM, "out of host memory");
+            break;
+        }
+        for (size_t i = 0; i < (size_t)ns[p] * K; i++)
+            w[p][i] = (int8_t)rnd();
+        struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8, .k = K,
+                                           .n = ns[p], .w = w[p], .max_m = M };
+        struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = M };
+        if ((ret = ork_npu_weights_create(npu, &wd, &wt[p])) == 0)
+            ret = ork_npu_matmul_create(wt[p], &md, &mm[p]);
+    }
+    if (ret == 0)
+        ret = ork_npu_chain_create(mm, CHAIN_PLANS, &ch);
+    double ms = 0;
+    if (ret == 0) {
+        const void *av[CHAIN_PLANS] = { a, a, a };
+        void *cv[CHAIN_PLANS] = { c[0], c[1], c[2] };
+        double t0 = now_ms();
+        ret = ork_npu_chain_run(ch, av, cv);
+        ms = now_ms() - t0;
+    }
+    if (ret < 0) {
+        printf("ERROR %s\n", ork_error_describe(ret));
+        goto done;
+    }
+    uint64_t bad = 0, total = 0;
+    for (int p = 0; p < CHAIN_PLANS; p++)
+        for (uint32_t i = 0; i < M; i++)
+            for (uint32_t j = 0; j < ns[p]; j++, total++) {
+                int64_t acc = 0;
+                for (uint32_t k = 0; k < K; k++)
+                    acc += (int32_t)a[(size_t)i * K + k] * w[p][(size_t)j * K + k];
+                bad += c[p][(size_t)i * ns[p] + j] != acc;
+            }
+    if (bad)
+        printf("FAIL %llu of %llu differ     ", (unsigned long long)bad, (unsigned long long)total);
+    else
+        printf("bit-exact                ");
+    printf(" %9.2f ms\n", ms);
+    pass = bad == 0;
+done:
+    ork_npu_chain_destroy(ch);
+    for (int p = 0; p < CHAIN_PLANS; p++) {
+        ork_npu_matmul_destroy(mm[p]);
+        ork_npu_weights_destroy(wt[p]);
+        ork_free(w[p]);
+        ork_free(c[p]);
+    }
+    ork_free(a);
+    return pass;
+}
+
 int ork_cmd_selftest(int argc, char **argv)
 {
     const char *device = "auto";
@@ -246,6 +322,8 @@ int ork_cmd_selftest(int argc, char **argv)
         n++;
         passed += run_case(npu, &cases[i]);
     }
+    n++;
+    passed += run_chain_case(npu);
     printf("selftest: %d/%d passed on %s in %.1f s (int8 bit-exact; fp16 within %.0e of "
            "sum |a*w|)\n", passed, n, ork_npu_backend(npu), (now_ms() - t0) / 1e3, F16_REL_TOL);
     ork_npu_close(npu);
