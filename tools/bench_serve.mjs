@@ -1,9 +1,12 @@
 // bench_serve.mjs ORK MODEL [CLIENTS...] -- aggregate generation throughput of `ork serve` with
 // concurrent streaming clients. For each client count C, C clients each stream REQS requests of
 // N_PREDICT tokens (end-of-text ignored, so every request generates exactly N_PREDICT tokens)
-// against one server with --parallel max(C); tokens/s = all generated tokens / wall time.
+// against one server with --parallel max(C); tokens/s = all generated tokens / wall time
+// (prompt evaluation included), and "decode only" = decode rows / time in decode passes, from
+// the server's /metrics (ork_decode_rows_total, ork_decode_seconds_total).
 // Runs once with batched decode (default) and once with --no-batch for comparison.
-// Environment: N_PREDICT (default 128), REQS (default 4), THREADS (default: all CPUs).
+// Environment: N_PREDICT (default 128), REQS (default 4), THREADS (default: all CPUs), PROMPT
+// (one prompt for every request instead of the built-in eight), BASELINE=0 (skip --no-batch).
 import { spawn } from 'node:child_process';
 
 const [ork, model, ...rest] = process.argv.slice(2);
@@ -11,8 +14,11 @@ const clients = rest.length ? rest.map(Number) : [1, 4, 8];
 const nPredict = Number(process.env.N_PREDICT ?? 128);
 const reqs = Number(process.env.REQS ?? 4);
 const threads = process.env.THREADS;
-const prompts = ['Once upon a time', 'The cat', 'Lily and Ben went', 'One day, a little bird',
+const fixedPrompt = process.env.PROMPT;
+const basePrompts = ['Once upon a time', 'The cat', 'Lily and Ben went', 'One day, a little bird',
                  'Tom had a red ball', 'The sun was', 'Mom said', 'There was a big tree'];
+const prompts = fixedPrompt ? [fixedPrompt] : basePrompts;
+const baseline = process.env.BASELINE !== '0';
 
 async function start(extra) {
   const args = ['serve', '-m', model, '--host', '127.0.0.1', '--port', '0',
@@ -53,7 +59,15 @@ async function streamOne(base, prompt) {
   return n;
 }
 
+async function metrics(base) {
+  const t = await (await fetch(base + '/metrics')).text();
+  const get = (n) => Number(new RegExp(`^ork_${n} ([0-9.eE+-]+)$`, 'm').exec(t)?.[1] ?? NaN);
+  return { rows: get('decode_rows_total'), steps: get('decode_steps_total'),
+           decodeS: get('decode_seconds_total') };
+}
+
 async function run(base, c) {
+  const m0 = await metrics(base);
   const t0 = performance.now();
   const counts = await Promise.all(Array.from({ length: c }, async (_, k) => {
     let n = 0;
@@ -62,22 +76,26 @@ async function run(base, c) {
   }));
   const ms = performance.now() - t0;
   const tokens = counts.reduce((a, b) => a + b, 0);
-  return { tokens, ms, tps: tokens * 1000 / ms };
+  const m1 = await metrics(base);
+  const rows = m1.rows - m0.rows, steps = m1.steps - m0.steps;
+  return { tokens, ms, tps: tokens * 1000 / ms, decodeTps: rows / (m1.decodeS - m0.decodeS),
+           rowsPerStep: rows / steps };
 }
 
 console.log(`model ${model}, n_predict ${nPredict}, ${reqs} requests per client, ` +
-            `threads ${threads ?? 'all'}`);
-for (const mode of [[], ['--no-batch']]) {
+            `threads ${threads ?? 'all'}${fixedPrompt ? `, prompt ${JSON.stringify(fixedPrompt)}` : ''}`);
+for (const mode of baseline ? [[], ['--no-batch']] : [[]]) {
   const srv = await start(mode);
   await run(srv.base, 1);   // warm-up
   const name = mode.length ? 'one-at-a-time decode (--no-batch)' : 'batched decode';
-  let base1 = 0;
+  let base1 = 0, baseDec = 0;
   for (const c of clients) {
     const r = await run(srv.base, c);
-    if (c === clients[0]) base1 = r.tps;
+    if (c === clients[0]) { base1 = r.tps; baseDec = r.decodeTps; }
     console.log(`${name.padEnd(34)} clients ${String(c).padStart(2)}: ${String(r.tokens).padStart(5)} ` +
-                `tokens in ${(r.ms / 1000).toFixed(2)} s = ${r.tps.toFixed(0).padStart(6)} tok/s ` +
-                `(x${(r.tps / base1).toFixed(2)} vs ${clients[0]} client)`);
+                `tokens in ${(r.ms / 1000).toFixed(2).padStart(6)} s = ${r.tps.toFixed(1).padStart(7)} tok/s ` +
+                `(x${(r.tps / base1).toFixed(2)}) | decode only ${r.decodeTps.toFixed(1).padStart(7)} tok/s ` +
+                `(x${(r.decodeTps / baseDec).toFixed(2)}), ${r.rowsPerStep.toFixed(1)} rows/step`);
   }
   srv.proc.kill('SIGTERM');
   await new Promise((r) => srv.proc.on('exit', r));

@@ -612,6 +612,9 @@ char *ork__srv_metrics_text(struct ork_server *srv)
 #define COUNTER(name, help, val)                                                               \
     text_appendf(&b, &len, &cap, "# HELP ork_" name " " help "\n# TYPE ork_" name              \
                  " counter\nork_" name " %llu\n", (unsigned long long)(val))
+#define SECONDS(name, help, val)                                                               \
+    text_appendf(&b, &len, &cap, "# HELP ork_" name " " help "\n# TYPE ork_" name              \
+                 " counter\nork_" name " %.6f\n", (val))
 #define GAUGE(name, help, fmt, val)                                                            \
     text_appendf(&b, &len, &cap, "# HELP ork_" name " " help "\n# TYPE ork_" name              \
                  " gauge\nork_" name " " fmt "\n", (val))
@@ -629,6 +632,9 @@ char *ork__srv_metrics_text(struct ork_server *srv)
     COUNTER("decode_steps_total", "Decode steps run by the scheduler.", m.steps_total);
     COUNTER("decode_rows_total", "Sequences decoded over all steps (batch rows).",
             m.step_rows_total);
+    SECONDS("decode_seconds_total", "Wall time spent in decode passes (decode_rows_total / this "
+            "= decode tokens/s).", m.decode_ms_total / 1e3);
+    SECONDS("prompt_seconds_total", "Wall time spent evaluating prompts.", m.prompt_ms_total / 1e3);
     GAUGE("requests_processing", "Requests holding a slot.", "%d", busy);
     GAUGE("requests_deferred", "Requests waiting in the queue.", "%d", srv->q_len);
     GAUGE("queue_capacity", "Requests that may wait for a slot.", "%d", srv->p.queue_size);
@@ -650,6 +656,7 @@ char *ork__srv_metrics_text(struct ork_server *srv)
         text_appendf(&b, &len, &cap, "ork_slot_n_past{slot=\"%d\"} %d\n", i,
                      srv->slots[i].pub_n_past);
 #undef COUNTER
+#undef SECONDS
 #undef GAUGE
     pthread_mutex_unlock(&srv->mu);
     return b;

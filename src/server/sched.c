@@ -473,15 +473,17 @@ static void *sched_main(void *arg)
             if (sl->task && sl->state == SRV_SLOT_GENERATE && sample_step(srv, sl))
                 rows[n_rows++] = sl;
         }
+        double t_dec = now_ms();
         if (n_rows > 0)
             decode(srv, rows, n_rows);
-        double dt = now_ms() - t0;
+        double t1 = now_ms(), dt = t1 - t0;
 
         pthread_mutex_lock(&srv->mu);
         srv->step++;
         if (n_rows > 0) {
             srv->met.steps_total++;
             srv->met.step_rows_total += (uint64_t)n_rows;
+            srv->met.decode_ms_total += t1 - t_dec;
             srv->met.last_step_tok_s = dt > 0 ? n_rows * 1000.0 / dt : 0;
         }
         for (int32_t i = 0; i < np; i++)

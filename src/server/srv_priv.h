@@ -163,6 +163,7 @@ struct srv_metrics {
     double prompt_ms_total, gen_ms_total;
     uint64_t steps_total;           /* decode steps */
     uint64_t step_rows_total;       /* sequences decoded over all steps (batch rows) */
+    double decode_ms_total;         /* wall time of the batched/one-by-one decode passes */
     double last_step_tok_s;         /* aggregate tokens/s of the last step */
 };
 
