@@ -17,6 +17,7 @@
  * tests/unit/test_kernels_dot.c bounds the difference (relative to sum |w x|) by 1e-5.
  * Dequantization is exact on every path (same bits). */
 #include <math.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define ORK_HAVE_X86_DISPATCH 1
+#include <cpuid.h>
 #include <immintrin.h>
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #define ORK_HAVE_NEON 1
@@ -51,13 +53,23 @@ struct dot_acc {
 static enum kpath g_path;
 static pthread_once_t g_path_once = PTHREAD_ONCE_INIT;
 
+#ifdef ORK_HAVE_X86_DISPATCH
+/* F16C: CPUID leaf 1, ECX bit 29 (Intel SDM vol. 2A, CPUID). Read directly because clang's
+ * __builtin_cpu_supports does not accept "f16c". */
+#define CPUID_LEAF1_ECX_F16C (1u << 29)
+static bool cpu_has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & CPUID_LEAF1_ECX_F16C);
+}
+#endif
+
 static void path_init(void)
 {
     g_path = KPATH_SCALAR;
 #ifdef ORK_HAVE_X86_DISPATCH
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c())
         g_path = KPATH_SIMD;
 #elif defined(ORK_HAVE_NEON)
     g_path = KPATH_SIMD;    /* Advanced SIMD and f16 conversion are baseline AArch64 */

@@ -176,7 +176,7 @@ static void test_utf8_stops(void)
     const char *arrow[] = { "\xE2\x86\x92" };   /* → */
     struct ork_stop *st2;
     REQUIRE(ork_stop_create(arrow, 1, &st2) == 0);
-    const char *d[] = { "a\xE2", "\x86", "\x90" "b\xE2\x86", "\x92" };
+    const char *d[] = { "a\xE2", "\x86", ("\x90" "b\xE2\x86"), "\x92" };
     run_pieces(st2, d, 4, &r);
     CHECK(r.stopped);
     CHECK_STR(r.text, "a\xE2\x86\x90" "b");
