@@ -28,7 +28,7 @@ async function start(extra) {
     let out = '';
     proc.stdout.on('data', (d) => {
       out += d;
-      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
+      const m = /listening on http:\/\/\S+:(\d+) \(/.exec(out);
       if (m) resolve(Number(m[1]));
     });
     proc.on('exit', () => reject(new Error('server exited')));

@@ -10,6 +10,7 @@
 #include <ork/error.h>
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -151,8 +152,9 @@ int ork_cmd_serve(int argc, char **argv)
         ork_model_free(m);
         return ORK_EXIT_ERROR;
     }
-    printf("ork serve: listening on http://%s:%d (%d slot%s)\n", sp.host, ork_server_port(srv),
-           sp.n_parallel, sp.n_parallel == 1 ? "" : "s");
+    bool v6 = strchr(sp.host, ':') != NULL;   /* IPv6 literals go in brackets in URLs */
+    printf("ork serve: listening on http://%s%s%s:%d (%d slot%s)\n", v6 ? "[" : "", sp.host,
+           v6 ? "]" : "", ork_server_port(srv), sp.n_parallel, sp.n_parallel == 1 ? "" : "s");
     fflush(stdout);
 
     int sig = 0;

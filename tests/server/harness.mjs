@@ -53,7 +53,7 @@ export async function startServer(ork, model, args = []) {
     const t = setTimeout(() => reject(new Error('server did not start: ' + srv.stderr)), 20000);
     proc.stdout.on('data', (d) => {
       out += d;
-      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
+      const m = /listening on http:\/\/\S+:(\d+) \(/.exec(out);
       if (m) { clearTimeout(t); resolve(Number(m[1])); }
     });
     proc.on('exit', () => { clearTimeout(t); reject(new Error('server exited: ' + srv.stderr)); });
