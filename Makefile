@@ -2,6 +2,7 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
+AARCH64_BUILD ?= build-aarch64
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 FIXTURES   ?= ../shared/fixtures
 MODEL      ?= $(FIXTURES)/models/stories260K.gguf
@@ -9,7 +10,7 @@ PROMPT     ?= Once upon a time
 N_PREDICT  ?= 64
 FUZZ_SECONDS ?= 10
 
-.PHONY: all setup build asan fuzz run test test-release test-asan test-fuzz clean help
+.PHONY: all setup build asan fuzz run test test-release test-asan test-fuzz test-aarch64 clean help
 
 all: build
 
@@ -19,6 +20,7 @@ help:
 	@echo "make build  release build in $(BUILD)/ (binary: $(BUILD)/ork)"
 	@echo "make asan   AddressSanitizer + UBSan build in $(ASAN_BUILD)/"
 	@echo "make fuzz   libFuzzer targets (clang) in $(FUZZ_BUILD)/"
+	@echo "make test-aarch64  cross-build for aarch64, run kernel + golden tests under QEMU (Cortex-A76)"
 
 setup:
 	@scripts/setup-deps
@@ -68,5 +70,11 @@ test: setup
 	$(MAKE) test-asan
 	$(MAKE) test-fuzz
 
+# Cross-built aarch64 kernel and golden tests under qemu-aarch64 -cpu cortex-a76 (CI runs it after
+# `make test`); installs its own packages (scripts/setup-deps --aarch64).
+test-aarch64:
+	@scripts/setup-deps --aarch64
+	AARCH64_BUILD=$(AARCH64_BUILD) JOBS=$(JOBS) scripts/ci-aarch64
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(AARCH64_BUILD)
