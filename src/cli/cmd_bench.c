@@ -2,8 +2,8 @@
  * memory bandwidth that bounds decode (roofline).
  *
  * Tests: ppP = one batch of P random token ids from an empty cache (prefill); tgN = N tokens
- * decoded one at a time from an empty cache. Each test runs once to warm up, then R timed
- * repetitions; the table shows the mean tokens/s and its sample standard deviation. Every
+ * decoded one at a time from an empty cache. Each test first runs a short untimed warm-up of
+ * the same kind (which pages the weights in), then R timed repetitions; the table shows the mean tokens/s and its sample standard deviation. Every
  * combination of the -p / -n / -t values runs (lists: comma-separated and/or repeated flags).
  * --membw measures STREAM-like bandwidth (engine/membw.c); with -m, each tg result is also set
  * against its roofline: bandwidth / bytes of weights read per decoded token.
@@ -33,6 +33,7 @@
 #define DEFAULT_P 512
 #define DEFAULT_N 128
 #define DEFAULT_REPS 5
+#define WARMUP_TOKENS 8         /* tokens of the untimed warm-up run before each test */
 #define TOKEN_SEED 0x6f726b62656e6368ull    /* fixed seed of the random token ids */
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
@@ -78,8 +79,8 @@ static void usage(FILE *out)
             "       ork bench --membw [-t T]\n"
             "\n"
             "Prefill (ppP: one batch of P random tokens) and decode (tgN: N tokens one at a time)\n"
-            "speed, tokens/s as mean +- standard deviation over the repetitions (after one\n"
-            "warm-up run). -p, -n, -t take comma lists and may repeat; every combination runs.\n"
+            "speed, tokens/s as mean +- standard deviation over the repetitions (after a short\n"
+            "warm-up). -p, -n, -t take comma lists and may repeat; every combination runs.\n"
             "\n"
             "options:\n"
             "  -m, --model FILE     model (may repeat)\n"
@@ -337,8 +338,10 @@ static int bench_model_threads(struct ork_model *m, int mi, int threads, const s
                 goto out;
             }
             (*n_res)++;
+            /* Warm-up: a short run of the same kind maps every weight page in. */
             double warm;
-            if ((ret = run_once(s, r->pp, n, n_vocab, toks, logits, &rng, &warm)) < 0)
+            int nw = n < WARMUP_TOKENS ? n : WARMUP_TOKENS;
+            if ((ret = run_once(s, r->pp, nw, n_vocab, toks, logits, &rng, &warm)) < 0)
                 goto out;
             for (int k = 0; k < o->reps; k++)
                 if ((ret = run_once(s, r->pp, n, n_vocab, toks, logits, &rng,
