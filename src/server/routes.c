@@ -483,6 +483,24 @@ int ork__srv_stream_events(struct ork_server *srv, const struct srv_task *t, siz
     }
     if (!final)
         return 0;
+    if (t->stop == SRV_STOP_ERROR || (t->stop == SRV_STOP_SHUTDOWN && t->error[0])) {
+        /* The generation failed or never started: say why before the closing events. */
+        struct srv_error err;
+        ork__srv_errorf(&err, t->stop == SRV_STOP_ERROR ? 500 : 503,
+                        t->stop == SRV_STOP_ERROR ? "server_error" : "unavailable_error", "%s",
+                        t->error);
+        char *e = ork__srv_error_json(&err);
+        if (!e)
+            return ORK_ENOMEM;
+        ret = buf_append(buf, len, cap, "data: ", 6);
+        if (ret == 0)
+            ret = buf_append(buf, len, cap, e, strlen(e));
+        if (ret == 0)
+            ret = buf_append(buf, len, cap, "\n\n", 2);
+        ork_free(e);
+        if (ret < 0)
+            return ret;
+    }
     if (native) {
         cJSON *root = cJSON_CreateObject();
         cJSON_AddNumberToObject(root, "index", 0);
