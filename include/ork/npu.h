@@ -18,9 +18,8 @@
  * A plan is used by one thread at a time; different plans may run from different threads.
  * Errors: negative ORK_E* codes with an ork_error_message(); nothing here exits or aborts.
  *
- * Designed to grow: a plan holds precompiled programs at fixed addresses, so a scheduling layer
- * add chains of several plans in one submit and async submit/wait (ork_npu_matmul_submit/_wait
- * already split the run); the multi-core N-split (desc.cores) is there already. */
+ * Scheduling (core budget, per-core workers, async jobs, streams, recovery): <ork/sched.h>;
+ * timelines: <ork/trace.h>. */
 #ifndef ORK_NPU_H
 #define ORK_NPU_H
 
@@ -99,6 +98,9 @@ enum ork_npu_matmul_flags {
                                           * submit (spec §8.3); for bisecting problems */
     ORK_NPU_MATMUL_NO_WARMUP = 1u << 1,  /* skip the two warm-up submits at creation that
                                           * absorb the stale-first-submit effect (spec §14.4) */
+    ORK_NPU_MATMUL_ONE_JOB = 1u << 2,    /* multi-core plans: one job carrying a task range
+                                          * per core (spec §9) instead of the default one
+                                          * submit per core from the per-core workers */
 };
 
 struct ork_npu_matmul_desc {
@@ -107,9 +109,11 @@ struct ork_npu_matmul_desc {
     uint32_t flags;                 /* ORK_NPU_MATMUL_* */
     uint32_t timeout_ms;            /* per submit; 0 = backend default */
     uint32_t cores;                 /* NPU cores to split the columns across (spec §9 N-split):
-                                     * 0 or 1 = one core (the kernel picks it); 2 or 3 = one job
-                                     * over that many cores, each >= 2 column tiles. Clamped to
-                                     * what the device and N allow. */
+                                     * 0 = auto: the core budget's cost model picks (sched.h);
+                                     * 1 = one core (the kernel picks it); 2 or 3 = contiguous
+                                     * column ranges, one submit per core from persistent
+                                     * per-core workers, each >= 2 column tiles. Clamped to the
+                                     * device, N and ork_npu_set_core_budget. */
 };
 
 /* Plan a matmul of up to desc->m rows on resident weights: tiles, device buffers for A, C and

@@ -23,6 +23,8 @@ enum ork_sim_timing {
     ORK_SIM_TIMING_INSTANT = 0, /* compute, complete at once (default; fastest for tests) */
     ORK_SIM_TIMING_PACED = 1,   /* compute, and delay each completion in real time to model time */
     ORK_SIM_TIMING_ONLY = 2,    /* no arithmetic (outputs untouched): study big shapes' timing */
+    ORK_SIM_TIMING_PACED_ONLY = 3, /* no arithmetic, completions delayed in real time to model
+                                    * time: overlap and multi-threaded submits of big shapes */
 };
 
 /* Faults the simulator injects, so that callers' timeout and recovery paths run in CI. */

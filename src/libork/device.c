@@ -41,6 +41,7 @@ int ork_npu_open(const struct ork_npu_opts *opts, struct ork_npu **out)
                              "--device sim for the simulator");
         goto err_free;
     }
+    pthread_mutex_init(&npu->sched_lock, NULL);
     npu->domain = o.domain;
     npu->max_tasks = DEFAULT_MAX_TASKS;
     npu->n_cores = 1;
@@ -71,6 +72,9 @@ void ork_npu_close(struct ork_npu *npu)
 {
     if (!npu)
         return;
+    ork__async_shutdown(npu);      /* workers first: they may still reach the kernel */
+    ork__sched_shutdown(npu);
+    pthread_mutex_destroy(&npu->sched_lock);
     npu->kmd->close(npu->kctx);
     ork_free(npu);
 }

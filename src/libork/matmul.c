@@ -8,7 +8,9 @@
 #include <ork/debug.h>
 #include <ork/error.h>
 #include <ork/log.h>
+#include <ork/trace.h>
 
+#include <stdio.h>
 #include <string.h>
 
 /* Warm-up submits at plan creation: the first submit writing a fresh output buffer can return
@@ -45,9 +47,9 @@ static int make_nslices(struct ork_npu_matmul *mm, uint32_t want_cores)
 {
     const struct ork_nplan *np = &mm->w->nplan;
     const uint32_t tile = np->tile, nn = np->n_padded / tile;
-    uint32_t nc = want_cores < 1 ? 1 : want_cores;
-    if (nc > mm->npu->n_cores)
-        nc = mm->npu->n_cores;
+    uint32_t nc = ork__budget_cores(mm, want_cores);
+    if (nc < 1)
+        nc = 1;
     if (nc > nn / 2)                     /* >= 2 column tiles per core (spec §9) */
         nc = nn / 2 ? nn / 2 : 1;
     if (nc > ORK_MM_MAX_CORES)
@@ -266,6 +268,71 @@ static int restore_cuts(struct ork_npu_matmul *mm, const uint32_t *count)
     return ret;
 }
 
+/* One submit on the trace timeline, named by the plan's shape. */
+static void trace_submit(const struct ork_npu_matmul *mm, int core, int64_t t0)
+{
+    if (!ork_trace_enabled())
+        return;
+    char name[48];
+    snprintf(name, sizeof name, "mm %ux%ux%u", mm->run_m ? mm->run_m : mm->m, mm->w->k, mm->w->n);
+    ork__trace_submit(core, name, t0);
+}
+
+/* Plan core c's tasks of the first `mtiles` M-tiles, blocking, on hardware core `hw` (-1: the
+ * kernel picks one): one submit per group of chained programs, its own job record, so the
+ * cores of a split run are submitted from different threads at once (spec §9). */
+static int submit_core(struct ork_npu_matmul *mm, uint32_t c, uint32_t mtiles, int hw)
+{
+    const bool chain = mm->npu->pc_chain && mm->group > 1;
+    const bool cut = chain && mtiles < mm->n_mtiles;
+    const uint32_t count = core_run_tasks(mm, c, mtiles);
+    int ret = 0;
+    if (cut && count)
+        ret = set_terminal(mm, c, mm->core_t0[c] + count - 1, true);
+    for (uint32_t done = 0; done < count && ret == 0; done += mm->group) {
+        const uint32_t start = mm->core_t0[c] + done;
+        const uint32_t n = count - done < mm->group ? count - done : mm->group;
+        struct ork_kjob job = {
+            .tasks = &mm->tasks[start],
+            .n_tasks = n,
+            .core_mask = hw < 0 ? 0 : 1u << hw,
+            .flags = chain ? ORK_KJOB_PINGPONG : 0,    /* matmul-only chains (§8.3) */
+            .timeout_ms = mm->timeout_ms,
+            .domain = mm->npu->domain,
+        };
+        job.range[hw < 0 ? 0 : hw] = (struct ork_kcore_range){ 0, n };
+        int64_t t0 = ork_trace_now_ns();
+        ret = mm->npu->kmd->submit(mm->npu->kctx, &job);
+        trace_submit(mm, hw, t0);
+        if (ret < 0) {
+            char what[96];
+            snprintf(what, sizeof what, "npu matmul: submit of tasks %u..%u on core %d", start,
+                     start + n - 1, hw);
+            ret = ork__npu_failed(mm->npu, ret, what);
+        } else if (ork_debug(ORK_DBG_SUBMIT)) {
+            ORK_LOGI("npu submit: tasks %u..%u on core %d (%u done), %lld ns", start,
+                     start + n - 1, hw, job.task_counter, (long long)job.hw_elapse_ns);
+        }
+    }
+    if (cut && count) {
+        int r2 = set_terminal(mm, c, mm->core_t0[c] + count - 1, false);
+        if (ret == 0)
+            ret = r2;
+    }
+    return ret;
+}
+
+struct split_ctx {
+    struct ork_npu_matmul *mm;
+    uint32_t mtiles;
+};
+
+static int split_core(void *arg, uint32_t c)
+{
+    const struct split_ctx *s = arg;
+    return submit_core(s->mm, c, s->mtiles, (int)c);
+}
+
 /* Run the first `mtiles` M-tiles: per job, each core runs its next group of tasks; a job over
  * several cores carries one range per core (spec §9; the backend fills subcore_task).
  * With `async`, a run that is one single-core chained job is queued NONBLOCK with the last
@@ -273,6 +340,11 @@ static int restore_cuts(struct ork_npu_matmul *mm, const uint32_t *count)
  * completes before returning. */
 static int submit_tasks(struct ork_npu_matmul *mm, uint32_t mtiles, bool async)
 {
+    if (mm->n_cores > 1 && !(mm->flags & ORK_NPU_MATMUL_ONE_JOB)) {
+        /* the default split: one submit per core, cores 1.. from the per-core workers */
+        struct split_ctx s = { mm, mtiles };
+        return ork__pool_run(mm->npu, mm->n_cores, split_core, &s);
+    }
     int ret = 0;
     const bool chain = mm->npu->pc_chain && mm->group > 1;
     const bool cut = chain && mtiles < mm->n_mtiles;
@@ -329,10 +401,15 @@ static int submit_tasks(struct ork_npu_matmul *mm, uint32_t mtiles, bool async)
             job->doorbell_off = off;
             job->doorbell_sentinel = DOORBELL_SENTINEL;
         }
+        int64_t t0 = ork_trace_now_ns();
         ret = mm->npu->kmd->submit(mm->npu->kctx, job);
+        if (!nonblock)
+            trace_submit(mm, mm->n_cores > 1 ? 0 : -1, t0);
         if (ret < 0) {
-            ret = ork_errorf(ret, "npu matmul: submit %u (tasks %u..%u, core mask 0x%x) failed: %s",
-                             g, lo, hi - 1, mask, ork_error_describe(ret));
+            char what[96];
+            snprintf(what, sizeof what, "npu matmul: submit %u (tasks %u..%u, core mask 0x%x)",
+                     g, lo, hi - 1, mask);
+            ret = ork__npu_failed(mm->npu, ret, what);
             break;
         }
         if (ork_debug(ORK_DBG_SUBMIT))
@@ -360,10 +437,11 @@ static int finish_tasks(struct ork_npu_matmul *mm)
     if (!mm->job_pending)
         return 0;
     mm->job_pending = false;
+    int64_t t0 = ork_trace_now_ns();
     int ret = mm->npu->kmd->wait(mm->npu->kctx, &mm->job, -1);
+    trace_submit(mm, -1, t0);
     if (ret < 0)
-        ret = ork_errorf(ret, "npu matmul: waiting for the run failed: %s",
-                         ork_error_describe(ret));
+        ret = ork__npu_failed(mm->npu, ret, "npu matmul: waiting for the run");
     if (mm->cut_pending) {
         mm->cut_pending = false;
         int r2 = restore_cuts(mm, mm->run_count);
@@ -418,6 +496,8 @@ void ork_npu_matmul_destroy(struct ork_npu_matmul *mm)
 {
     if (!mm)
         return;
+    if (mm->ajob.queued)
+        (void)ork_npu_job_wait(&mm->ajob);
     if (mm->job_pending)
         (void)finish_tasks(mm);     /* never free buffers under a running job */
     ork__npu_bo_destroy(mm->npu, &mm->prog_bo);
@@ -522,6 +602,15 @@ int ork_npu_matmul_wait(struct ork_npu_matmul *mm, void *c)
     if (ret < 0)
         return ret;
     return ork__matmul_gather(mm, c, mm->run_m);
+}
+
+int ork__matmul_exec(struct ork_npu_matmul *mm, uint32_t m, int hw_core)
+{
+    mm->run_m = m;
+    const uint32_t mtiles = (m + mm->m_tile - 1) / mm->m_tile;
+    if (hw_core >= 0 && mm->n_cores == 1)
+        return submit_core(mm, 0, mtiles, hw_core);
+    return submit_tasks(mm, mtiles, false);
 }
 
 static int run(struct ork_npu_matmul *mm, enum ork_npu_dtype dt, const void *a, uint32_t m,

@@ -8,7 +8,9 @@
 #include <ork/debug.h>
 #include <ork/error.h>
 #include <ork/log.h>
+#include <ork/trace.h>
 
+#include <stdio.h>
 #include <string.h>
 
 struct ork_npu_chain {
@@ -18,12 +20,25 @@ struct ork_npu_chain {
     uint32_t n_tasks;
     struct ork_kbo prog_bo;          /* n_tasks program slots */
     struct ork_ktask *tasks;         /* [n_tasks], pointing into prog_bo */
+    struct ork_npu_job job;          /* async run (async.c) */
 };
+
+struct ork_npu_job *ork__chain_job(struct ork_npu_chain *ch)
+{
+    return &ch->job;
+}
+
+struct ork_npu *ork__chain_npu(const struct ork_npu_chain *ch)
+{
+    return ch->npu;
+}
 
 void ork_npu_chain_destroy(struct ork_npu_chain *ch)
 {
     if (!ch)
         return;
+    if (ch->job.queued)
+        (void)ork_npu_job_wait(&ch->job);
     ork__npu_bo_destroy(ch->npu, &ch->prog_bo);
     ork_free(ch->tasks);
     ork_free(ch->plans);
@@ -109,21 +124,22 @@ err:
     return ret;
 }
 
-int ork_npu_chain_run(struct ork_npu_chain *ch, const void *const *a, void *const *c)
+int ork__chain_copy_in(struct ork_npu_chain *ch, const void *const *a)
 {
-    if (!ch || !a || !c)
-        return ork_errorf(ORK_EINVAL, "npu chain: NULL chain, A or C list");
     int ret = 0;
     for (uint32_t i = 0; i < ch->n_plans && ret == 0; i++) {
         struct ork_npu_matmul *mm = ch->plans[i];
-        if (!a[i] || !c[i])
-            return ork_errorf(ORK_EINVAL, "npu chain: plan %u has no A or C", i);
+        if (!a[i])
+            return ork_errorf(ORK_EINVAL, "npu chain: plan %u has no A", i);
         if (mm->in_flight)
             return ork_errorf(ORK_EBUSY, "npu chain: plan %u has a run in flight", i);
         ret = ork__matmul_copy_in(mm, a[i], mm->m);
     }
-    if (ret < 0)
-        return ret;
+    return ret;
+}
+
+int ork__chain_exec(struct ork_npu_chain *ch, void *const *c)
+{
     struct ork_kjob job = {
         .tasks = ch->tasks,
         .n_tasks = ch->n_tasks,
@@ -133,14 +149,37 @@ int ork_npu_chain_run(struct ork_npu_chain *ch, const void *const *a, void *cons
         .timeout_ms = ch->plans[0]->timeout_ms,
         .domain = ch->npu->domain,
     };
-    ret = ch->npu->kmd->submit(ch->npu->kctx, &job);
-    if (ret < 0)
-        return ork_errorf(ret, "npu chain: submit of %u programs failed: %s", ch->n_tasks,
-                          ork_error_describe(ret));
+    int64_t t0 = ork_trace_now_ns();
+    int ret = ch->npu->kmd->submit(ch->npu->kctx, &job);
+    if (ork_trace_enabled()) {
+        char name[48];
+        snprintf(name, sizeof name, "chain of %u plans", ch->n_plans);
+        ork__trace_submit(-1, name, t0);
+    }
+    if (ret < 0) {
+        char what[96];
+        snprintf(what, sizeof what, "npu chain: submit of %u programs", ch->n_tasks);
+        return ork__npu_failed(ch->npu, ret, what);
+    }
     if (ork_debug(ORK_DBG_SUBMIT))
         ORK_LOGI("npu chain submit: %u plans, %u programs (%u done), %lld ns", ch->n_plans,
                  ch->n_tasks, job.task_counter, (long long)job.hw_elapse_ns);
     for (uint32_t i = 0; i < ch->n_plans && ret == 0; i++)
         ret = ork__matmul_gather(ch->plans[i], c[i], ch->plans[i]->m);
     return ret;
+}
+
+int ork_npu_chain_run(struct ork_npu_chain *ch, const void *const *a, void *const *c)
+{
+    if (!ch || !a || !c)
+        return ork_errorf(ORK_EINVAL, "npu chain: NULL chain, A or C list");
+    if (ch->job.queued)
+        return ork_errorf(ORK_EBUSY, "npu chain: an async run is in flight");
+    for (uint32_t i = 0; i < ch->n_plans; i++)
+        if (!c[i])
+            return ork_errorf(ORK_EINVAL, "npu chain: plan %u has no C", i);
+    int ret = ork__chain_copy_in(ch, a);
+    if (ret < 0)
+        return ret;
+    return ork__chain_exec(ch, c);
 }

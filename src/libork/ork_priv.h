@@ -4,6 +4,9 @@
 #define ORK_PRIV_H
 
 #include <ork/npu.h>
+#include <ork/sched.h>
+
+#include <pthread.h>
 
 #include "kmd/kmd.h"
 #include "plan.h"
@@ -17,6 +20,14 @@ struct ork_npu {
     uint32_t max_tasks;         /* tasks per job the backend accepts */
     uint32_t n_cores;           /* cores a job may select (1 when the kernel schedules) */
     bool is_sim;
+    /* scheduling (budget.c, sched.c, async.c) */
+    uint32_t core_budget;       /* 0 = every core; else the cap for plans created from now */
+    pthread_mutex_t sched_lock; /* guards the lazy creation of pool and async worker, resets */
+    struct ork__pool *pool;     /* persistent per-core submit workers, created on first split */
+    struct ork__async *async;   /* the async worker, created on first async submit */
+    bool has_topo;              /* `topo` was injected (ork_npu_set_topology) */
+    struct ork_cpu_topology topo;
+    uint64_t resets;            /* NPU resets after failed submits */
 };
 
 struct ork_npu_weights {
@@ -38,6 +49,19 @@ struct ork_mm_tile {
 };
 
 #define ORK_MM_MAX_CORES 3      /* RK3588 (spec §1.1) */
+
+/* An async run (async.c): embedded in its plan or chain, queued on the device's worker. */
+struct ork_npu_job {
+    struct ork_npu_matmul *mm;  /* exactly one of mm, ch */
+    struct ork_npu_chain *ch;
+    void *c;                    /* plan: C */
+    void *const *cs;            /* chain: C list */
+    uint32_t m;
+    bool queued, done;
+    int ret;
+    char msg[512];              /* the failing run's message, re-raised by wait */
+    struct ork_npu_job *next;
+};
 
 struct ork_npu_matmul {
     struct ork_npu_weights *w;
@@ -71,12 +95,39 @@ struct ork_npu_matmul {
     bool job_pending;           /* a NONBLOCK job awaits finish_tasks() */
     bool cut_pending;           /* its prefix cut must be restored after it completes */
     int run_ret;
+    struct ork_npu_job ajob;    /* async run (async.c) */
 };
 
 /* The two host halves of a plan's run, shared with matmul_chain.c: copy A[m][k] into the
  * K-slice blocks (and sync), and sum/gather the partial C blocks into C[m][n]. */
 int ork__matmul_copy_in(struct ork_npu_matmul *mm, const void *a, uint32_t m);
 int ork__matmul_gather(struct ork_npu_matmul *mm, void *c, uint32_t m);
+
+/* Run a plan's first m rows to completion, blocking (async worker, stream); copy-in before and
+ * gather after are the caller's. `hw_core`: -1 = as planned; else a single-core plan runs on
+ * that core. */
+int ork__matmul_exec(struct ork_npu_matmul *mm, uint32_t m, int hw_core);
+/* Chains (matmul_chain.c) in the same halves, for the async worker. */
+int ork__chain_copy_in(struct ork_npu_chain *ch, const void *const *a);
+int ork__chain_exec(struct ork_npu_chain *ch, void *const *c);
+struct ork_npu_job *ork__chain_job(struct ork_npu_chain *ch);
+struct ork_npu *ork__chain_npu(const struct ork_npu_chain *ch);
+
+/* Cores for a new plan: `requested` (0 = the budget's pick) capped by the core budget. */
+uint32_t ork__budget_cores(struct ork_npu_matmul *mm, uint32_t requested);
+
+/* The per-core worker pool (sched.c): run fn(arg, i) for i in [0, n), i = 0 on the calling
+ * thread and i >= 1 on worker i (which submits to core i); returns after all finished, with
+ * the first failure's code and message. n <= the device's cores. */
+int ork__pool_run(struct ork_npu *npu, uint32_t n, int (*fn)(void *arg, uint32_t i), void *arg);
+/* Stop the device's pool and async worker (device close). */
+void ork__sched_shutdown(struct ork_npu *npu);
+void ork__async_shutdown(struct ork_npu *npu);
+/* A submit or wait failed with `ret` (message recorded): timeouts and device faults reset the
+ * NPU (spec §10.8) so the device stays usable; returns `ret` with "<what>: <message>[; reset]". */
+int ork__npu_failed(struct ork_npu *npu, int ret, const char *what);
+/* One NPU submit on the trace timeline (`core` -1: the kernel's pick). */
+void ork__trace_submit(int core, const char *name, int64_t t0_ns);
 
 /* Buffers in the device's domain: create (zeroed), destroy, sync (no-op on coherent backends). */
 int ork__npu_bo_create(struct ork_npu *npu, uint64_t size, uint32_t flags, struct ork_kbo *out,

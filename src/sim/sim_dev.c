@@ -29,7 +29,7 @@ int64_t ork__sim_real_ns(void)
 
 int64_t ork__sim_now(struct ork_sim *sim)
 {
-    if (sim->o.timing == ORK_SIM_TIMING_PACED) {
+    if (sim->o.timing == ORK_SIM_TIMING_PACED || sim->o.timing == ORK_SIM_TIMING_PACED_ONLY) {
         int64_t r = ork__sim_real_ns() - sim->epoch_real_ns;
         if (r > sim->now_ns)
             sim->now_ns = r;

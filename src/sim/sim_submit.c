@@ -107,7 +107,8 @@ static void walk_core(struct ork_sim *sim, int core, const struct sim_bo *tbo, u
     const struct ork_sim_fault *fault = sim_fault_for(sim, seq);
     struct walk_mem wm = { sim, domain };
     struct ork_sim_mem mem = { &wm, walk_map };
-    bool timing_only = sim->o.timing == ORK_SIM_TIMING_ONLY;
+    bool timing_only = sim->o.timing == ORK_SIM_TIMING_ONLY ||
+                       sim->o.timing == ORK_SIM_TIMING_PACED_ONLY;
     memset(r, 0, sizeof(*r));
 
     for (uint32_t c0 = 0; c0 < number; c0 += RKNPU_MAX_SUBMIT_NUMBER) {
@@ -397,7 +398,9 @@ static int submit_locked(struct ork_sim *sim, struct rknpu_submit *s, int64_t *s
     }
     /* blocking: the caller waits until completion (or the timeout) */
     int64_t end = done == INT64_MAX ? t0 + job->timeout_ns : done;
-    if (sim->o.timing == ORK_SIM_TIMING_PACED)
+    bool paced = sim->o.timing == ORK_SIM_TIMING_PACED ||
+                 sim->o.timing == ORK_SIM_TIMING_PACED_ONLY;
+    if (paced)
         *sleep_until = end;
     else if (end > sim->now_ns)
         sim->now_ns = end;
@@ -442,10 +445,12 @@ int ork__sim_wait(struct ork_sim *sim, uint64_t seq, int64_t timeout_ns)
     bool timed_out = until == INT64_MAX || until - now > limit;
     if (timed_out)
         until = now + limit;
-    if (sim->o.timing != ORK_SIM_TIMING_PACED && until > sim->now_ns)
+    bool paced = sim->o.timing == ORK_SIM_TIMING_PACED ||
+                 sim->o.timing == ORK_SIM_TIMING_PACED_ONLY;
+    if (!paced && until > sim->now_ns)
         sim->now_ns = until;
     pthread_mutex_unlock(&sim->lock);
-    if (sim->o.timing == ORK_SIM_TIMING_PACED)
+    if (paced)
         sim_sleep_until(sim, until);
     if (timed_out && status == 0)
         return ork_errorf(ORK_ETIMEDOUT, "job %llu not complete after %.3f ms",
