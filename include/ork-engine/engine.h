@@ -61,7 +61,46 @@ struct ork_model;
 
 struct ork_model_params {
     bool no_tokenizer;          /* skip loading the tokenizer (evaluation from ids only) */
+    /* Where the matmuls run (docs/npu-inference.md): NULL or "cpu" = the CPU; "npu" = the
+     * board's NPU (error without one); "sim" = the NPU simulator; "auto" = the NPU when one
+     * exists, else the CPU. Everything but the matmuls stays on the CPU. */
+    const char *device;
+    int32_t sim_timing;         /* "sim" only: enum ork_sim_timing (0 instant, 1 paced, 2 timing
+                                 * only, ...) */
+    int32_t npu_max_m;          /* rows per NPU matmul in prefill (0: 64) */
+    uint32_t npu_flags;         /* ORK_NPU_EXEC_* */
+    const char *npu_pack_path;  /* .orkpack to use; NULL: MODEL.orkpack beside the model */
 };
+
+enum ork_npu_exec_flags {
+    ORK_NPU_EXEC_NO_PACK = 1u << 0,     /* quantise in memory; never read or write a pack */
+    ORK_NPU_EXEC_REBUILD_PACK = 1u << 1,/* rebuild the pack even if it is valid */
+    ORK_NPU_EXEC_PER_MATMUL = 1u << 2,  /* baseline executor: one single-core synchronous
+                                         * submit per model matmul (no fusion, no core split) */
+    ORK_NPU_EXEC_QUIET = 1u << 3,       /* no progress bar or placement report on stderr */
+};
+
+/* Counters of the NPU executor since load (or the last reset). Modelled times come from the
+ * executor's copy of the simulator's timing model (docs/sim.md) applied to every submit. */
+struct ork_npu_exec_stats {
+    char backend[16];           /* "sim", "rknpu", "rocket" */
+    int32_t n_domains;          /* IOMMU domains the resident weights span */
+    uint64_t resident_bytes;    /* device bytes of the packed weights */
+    int32_t n_npu_mats, n_cpu_mats; /* model matrices placed on the NPU / left on the CPU */
+    uint64_t n_forward;         /* forward batches */
+    uint64_t n_rows;            /* token rows evaluated */
+    uint64_t n_submits;         /* NPU submits */
+    double wall_ms;             /* wall time inside forward batches */
+    double npu_wall_ms;         /* wall time inside NPU runs (quantise, submit, dequantise) */
+    double model_npu_ms;        /* modelled NPU time of every submit (critical path) */
+    double model_core_busy_ms[3]; /* modelled busy time per NPU core */
+    double sect_ms[6];          /* wall per section: qkv, o, gate_up, down, lm_head, cpu rest */
+};
+/* 0 and the counters, or ORK_ENOENT when the model runs on the CPU. */
+int ork_model_npu_stats(const struct ork_model *m, struct ork_npu_exec_stats *out);
+void ork_model_npu_stats_reset(struct ork_model *m);
+/* "cpu", or the NPU backend's name. */
+const char *ork_model_device(const struct ork_model *m);
 void ork_model_params_default(struct ork_model_params *p);
 
 /* Open, validate and bind a model. Errors: ORK_EIO / ORK_EFORMAT from the GGUF reader,

@@ -215,6 +215,8 @@ int ork_cmd_perplexity(int argc, char **argv)
     double var = nll2 / (double)count - mean * mean;
     double err = var > 0 && count > 1 ? sqrt(var / (double)(count - 1)) * ppl : 0.0;
     printf("PPL = %.4f +/- %.5f\n", ppl, err);
+    if (o.profile)
+        ork_cli_npu_report(stderr, m);
     fprintf(stderr, "perplexity: %lld tokens scored in %.2f s (%.0f tok/s evaluated)\n", count, secs,
             secs > 0 ? (double)n_chunks * n_ctx / secs : 0.0);
     goto out;

@@ -24,7 +24,102 @@ void ork_cli_gen_opts_default(struct ork_cli_gen_opts *o)
     memset(o, 0, sizeof(*o));
     ork_sampler_params_default(&o->sampling);
     ork_session_params_default(&o->session);
+    ork_model_params_default(&o->model_params);
     o->n_predict = -1;
+}
+
+int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct ork_model_params *mp)
+{
+    const char *a = argv[*i], *v;
+    long long n;
+    if (!strcmp(a, "--device")) {
+        if (!(v = ork_cli_value(cmd, argc, argv, i)))
+            return -1;
+        if (strcmp(v, "cpu") && strcmp(v, "npu") && strcmp(v, "sim") && strcmp(v, "auto")) {
+            fprintf(stderr, "ork %s: invalid value '%s' for --device: must be cpu, npu, sim or "
+                    "auto\n", cmd, v);
+            return -1;
+        }
+        mp->device = v;
+        return 1;
+    }
+    if (!strcmp(a, "--sim-timing")) {
+        static const char *const names[] = { "instant", "paced", "only", "paced-only" };
+        if (!(v = ork_cli_value(cmd, argc, argv, i)))
+            return -1;
+        for (int k = 0; k < 4; k++)
+            if (!strcmp(v, names[k])) {
+                mp->sim_timing = k;
+                return 1;
+            }
+        fprintf(stderr, "ork %s: invalid value '%s' for --sim-timing: must be instant, paced, "
+                "only or paced-only\n", cmd, v);
+        return -1;
+    }
+    if (!strcmp(a, "--npu-executor")) {
+        if (!(v = ork_cli_value(cmd, argc, argv, i)))
+            return -1;
+        if (!strcmp(v, "per-matmul"))
+            mp->npu_flags |= ORK_NPU_EXEC_PER_MATMUL;
+        else if (!strcmp(v, "fused"))
+            mp->npu_flags &= ~(uint32_t)ORK_NPU_EXEC_PER_MATMUL;
+        else {
+            fprintf(stderr, "ork %s: invalid value '%s' for --npu-executor: must be fused or "
+                    "per-matmul\n", cmd, v);
+            return -1;
+        }
+        return 1;
+    }
+    if (!strcmp(a, "--npu-max-m")) {
+        if (!(v = ork_cli_value(cmd, argc, argv, i)) ||
+            !ork_cli_parse_int(cmd, a, v, 1, 2047, &n))
+            return -1;
+        mp->npu_max_m = (int32_t)n;
+        return 1;
+    }
+    if (!strcmp(a, "--no-pack")) {
+        mp->npu_flags |= ORK_NPU_EXEC_NO_PACK;
+        return 1;
+    }
+    if (!strcmp(a, "--rebuild-pack")) {
+        mp->npu_flags |= ORK_NPU_EXEC_REBUILD_PACK;
+        return 1;
+    }
+    return 0;
+}
+
+void ork_cli_device_help(FILE *out)
+{
+    fprintf(out,
+            "  --device cpu|npu|sim|auto where matmuls run (default: cpu; auto = NPU if present)\n"
+            "  --sim-timing MODE         sim: instant|paced|only|paced-only (default: instant)\n"
+            "  --npu-executor fused|per-matmul  NPU submits: fused per layer (default) or one per\n"
+            "                            matmul (baseline)\n"
+            "  --npu-max-m N             rows per NPU matmul in prefill (default: 64)\n"
+            "  --no-pack                 quantise for the NPU in memory (no MODEL.orkpack)\n"
+            "  --rebuild-pack            rebuild MODEL.orkpack even if it is valid\n");
+}
+
+void ork_cli_npu_report(FILE *out, const struct ork_model *m)
+{
+    struct ork_npu_exec_stats st;
+    if (ork_model_npu_stats(m, &st) < 0)
+        return;
+    static const char *const sect[6] = { "qkv", "o", "gate_up", "down", "lm_head", "cpu" };
+    double rows = st.n_rows ? (double)st.n_rows : 1;
+    fprintf(out, "npu: %s, %d domain(s), %.1f MiB resident, %d matrices on the NPU, %d on the "
+            "CPU\n", st.backend, st.n_domains, (double)st.resident_bytes / (1 << 20),
+            st.n_npu_mats, st.n_cpu_mats);
+    fprintf(out, "npu: %llu batches, %llu rows, %llu submits (%.1f per row); wall %.1f ms "
+            "(npu runs %.1f ms); modelled NPU %.1f ms (core busy %.1f / %.1f / %.1f ms)\n",
+            (unsigned long long)st.n_forward, (unsigned long long)st.n_rows,
+            (unsigned long long)st.n_submits, (double)st.n_submits / rows, st.wall_ms,
+            st.npu_wall_ms, st.model_npu_ms, st.model_core_busy_ms[0],
+            st.model_core_busy_ms[1], st.model_core_busy_ms[2]);
+    fprintf(out, "profile (wall ms):");
+    for (int k = 0; k < 6; k++)
+        fprintf(out, " %s %.1f", sect[k], st.sect_ms[k]);
+    fprintf(out, "\n");
 }
 
 static bool is_opt(const char *a, const char *s, const char *l)
@@ -133,7 +228,11 @@ int ork_cli_gen_opt(const char *cmd, int argc, char **argv, int *i, struct ork_c
         o->verbose = true;
         return 1;
     }
-    return 0;
+    if (is_opt(a, NULL, "--profile")) {
+        o->profile = true;
+        return 1;
+    }
+    return ork_cli_device_opt(cmd, argc, argv, i, &o->model_params);
 #undef VALUE
 #undef INT_OPT
 #undef FLOAT_OPT
@@ -149,7 +248,9 @@ void ork_cli_gen_help(FILE *out, bool sampling)
             "  --kv-type f32|f16         KV cache precision (default: f32, exact)\n"
             "  --act-quant               round activations like llama.cpp before quantized\n"
             "                            matmuls (Q8_0 for Q8_0/Q4_0, F16 for F16 weights)\n"
-            "  -v, --verbose             model summary, cache reuse and timing details\n");
+            "  -v, --verbose             model summary, cache reuse and timing details\n"
+            "  --profile                 NPU executor counters and time per section\n");
+    ork_cli_device_help(out);
     if (!sampling)
         return;
     fprintf(out,
@@ -174,7 +275,7 @@ int ork_cli_gen_setup(const char *cmd, const struct ork_cli_gen_opts *o, struct 
     *s = NULL;
     if (smp)
         *smp = NULL;
-    int ret = ork_model_load(o->model, NULL, m);
+    int ret = ork_model_load(o->model, &o->model_params, m);
     if (ret < 0) {
         fprintf(stderr, "ork %s: cannot load model '%s': %s\n", cmd, o->model,
                 ork_error_describe(ret));
@@ -360,6 +461,8 @@ int ork_cmd_run(int argc, char **argv)
         rc = ORK_EXIT_ERROR;
     } else {
         ork_cli_print_stats(&st);
+        if (o.profile)
+            ork_cli_npu_report(stderr, m);
         if (o.verbose)
             fprintf(stderr, "stop: %s, seed %llu\n", ork_stop_reason_name(st.stop),
                     (unsigned long long)ork_sampler_seed(smp));

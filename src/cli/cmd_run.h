@@ -21,7 +21,16 @@ struct ork_cli_gen_opts {
     size_t n_stops;
     bool no_bos;                            /* --no-bos */
     bool verbose;                           /* -v: model summary, cache reuse, timings */
+    struct ork_model_params model_params;   /* --device --sim-timing --npu-* (ork_cli_device_opt) */
+    bool profile;                           /* --profile: NPU executor sections and counters */
 };
+
+/* The device options (--device, --sim-timing, --npu-executor, --npu-max-m, --no-pack,
+ * --rebuild-pack): like ork_cli_gen_opt, 1 consumed, 0 not one of them, -1 usage error. */
+int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct ork_model_params *mp);
+void ork_cli_device_help(FILE *out);
+/* --profile report of the NPU executor (nothing when the model runs on the CPU). */
+void ork_cli_npu_report(FILE *out, const struct ork_model *m);
 
 void ork_cli_gen_opts_default(struct ork_cli_gen_opts *o);
 /* If argv[*i] is a shared option, consume it (and its value) and return 1; return 0 if it is

@@ -155,10 +155,21 @@ static struct ork_pool *pool_for(const struct ork_session *s, double macs)
             return r_;                                                                      \
     } while (0)
 
+/* The NPU executor takes op (with its outputs) when it holds it: sets npu_done to 1 when
+ * done there, 0 when the CPU must run it; returns on errors. */
+#define NPU_RUN(op, layer, in, rows, ...)                                                   \
+    do {                                                                                    \
+        npu_done = ork__npu_exec_run(md->npu, (op), (layer), (in), (rows),                  \
+                                     (float *const[]){ __VA_ARGS__ });                      \
+        if (npu_done < 0)                                                                   \
+            return npu_done;                                                                \
+    } while (0)
+
 /* ---- one batch --------------------------------------------------------------------------- */
 
 /* One batch of rows through the model, with the pool, arena and options of session s. */
-static int forward_rows(struct ork_session *s, const struct fwd_rows *r, float *logits, bool all)
+static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, float *logits,
+                            bool all)
 {
     int32_t n = r->n;
     const int32_t *tokens = r->tokens;
@@ -169,6 +180,7 @@ static int forward_rows(struct ork_session *s, const struct fwd_rows *r, float *
     int32_t nth = ork_pool_threads(s->pool);
     enum ork_act act = s->p.act_quant ? ORK_ACT_QUANT : ORK_ACT_F32;
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *scores;
+    int npu_done;
 
     ork_arena_reset(s->arena);
     ALLOC_F(x, (size_t)n * dim);
@@ -204,9 +216,12 @@ static int forward_rows(struct ork_session *s, const struct fwd_rows *r, float *
 
         /* attention block */
         rmsnorm_rows(xb, x, L->attn_norm, n, dim, c->rms_eps);
-        MATMUL(L->wq, xb, n, q);
-        MATMUL(L->wk, xb, n, k);
-        MATMUL(L->wv, xb, n, v);
+        NPU_RUN(ORK__NPU_QKV, l, xb, n, q, k, v);
+        if (!npu_done) {
+            MATMUL(L->wq, xb, n, q);
+            MATMUL(L->wk, xb, n, k);
+            MATMUL(L->wv, xb, n, v);
+        }
         if (L->bq) {
             add_rows(q, L->bq, n, q_dim);
             add_rows(k, L->bk, n, kv_dim);
@@ -222,16 +237,23 @@ static int forward_rows(struct ork_session *s, const struct fwd_rows *r, float *
             ork_pool_run(attn_pool, attn_worker, &job);
         else
             attn_worker(&job, 0, 1);
-        MATMUL(L->wo, att, n, xb);
+        NPU_RUN(ORK__NPU_O, l, att, n, xb);
+        if (!npu_done)
+            MATMUL(L->wo, att, n, xb);
         for (size_t i = 0; i < (size_t)n * dim; i++)
             x[i] += xb[i];
 
         /* feed-forward block (SwiGLU) */
         rmsnorm_rows(xb, x, L->ffn_norm, n, dim, c->rms_eps);
-        MATMUL(L->w_gate, xb, n, hb);
-        MATMUL(L->w_up, xb, n, hb2);
+        NPU_RUN(ORK__NPU_GATE_UP, l, xb, n, hb, hb2);
+        if (!npu_done) {
+            MATMUL(L->w_gate, xb, n, hb);
+            MATMUL(L->w_up, xb, n, hb2);
+        }
         ork_silu_mul(hb, hb2, (int64_t)n * c->ffn_dim);
-        MATMUL(L->w_down, hb, n, xb);
+        NPU_RUN(ORK__NPU_DOWN, l, hb, n, xb);
+        if (!npu_done)
+            MATMUL(L->w_down, hb, n, xb);
         for (size_t i = 0; i < (size_t)n * dim; i++)
             x[i] += xb[i];
     }
@@ -240,12 +262,25 @@ static int forward_rows(struct ork_session *s, const struct fwd_rows *r, float *
         return 0;
     if (all) {
         rmsnorm_rows(xb, x, w->output_norm, n, dim, c->rms_eps);
-        MATMUL(w->output, xb, n, logits);
+        NPU_RUN(ORK__NPU_LM_HEAD, 0, xb, n, logits);
+        if (!npu_done)
+            MATMUL(w->output, xb, n, logits);
     } else {
         ork_rmsnorm(xb, x + (size_t)(n - 1) * dim, w->output_norm, dim, c->rms_eps);
-        MATMUL(w->output, xb, 1, logits);
+        NPU_RUN(ORK__NPU_LM_HEAD, 0, xb, 1, logits);
+        if (!npu_done)
+            MATMUL(w->output, xb, 1, logits);
     }
     return 0;
+}
+
+/* forward_rows_run bracketed for the NPU executor's counters (no-op on the CPU). */
+static int forward_rows(struct ork_session *s, const struct fwd_rows *r, float *logits, bool all)
+{
+    ork__npu_exec_batch_begin(s->m->npu);
+    int ret = forward_rows_run(s, r, logits, all);
+    ork__npu_exec_batch_end(s->m->npu, r->n);
+    return ret;
 }
 
 int ork__forward_batch(struct ork_session *s, const int32_t *tokens, int32_t n, int32_t pos,

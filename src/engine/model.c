@@ -355,6 +355,8 @@ int ork_model_load(const char *path, const struct ork_model_params *p, struct or
         ork_model_describe(m, buf, sizeof buf);
         ORK_LOGI("model: %s", buf);
     }
+    if ((ret = ork__npu_exec_create(m, path, p, &m->npu)) < 0)
+        goto err_tok;
     *out = m;
     return 0;
 err_tok:
@@ -371,6 +373,7 @@ void ork_model_free(struct ork_model *m)
 {
     if (!m)
         return;
+    ork__npu_exec_destroy(m->npu);
     if (m->tok)
         ork_tokenizer_free(m->tok);
     ork_free(m->w.layers);

@@ -46,7 +46,32 @@ struct ork_model {
     struct ork_model_config cfg;
     struct ork_weights w;
     struct ork_tokenizer *tok;          /* owned; NULL with no_tokenizer */
+    struct ork__npu_exec *npu;          /* owned; NULL: every matmul on the CPU (npu_exec.c) */
 };
+
+/* ---- NPU executor (npu_exec.c) ----------------------------------------------------------- */
+
+/* The matmul groups of a layer the NPU executor may take, in forward order. */
+enum ork__npu_op {
+    ORK__NPU_QKV = 0,           /* outs q, k, v from the attention input */
+    ORK__NPU_O,                 /* out: attention output projection */
+    ORK__NPU_GATE_UP,           /* outs gate, up from the FFN input */
+    ORK__NPU_DOWN,              /* out: FFN down projection */
+    ORK__NPU_LM_HEAD,           /* out: logits (layer ignored) */
+    ORK__NPU_N_OPS,
+};
+
+/* Build the executor for m (device per p->device; NULL *out for the CPU). */
+int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork_model_params *p,
+                         struct ork__npu_exec **out);
+void ork__npu_exec_destroy(struct ork__npu_exec *ex);
+/* Run one op for m rows of x; outs per op as above. Returns 1 when done on the NPU, 0 when the
+ * caller must run it on the CPU, or a negative error. */
+int ork__npu_exec_run(struct ork__npu_exec *ex, enum ork__npu_op op, int32_t layer,
+                      const float *x, int32_t m, float *const *outs);
+/* Bracket one forward batch of m rows (wall time and counters). */
+void ork__npu_exec_batch_begin(struct ork__npu_exec *ex);
+void ork__npu_exec_batch_end(struct ork__npu_exec *ex, int32_t m);
 
 /* KV cache: per layer, ctx rows of kv_dim values (rotated keys; values), F32 or F16. */
 struct ork_kv_cache {

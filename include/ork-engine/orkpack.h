@@ -1,0 +1,109 @@
+/* ork-engine/orkpack.h -- the .orkpack file: NPU-ready weights stored beside a GGUF model
+ * (MODEL.orkpack), so that the int8 per-output-channel quantisation of every NPU matmul is done
+ * once, not at every load. Format: docs/orkpack.md.
+ *
+ * A pack is a header (format version, the SoC capabilities the layout assumed, the identity of
+ * the source model: size, mtime and an XXH3 hash of its header and metadata), a tensor table
+ * and, per tensor, int8 rows W[n][k] plus n float scales, each tensor with an XXH3_64bits
+ * checksum. Packs are written to a temporary file and renamed into place, so an interrupted
+ * build never leaves a file that loads. Opening checks everything and says what is wrong
+ * (missing / stale / foreign SoC / wrong version / truncated / corrupt), so the caller can
+ * explain and rebuild.
+ *
+ * This module is file format only: which tensors go in a pack and how they are computed is the
+ * NPU backend's business (src/engine/npu_backend.c). Errors are ORK_E* codes with a message. */
+#ifndef ORK_ENGINE_ORKPACK_H
+#define ORK_ENGINE_ORKPACK_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ORK_ORKPACK_VERSION 1u
+#define ORK_ORKPACK_NAME_MAX 48         /* tensor names, NUL included */
+
+/* Identity of the source GGUF: a pack built from other bytes is stale. */
+struct ork_orkpack_source {
+    uint64_t size;                      /* file size in bytes */
+    int64_t mtime_ns;                   /* modification time */
+    uint64_t meta_hash;                 /* XXH3_64bits of bytes [0, tensor data offset) */
+};
+
+/* What a pack's layout assumed about the device (a pack made for other caps is foreign). */
+struct ork_orkpack_caps {
+    uint32_t soc;                       /* 0x3588 */
+    uint32_t layout;                    /* ORK_ORKPACK_LAYOUT_* */
+    uint32_t k_align, n_align;          /* hardware K and N multiples (int8: 32, 32) */
+};
+
+enum ork_orkpack_layout {
+    ORK_ORKPACK_LAYOUT_I8_ROWS = 1,     /* int8 W[n][k] row-major + float scales[n] */
+};
+
+/* Why a pack could not be used (for messages and tests). */
+enum ork_orkpack_problem {
+    ORK_ORKPACK_OK = 0,
+    ORK_ORKPACK_MISSING,                /* no file */
+    ORK_ORKPACK_TRUNCATED,              /* shorter than its header/table say */
+    ORK_ORKPACK_BAD_MAGIC,              /* not a pack */
+    ORK_ORKPACK_WRONG_VERSION,          /* another format version */
+    ORK_ORKPACK_FOREIGN,                /* built for other SoC caps */
+    ORK_ORKPACK_STALE,                  /* built from another model file */
+    ORK_ORKPACK_CORRUPT,                /* a checksum does not match */
+};
+const char *ork_orkpack_problem_name(enum ork_orkpack_problem p);
+
+/* The default caps of this build (RK3588, int8 rows). */
+void ork_orkpack_caps_default(struct ork_orkpack_caps *c);
+/* Identity of a GGUF file (stat + hash of its first data_offset bytes, which the caller reads
+ * from the GGUF header). */
+int ork_orkpack_source_of(const char *gguf_path, uint64_t data_offset, struct ork_orkpack_source *out);
+/* "MODEL.gguf" -> "MODEL.orkpack" (the .gguf suffix replaced, else appended). */
+int ork_orkpack_path_for(const char *gguf_path, char *buf, uint64_t cap);
+
+/* ---- writing ----------------------------------------------------------------------------- */
+
+struct ork_orkpack_writer;
+
+/* Start a pack of n_tensors tensors at path (written to "path.tmp.PID" until commit). */
+int ork_orkpack_writer_open(const char *path, const struct ork_orkpack_source *src,
+                            const struct ork_orkpack_caps *caps, uint32_t n_tensors,
+                            struct ork_orkpack_writer **out);
+/* Append the next tensor: q int8 [n][k], scales [n]. */
+int ork_orkpack_writer_add(struct ork_orkpack_writer *w, const char *name, uint32_t n, uint32_t k,
+                           const int8_t *q, const float *scales);
+/* Write the table and header, fsync, rename into place; frees w. */
+int ork_orkpack_writer_commit(struct ork_orkpack_writer *w);
+/* Remove the temporary file; frees w (NULL is fine). */
+void ork_orkpack_writer_abort(struct ork_orkpack_writer *w);
+
+/* ---- reading ----------------------------------------------------------------------------- */
+
+struct ork_orkpack;
+
+struct ork_orkpack_tensor {
+    const char *name;
+    uint32_t n, k;
+    const int8_t *q;                    /* (n, k), inside the mapping */
+    const float *scales;                /* (n) */
+};
+
+/* Map and validate a pack against the expected source and caps (either may be NULL: not
+ * checked); every tensor checksum is verified. On failure returns a negative code with a
+ * message, and *why (if not NULL) says which problem it was. */
+int ork_orkpack_open(const char *path, const struct ork_orkpack_source *expect,
+                     const struct ork_orkpack_caps *caps, struct ork_orkpack **out,
+                     enum ork_orkpack_problem *why);
+void ork_orkpack_close(struct ork_orkpack *p);
+uint32_t ork_orkpack_n_tensors(const struct ork_orkpack *p);
+int ork_orkpack_tensor_at(const struct ork_orkpack *p, uint32_t i, struct ork_orkpack_tensor *out);
+/* ORK_ENOENT when absent. */
+int ork_orkpack_tensor_find(const struct ork_orkpack *p, const char *name,
+                            struct ork_orkpack_tensor *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

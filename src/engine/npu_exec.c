@@ -1,0 +1,728 @@
+/* npu_exec.c -- the engine's NPU backend and executor: w8a8 matmuls of a model on libork
+ * (int8 activations with a per-row scale, int8 weights with per-output-channel scales, int32
+ * results dequantised on the CPU); everything else stays on the CPU (forward.c).
+ *
+ * At load: the NPU matrices of each layer are fused by rows where they share an input
+ * ([Q|K|V] and [gate|up]) so each is one matmul and one submit; their int8 rows come from the
+ * .orkpack beside the model (built on first use, orkpack.c) and are made resident once, each
+ * layer in the IOMMU domain that still has room (a new domain per ~3.8 GiB, at layer
+ * boundaries: one device handle per domain); every plan (a decode plan of M = 1 and a prefill
+ * plan of M = npu_max_m) is created then, with its programs at fixed addresses, split across
+ * the cores by libork's budget. Per token nothing is synthesised or allocated: each op
+ * quantises its input into fixed scratch, runs its plan and dequantises into the caller's rows.
+ * A layer takes 4 submits (QKV, O, gate|up, down) plus the LM head once per batch.
+ *
+ * ORK_NPU_EXEC_PER_MATMUL builds the baseline instead: one single-core plan per model matrix,
+ * one synchronous submit each (7 per layer), for comparison.
+ *
+ * Modelled time: every submit is charged with the simulator's timing model (docs/sim.md,
+ * anchors §8), so benchmarks report an NPU time per token that does not depend on the speed of
+ * the machine running the simulator.
+ *
+ * Not here: the transformer (forward.c), the pack file format (orkpack.c), NPU programs
+ * (libork). */
+#include "model_priv.h"
+
+#include <ork-engine/orkpack.h>
+#include <ork/alloc.h>
+#include <ork/error.h>
+#include <ork/log.h>
+#include <ork/npu.h>
+#include <ork-kernels/types.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NPU_MAX_DOMAINS 16              /* RKNPU_MAX_IOMMU_DOMAIN_NUM (spec §13) */
+/* Bytes of resident weights per domain: the simulator's and the project's 3900 MiB guard
+ * (spec §13) less room for the plans' A, C and program buffers. */
+#define NPU_DOMAIN_BUDGET ((uint64_t)3900 << 20)
+#define NPU_DOMAIN_MARGIN ((uint64_t)96 << 20)
+#define NPU_DEFAULT_MAX_M 64            /* prefill rows per NPU matmul (M-tile cap at K=3072..4096
+                                         * is 64, docs/npu.md) */
+#define NPU_N_CORES 3                   /* RK3588 */
+
+/* Timing model of one submit (docs/sim.md "Timing model", anchors §8 calibration). */
+#define TM_LAUNCH_NS 55000.0            /* first program of a core's range */
+#define TM_CHAIN_NS 18000.0             /* each further chained program */
+#define TM_BW_CORE 11.0e9               /* one core's int8 weight stream, bytes/s */
+#define TM_BW_TOTAL 28.5e9              /* all cores streaming, bytes/s */
+#define TM_MAC_I8 0.6e12                /* int8 MAC/s per core */
+
+/* Pack tensors per layer, in this order, then the LM head. */
+enum { PK_QKV, PK_O, PK_GATE_UP, PK_DOWN, PK_PER_LAYER };
+
+/* One NPU matrix: rows [row0, row0 + n) of a pack tensor, with its plans. */
+struct npu_mat {
+    struct ork_npu_weights *w;
+    struct ork_npu_matmul *dec;         /* M = 1 */
+    struct ork_npu_matmul *pre;         /* M = max_m; NULL when max_m == 1 */
+    uint32_t n, k;
+    int dev;                            /* device (domain) index */
+    const float *scales;                /* (n) */
+    struct ork_npu_matmul_info dinfo, pinfo;
+};
+
+/* One op of one layer: 1..3 matrices whose outputs are split into parts (q, k, v). */
+struct npu_opmat {
+    int n_mats;
+    struct npu_mat mat[3];
+    int n_parts;
+    uint32_t part_n[3];                 /* output columns of each part (sum = total rows) */
+    bool on_npu;
+};
+
+struct ork__npu_exec {
+    int n_dev;
+    struct ork_npu *dev[NPU_MAX_DOMAINS];
+    uint64_t dev_bytes[NPU_MAX_DOMAINS];
+    uint32_t max_m;
+    uint32_t flags;
+    int32_t n_layers;
+    struct npu_opmat *ops;              /* (n_layers * 4 + 1): per layer QKV, O, GATE_UP, DOWN;
+                                         * then the LM head */
+    /* scratch, sized at load for the largest op */
+    int8_t *a8;                         /* (max_m, max_k) */
+    float *a_scales;                    /* (max_m) */
+    int32_t *c32;                       /* (max_m, max_n) */
+    pthread_mutex_t lock;               /* one forward at a time (plans are single-user) */
+    struct ork_npu_exec_stats st;
+    int64_t batch_t0;
+    double batch_npu_ms;
+    uint32_t rr_core;                   /* next core of the timing model's single-core jobs */
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static struct npu_opmat *op_at(struct ork__npu_exec *ex, enum ork__npu_op op, int32_t layer)
+{
+    if (op == ORK__NPU_LM_HEAD)
+        return &ex->ops[(size_t)ex->n_layers * PK_PER_LAYER];
+    return &ex->ops[(size_t)layer * PK_PER_LAYER + (size_t)op];
+}
+
+/* ---- timing model ------------------------------------------------------------------------- */
+
+/* Modelled time of one run of m rows on a plan (docs/sim.md formula per core, cores in
+ * parallel); adds each core's busy time to busy[]. */
+static double model_run_ns(const struct ork_npu_matmul_info *in, uint32_t m, double *busy,
+                           uint32_t *rr_core)
+{
+    uint32_t c = in->n_cores ? in->n_cores : 1;
+    uint32_t mt = in->m_tile ? in->m_tile : 1;
+    uint32_t m_tiles = (m + mt - 1) / mt;
+    uint32_t plan_tiles = (in->m + mt - 1) / mt;
+    double tasks = (double)in->n_tasks / plan_tiles * m_tiles / c;
+    double bw = TM_BW_TOTAL / c < TM_BW_CORE ? TM_BW_TOTAL / c : TM_BW_CORE;
+    double w_bytes = (double)in->k_padded * in->n_padded / c * m_tiles;
+    double macs = (double)m * in->k_padded * in->n_padded / c;
+    double out_bytes = (double)m * in->n_padded * 4.0 * in->n_kslices / c;
+    double t = TM_LAUNCH_NS + (tasks > 1 ? (tasks - 1) * TM_CHAIN_NS : 0) +
+               w_bytes / bw * 1e9 + macs / TM_MAC_I8 * 1e9 + out_bytes / bw * 1e9;
+    if (c == 1) {
+        busy[*rr_core % NPU_N_CORES] += t;   /* the kernel picks a free core: rotate */
+        (*rr_core)++;
+    } else {
+        for (uint32_t i = 0; i < c && i < NPU_N_CORES; i++)
+            busy[i] += t;
+    }
+    return t;
+}
+
+/* ---- pack building ------------------------------------------------------------------------ */
+
+/* Source matrices of pack tensor t (up to 3), and its name. */
+static int pack_sources(const struct ork_model *m, uint32_t t, const struct ork_mat **src,
+                        char *name, size_t cap)
+{
+    int32_t nl = m->cfg.n_layers;
+    if ((int32_t)(t / PK_PER_LAYER) >= nl) {
+        src[0] = &m->w.output;
+        snprintf(name, cap, "output");
+        return 1;
+    }
+    const struct ork_layer_weights *L = &m->w.layers[t / PK_PER_LAYER];
+    int l = (int)(t / PK_PER_LAYER);
+    switch (t % PK_PER_LAYER) {
+    case PK_QKV:
+        src[0] = &L->wq; src[1] = &L->wk; src[2] = &L->wv;
+        snprintf(name, cap, "blk.%d.attn_qkv", l);
+        return 3;
+    case PK_O:
+        src[0] = &L->wo;
+        snprintf(name, cap, "blk.%d.attn_output", l);
+        return 1;
+    case PK_GATE_UP:
+        src[0] = &L->w_gate; src[1] = &L->w_up;
+        snprintf(name, cap, "blk.%d.ffn_gate_up", l);
+        return 2;
+    default:
+        src[0] = &L->w_down;
+        snprintf(name, cap, "blk.%d.ffn_down", l);
+        return 1;
+    }
+}
+
+/* Quantise the rows of src[0..ns) (stacked) into q [n][k] and scales [n]. */
+static int quantize_sources(const struct ork_mat *const *src, int ns, float *row, int8_t *q,
+                            float *scales)
+{
+    size_t r = 0;
+    for (int i = 0; i < ns; i++) {
+        const struct ork_mat *w = src[i];
+        for (int64_t j = 0; j < w->n_rows; j++, r++) {
+            const uint8_t *p = (const uint8_t *)w->data + (size_t)j * w->row_bytes;
+            int ret = ork_dequant_row(w->type, p, row, w->n_cols);
+            if (ret < 0)
+                return ret;
+            ret = ork_npu_quantize_weights_i8(row, 1, (uint32_t)w->n_cols,
+                                              q + r * (size_t)w->n_cols, scales + r);
+            if (ret < 0)
+                return ret;
+        }
+    }
+    return 0;
+}
+
+static uint32_t n_pack_tensors(const struct ork_model *m)
+{
+    return (uint32_t)m->cfg.n_layers * PK_PER_LAYER + 1;
+}
+
+/* A progress bar on stderr: redrawn in place on a terminal when the percentage moves, else
+ * only the final line. */
+static void progress(bool show, const char *what, uint64_t done, uint64_t total, int *last)
+{
+    if (!show)
+        return;
+    int pct = total ? (int)(100.0 * (double)done / (double)total) : 100;
+    bool tty = isatty(2);
+    if (pct == *last || (!tty && done < total))
+        return;
+    *last = pct;
+    int width = 40, fill = pct * width / 100;
+    fprintf(stderr, "%s%s [", tty ? "\r" : "", what);
+    for (int i = 0; i < width; i++)
+        fputc(i < fill ? '#' : ' ', stderr);
+    fprintf(stderr, "] %3d%%", pct);
+    if (done >= total)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+/* Largest rows/cols over the pack tensors (for scratch sizing). */
+static void pack_dims(const struct ork_model *m, uint32_t t, uint32_t *n, uint32_t *k)
+{
+    const struct ork_mat *src[3];
+    char name[ORK_ORKPACK_NAME_MAX];
+    int ns = pack_sources(m, t, src, name, sizeof name);
+    *n = 0;
+    *k = (uint32_t)src[0]->n_cols;
+    for (int i = 0; i < ns; i++)
+        *n += (uint32_t)src[i]->n_rows;
+}
+
+static int build_pack(const struct ork_model *m, const char *path,
+                      const struct ork_orkpack_source *src_id, bool show)
+{
+    struct ork_orkpack_caps caps;
+    ork_orkpack_caps_default(&caps);
+    uint32_t nt = n_pack_tensors(m);
+    uint64_t total = 0, done = 0;
+    int last = -1;
+    size_t max_q = 0, max_n = 0, max_k = 0;
+    for (uint32_t t = 0; t < nt; t++) {
+        uint32_t n, k;
+        pack_dims(m, t, &n, &k);
+        total += (uint64_t)n * k;
+        max_q = (size_t)n * k > max_q ? (size_t)n * k : max_q;
+        max_n = n > max_n ? n : max_n;
+        max_k = k > max_k ? k : max_k;
+    }
+    int8_t *q = ork_malloc(max_q);
+    float *scales = ork_malloc(max_n * sizeof(float));
+    float *row = ork_malloc(max_k * sizeof(float));
+    struct ork_orkpack_writer *w = NULL;
+    int ret = ORK_ENOMEM;
+    if (!q || !scales || !row)
+        goto out;
+    if ((ret = ork_orkpack_writer_open(path, src_id, &caps, nt, &w)) < 0)
+        goto out;
+    for (uint32_t t = 0; t < nt; t++) {
+        const struct ork_mat *src[3];
+        char name[ORK_ORKPACK_NAME_MAX];
+        uint32_t n, k;
+        int ns = pack_sources(m, t, src, name, sizeof name);
+        pack_dims(m, t, &n, &k);
+        if ((ret = quantize_sources(src, ns, row, q, scales)) < 0 ||
+            (ret = ork_orkpack_writer_add(w, name, n, k, q, scales)) < 0) {
+            ork_orkpack_writer_abort(w);
+            goto out;
+        }
+        done += (uint64_t)n * k;
+        progress(show, "packing NPU weights", done, total, &last);
+    }
+    ret = ork_orkpack_writer_commit(w);
+out:
+    ork_free(q);
+    ork_free(scales);
+    ork_free(row);
+    return ret;
+}
+
+/* ---- device and placement ----------------------------------------------------------------- */
+
+static int open_device(struct ork__npu_exec *ex, const char *device, int32_t sim_timing)
+{
+    if (ex->n_dev >= NPU_MAX_DOMAINS)
+        return ork_errorf(ORK_ENOMEM, "NPU: the resident weights need more than %d IOMMU "
+                          "domains", NPU_MAX_DOMAINS);
+    struct ork_sim_opts so = { .struct_size = sizeof so,
+                               .timing = (enum ork_sim_timing)sim_timing };
+    struct ork_npu_opts o = { .struct_size = sizeof o, .device = device, .sim = &so,
+                              .domain = (uint32_t)ex->n_dev };
+    int ret = ork_npu_open(&o, &ex->dev[ex->n_dev]);
+    if (ret < 0)
+        return ret;
+    ex->n_dev++;
+    return 0;
+}
+
+/* Padded device bytes of an int8 [n][k] weight (K padded to 512 for prefill plans, else 32;
+ * N to 32: docs/npu.md tiling rules). */
+static uint64_t est_bytes(uint32_t n, uint32_t k, uint32_t max_m)
+{
+    uint64_t ka = max_m > 1 ? 512 : 32;
+    return ((uint64_t)n + 31) / 32 * 32 * (((uint64_t)k + ka - 1) / ka * ka);
+}
+
+static int make_mat(struct ork__npu_exec *ex, struct npu_mat *mt, int dev, const int8_t *q,
+                    const float *scales, uint32_t n, uint32_t k, uint32_t cores)
+{
+    struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8, .k = k,
+                                       .n = n, .w = q, .scales = scales, .max_m = ex->max_m };
+    int ret = ork_npu_weights_create(ex->dev[dev], &wd, &mt->w);
+    if (ret < 0)
+        return ret;
+    mt->n = n;
+    mt->k = k;
+    mt->dev = dev;
+    mt->scales = ork_npu_weights_scales(mt->w);
+    ex->dev_bytes[dev] += ork_npu_weights_bytes(mt->w);
+    ex->st.resident_bytes += ork_npu_weights_bytes(mt->w);
+    struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = 1, .cores = cores };
+    if ((ret = ork_npu_matmul_create(mt->w, &md, &mt->dec)) < 0)
+        return ret;
+    ork_npu_matmul_get_info(mt->dec, &mt->dinfo);
+    if (ex->max_m > 1) {
+        md.m = ex->max_m;
+        if ((ret = ork_npu_matmul_create(mt->w, &md, &mt->pre)) < 0)
+            return ret;
+        ork_npu_matmul_get_info(mt->pre, &mt->pinfo);
+    }
+    return 0;
+}
+
+static void free_mat(struct npu_mat *mt)
+{
+    ork_npu_matmul_destroy(mt->pre);
+    ork_npu_matmul_destroy(mt->dec);
+    ork_npu_weights_destroy(mt->w);
+    memset(mt, 0, sizeof(*mt));
+}
+
+/* Place pack tensor t (rows q [n][k]) as op o on device dev. */
+static int place_op(struct ork__npu_exec *ex, const struct ork_model *m, uint32_t t,
+                    struct npu_opmat *o, int dev, const int8_t *q, const float *scales)
+{
+    const struct ork_mat *src[3];
+    char name[ORK_ORKPACK_NAME_MAX];
+    int ns = pack_sources(m, t, src, name, sizeof name);
+    uint32_t k = (uint32_t)src[0]->n_cols;
+    o->n_parts = ns;
+    for (int i = 0; i < ns; i++)
+        o->part_n[i] = (uint32_t)src[i]->n_rows;
+    bool per_matmul = (ex->flags & ORK_NPU_EXEC_PER_MATMUL) != 0;
+    /* cores: 0 lets libork's budget pick; the baseline stays on one core */
+    uint32_t cores = per_matmul ? 1 : NPU_N_CORES;
+    int ret;
+    if (per_matmul) {
+        o->n_mats = ns;
+        size_t r0 = 0;
+        for (int i = 0; i < ns; i++) {
+            if ((ret = make_mat(ex, &o->mat[i], dev, q + r0 * k, scales + r0, o->part_n[i], k,
+                                cores)) < 0)
+                return ret;
+            r0 += o->part_n[i];
+        }
+    } else {
+        uint32_t n = 0;
+        for (int i = 0; i < ns; i++)
+            n += o->part_n[i];
+        o->n_mats = 1;
+        if ((ret = make_mat(ex, &o->mat[0], dev, q, scales, n, k, cores)) < 0)
+            return ret;
+    }
+    o->on_npu = true;
+    return 0;
+}
+
+/* ---- create / destroy -------------------------------------------------------------------- */
+
+static int resolve_device(const char *want, const char **dev)
+{
+    if (!want || !strcmp(want, "cpu")) {
+        *dev = NULL;
+        return 0;
+    }
+    if (!strcmp(want, "sim")) {
+        *dev = "sim";
+        return 0;
+    }
+    if (!strcmp(want, "npu")) {
+        *dev = "auto";
+        return 0;
+    }
+    if (!strcmp(want, "auto")) {
+        *dev = "auto";
+        return 1;       /* fall back to the CPU without a device */
+    }
+    return ork_errorf(ORK_EINVAL, "unknown device '%s' (cpu, npu, sim or auto)", want);
+}
+
+int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork_model_params *p,
+                         struct ork__npu_exec **out)
+{
+    *out = NULL;
+    const char *dev_name;
+    int soft = resolve_device(p->device, &dev_name);
+    if (soft < 0)
+        return soft;
+    if (!dev_name)
+        return 0;
+    struct ork__npu_exec *ex = ork_calloc(1, sizeof(*ex));
+    if (!ex)
+        return ORK_ENOMEM;
+    pthread_mutex_init(&ex->lock, NULL);
+    ex->flags = p->npu_flags;
+    ex->max_m = p->npu_max_m > 0 ? (uint32_t)p->npu_max_m : NPU_DEFAULT_MAX_M;
+    ex->n_layers = m->cfg.n_layers;
+    bool show = !(ex->flags & ORK_NPU_EXEC_QUIET);
+    struct ork_orkpack *pack = NULL;
+    int8_t *qbuf = NULL;
+    float *sbuf = NULL, *row = NULL;
+    int ret = open_device(ex, dev_name, p->sim_timing);
+    if (ret < 0) {
+        if (soft && ret == ORK_ENOENT) {
+            if (show)
+                fprintf(stderr, "device auto: no NPU found, running on the CPU\n");
+            ork__npu_exec_destroy(ex);
+            return 0;
+        }
+        goto err;
+    }
+    uint32_t nt = n_pack_tensors(m);
+    ex->ops = ork_calloc(nt, sizeof(*ex->ops));
+    if (!ex->ops) {
+        ret = ORK_ENOMEM;
+        goto err;
+    }
+
+    /* weights: from the pack (built or rebuilt when needed), or quantised here */
+    if (!(ex->flags & ORK_NPU_EXEC_NO_PACK)) {
+        char pbuf[4096];
+        const char *pp = p->npu_pack_path;
+        if (!pp) {
+            if ((ret = ork_orkpack_path_for(path, pbuf, sizeof pbuf)) < 0)
+                goto err;
+            pp = pbuf;
+        }
+        struct ork_orkpack_source sid;
+        struct ork_orkpack_caps caps;
+        ork_orkpack_caps_default(&caps);
+        if ((ret = ork_orkpack_source_of(path, ork_gguf_data_offset(m->gguf), &sid)) < 0)
+            goto err;
+        enum ork_orkpack_problem why = ORK_ORKPACK_MISSING;
+        if (!(ex->flags & ORK_NPU_EXEC_REBUILD_PACK))
+            ret = ork_orkpack_open(pp, &sid, &caps, &pack, &why);
+        if (!pack) {
+            if (why != ORK_ORKPACK_MISSING)
+                ORK_LOGW("%s; rebuilding it", ork_error_message());
+            if (show)
+                fprintf(stderr, "building %s\n", pp);
+            ret = build_pack(m, pp, &sid, show);
+            if (ret == 0)
+                ret = ork_orkpack_open(pp, &sid, &caps, &pack, &why);
+            if (ret < 0) {
+                ORK_LOGW("cannot build or read the NPU pack '%s' (%s); quantising in memory",
+                         pp, ork_error_message());
+                pack = NULL;
+            }
+        }
+    }
+
+    size_t max_q = 0, max_n = 0, max_k = 0;
+    for (uint32_t t = 0; t < nt; t++) {
+        uint32_t n, k;
+        pack_dims(m, t, &n, &k);
+        max_q = (size_t)n * k > max_q ? (size_t)n * k : max_q;
+        max_n = n > max_n ? n : max_n;
+        max_k = k > max_k ? k : max_k;
+    }
+    if (!pack) {
+        qbuf = ork_malloc(max_q);
+        sbuf = ork_malloc(max_n * sizeof(float));
+        row = ork_malloc(max_k * sizeof(float));
+        if (!qbuf || !sbuf || !row) {
+            ret = ORK_ENOMEM;
+            goto err;
+        }
+    }
+    ex->a8 = ork_malloc((size_t)ex->max_m * max_k);
+    ex->a_scales = ork_malloc((size_t)ex->max_m * sizeof(float));
+    ex->c32 = ork_malloc((size_t)ex->max_m * max_n * sizeof(int32_t));
+    if (!ex->a8 || !ex->a_scales || !ex->c32) {
+        ret = ORK_ENOMEM;
+        goto err;
+    }
+
+    /* placement: layer by layer, a new domain when the next layer does not fit */
+    uint64_t cap = NPU_DOMAIN_BUDGET - NPU_DOMAIN_MARGIN;
+    int cur = 0;
+    uint64_t used = 0;
+    int n_fallback = 0, last = -1;
+    char fb_names[256] = "";
+    for (int32_t l = 0; l <= m->cfg.n_layers; l++) {
+        uint32_t t0 = (uint32_t)l * PK_PER_LAYER;
+        uint32_t t1 = l < m->cfg.n_layers ? t0 + PK_PER_LAYER : t0 + 1;
+        uint64_t need = 0;
+        for (uint32_t t = t0; t < t1; t++) {
+            uint32_t n, k;
+            pack_dims(m, t, &n, &k);
+            need += est_bytes(n, k, ex->max_m);
+        }
+        if (used > 0 && used + need > cap) {
+            if ((ret = open_device(ex, dev_name, p->sim_timing)) < 0)
+                goto err;
+            cur = ex->n_dev - 1;
+            used = 0;
+        }
+        used += need;
+        for (uint32_t t = t0; t < t1; t++) {
+            const int8_t *q;
+            const float *sc;
+            const struct ork_mat *src[3];
+            char name[ORK_ORKPACK_NAME_MAX];
+            int ns = pack_sources(m, t, src, name, sizeof name);
+            if (pack) {
+                struct ork_orkpack_tensor pt;
+                if ((ret = ork_orkpack_tensor_find(pack, name, &pt)) < 0)
+                    goto err;
+                uint32_t n, k;
+                pack_dims(m, t, &n, &k);
+                if (pt.n != n || pt.k != k) {
+                    ret = ork_errorf(ORK_EFORMAT, "orkpack tensor '%s' is %ux%u, the model "
+                                     "wants %ux%u", name, pt.n, pt.k, n, k);
+                    goto err;
+                }
+                q = pt.q;
+                sc = pt.scales;
+            } else {
+                if ((ret = quantize_sources(src, ns, row, qbuf, sbuf)) < 0)
+                    goto err;
+                q = qbuf;
+                sc = sbuf;
+            }
+            struct npu_opmat *o = &ex->ops[t];
+            ret = place_op(ex, m, t, o, cur, q, sc);
+            if (ret < 0) {
+                /* shapes or memory the NPU cannot take: this op stays on the CPU */
+                for (int i = 0; i < 3; i++)
+                    if (o->mat[i].w)
+                        free_mat(&o->mat[i]);
+                o->on_npu = false;
+                if (n_fallback++ < 4)
+                    snprintf(fb_names + strlen(fb_names), sizeof fb_names - strlen(fb_names),
+                             "%s%s (%s)", n_fallback > 1 ? ", " : "", name, ork_error_message());
+                ex->st.n_cpu_mats += ns;
+            } else {
+                ex->st.n_npu_mats += ns;
+            }
+        }
+        progress(show, "loading NPU weights", (uint64_t)l + 1, (uint64_t)m->cfg.n_layers + 1,
+                 &last);
+    }
+    if (n_fallback)
+        ORK_LOGW("NPU: %d op(s) run on the CPU: %s%s", n_fallback, fb_names,
+                 n_fallback > 4 ? ", ..." : "");
+    snprintf(ex->st.backend, sizeof ex->st.backend, "%s", ork_npu_backend(ex->dev[0]));
+    ex->st.n_domains = ex->n_dev;
+    if (show)
+        fprintf(stderr, "NPU (%s): %d matrices resident (%.1f MiB in %d IOMMU domain%s), %d on "
+                "the CPU; executor: %s\n", ex->st.backend, ex->st.n_npu_mats,
+                (double)ex->st.resident_bytes / (1 << 20), ex->n_dev, ex->n_dev > 1 ? "s" : "",
+                ex->st.n_cpu_mats, (ex->flags & ORK_NPU_EXEC_PER_MATMUL)
+                ? "one submit per matmul" : "fused [Q|K|V] and [gate|up], multi-core");
+    ork_orkpack_close(pack);
+    ork_free(qbuf);
+    ork_free(sbuf);
+    ork_free(row);
+    *out = ex;
+    return 0;
+err:
+    ork_orkpack_close(pack);
+    ork_free(qbuf);
+    ork_free(sbuf);
+    ork_free(row);
+    ork__npu_exec_destroy(ex);
+    return ret;
+}
+
+void ork__npu_exec_destroy(struct ork__npu_exec *ex)
+{
+    if (!ex)
+        return;
+    if (ex->ops) {
+        uint32_t nt = (uint32_t)ex->n_layers * PK_PER_LAYER + 1;
+        for (uint32_t t = 0; t < nt; t++)
+            for (int i = 0; i < 3; i++)
+                if (ex->ops[t].mat[i].w)
+                    free_mat(&ex->ops[t].mat[i]);
+        ork_free(ex->ops);
+    }
+    for (int d = 0; d < ex->n_dev; d++)
+        ork_npu_close(ex->dev[d]);
+    ork_free(ex->a8);
+    ork_free(ex->a_scales);
+    ork_free(ex->c32);
+    pthread_mutex_destroy(&ex->lock);
+    ork_free(ex);
+}
+
+/* ---- run --------------------------------------------------------------------------------- */
+
+/* y = dequantised C columns [c0, c0 + n) of rows [0, m) (C row stride ldc). */
+static void dequant_part(const int32_t *c, uint32_t ldc, uint32_t c0, uint32_t n, uint32_t m,
+                         const float *a_s, const float *w_s, float *y)
+{
+    for (uint32_t i = 0; i < m; i++) {
+        const int32_t *ci = c + (size_t)i * ldc + c0;
+        float *yi = y + (size_t)i * n;
+        float as = a_s[i];
+        for (uint32_t j = 0; j < n; j++)
+            yi[j] = (float)ci[j] * as * w_s[c0 + j];
+    }
+}
+
+static int run_mat(struct ork__npu_exec *ex, struct npu_mat *mt, uint32_t m)
+{
+    struct ork_npu_matmul *plan = m == 1 ? mt->dec : mt->pre;
+    const struct ork_npu_matmul_info *in = m == 1 ? &mt->dinfo : &mt->pinfo;
+    int ret = ork_npu_matmul_run_i8(plan, ex->a8, m, ex->c32);
+    if (ret < 0)
+        return ret;
+    ex->st.n_submits += in->n_submits ? in->n_submits : 1;
+    ex->st.model_npu_ms += model_run_ns(in, m, ex->st.model_core_busy_ms, &ex->rr_core) / 1e6;
+    return 0;
+}
+
+int ork__npu_exec_run(struct ork__npu_exec *ex, enum ork__npu_op op, int32_t layer,
+                      const float *x, int32_t m, float *const *outs)
+{
+    if (!ex)
+        return 0;
+    struct npu_opmat *o = op_at(ex, op, layer);
+    if (!o->on_npu)
+        return 0;
+    int64_t t0 = now_ns();
+    uint32_t k = o->mat[0].k;
+    int ret = 0;
+    /* note: busy times were accumulated in ns by model_run_ns; converted at read time */
+    for (int32_t r0 = 0; r0 < m; r0 += (int32_t)ex->max_m) {
+        uint32_t mr = (uint32_t)(m - r0 < (int32_t)ex->max_m ? m - r0 : (int32_t)ex->max_m);
+        if ((ret = ork_npu_quantize_rows_i8(x + (size_t)r0 * k, mr, k, ex->a8, ex->a_scales)) < 0)
+            return ret;
+        if (o->n_mats == 1) {
+            struct npu_mat *mt = &o->mat[0];
+            if ((ret = run_mat(ex, mt, mr)) < 0)
+                return ret;
+            uint32_t c0 = 0;
+            for (int pi = 0; pi < o->n_parts; pi++) {
+                dequant_part(ex->c32, mt->n, c0, o->part_n[pi], mr, ex->a_scales, mt->scales,
+                             outs[pi] + (size_t)r0 * o->part_n[pi]);
+                c0 += o->part_n[pi];
+            }
+        } else {
+            for (int pi = 0; pi < o->n_mats; pi++) {
+                struct npu_mat *mt = &o->mat[pi];
+                if ((ret = run_mat(ex, mt, mr)) < 0)
+                    return ret;
+                dequant_part(ex->c32, mt->n, 0, mt->n, mr, ex->a_scales, mt->scales,
+                             outs[pi] + (size_t)r0 * mt->n);
+            }
+        }
+    }
+    double ms = (double)(now_ns() - t0) / 1e6;
+    ex->st.npu_wall_ms += ms;
+    ex->batch_npu_ms += ms;
+    ex->st.sect_ms[op] += ms;
+    return 1;
+}
+
+void ork__npu_exec_batch_begin(struct ork__npu_exec *ex)
+{
+    if (!ex)
+        return;
+    pthread_mutex_lock(&ex->lock);
+    ex->batch_t0 = now_ns();
+    ex->batch_npu_ms = 0;
+}
+
+void ork__npu_exec_batch_end(struct ork__npu_exec *ex, int32_t m)
+{
+    if (!ex)
+        return;
+    double wall = (double)(now_ns() - ex->batch_t0) / 1e6;
+    ex->st.wall_ms += wall;
+    ex->st.sect_ms[5] += wall - ex->batch_npu_ms;
+    ex->st.n_forward++;
+    ex->st.n_rows += (uint64_t)m;
+    pthread_mutex_unlock(&ex->lock);
+}
+
+/* ---- public ------------------------------------------------------------------------------ */
+
+int ork_model_npu_stats(const struct ork_model *m, struct ork_npu_exec_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!m || !m->npu)
+        return ORK_ENOENT;
+    *out = m->npu->st;
+    for (int i = 0; i < NPU_N_CORES; i++)
+        out->model_core_busy_ms[i] /= 1e6;
+    return 0;
+}
+
+void ork_model_npu_stats_reset(struct ork_model *m)
+{
+    if (!m || !m->npu)
+        return;
+    struct ork_npu_exec_stats *s = &m->npu->st;
+    s->n_forward = s->n_rows = s->n_submits = 0;
+    s->wall_ms = s->npu_wall_ms = s->model_npu_ms = 0;
+    memset(s->model_core_busy_ms, 0, sizeof s->model_core_busy_ms);
+    memset(s->sect_ms, 0, sizeof s->sect_ms);
+}
+
+const char *ork_model_device(const struct ork_model *m)
+{
+    return m && m->npu ? m->npu->st.backend : "cpu";
+}
