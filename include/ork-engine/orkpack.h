@@ -15,6 +15,7 @@
 #ifndef ORK_ENGINE_ORKPACK_H
 #define ORK_ENGINE_ORKPACK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -102,6 +103,17 @@ int ork_orkpack_tensor_at(const struct ork_orkpack *p, uint32_t i, struct ork_or
 /* ORK_ENOENT when absent. */
 int ork_orkpack_tensor_find(const struct ork_orkpack *p, const char *name,
                             struct ork_orkpack_tensor *out);
+
+/* ---- packs of models (src/engine/npu_exec.c) ---------------------------------------------- */
+
+/* Make sure the pack of a GGUF model (at pack_path, NULL: MODEL.orkpack beside it) is valid:
+ * open and check it, and build it when it is missing, stale, foreign, of another version or
+ * corrupt, or always with force. *found (optional) says what was found before any rebuild
+ * (ORK_ORKPACK_OK: it was valid and was kept). quiet: no progress bar. */
+int ork_orkpack_build_for_model(const char *model_path, const char *pack_path, bool force,
+                                bool quiet, enum ork_orkpack_problem *found);
+/* Check only (nothing built): 0 when the pack of the model is valid, else the open error. */
+int ork_orkpack_check_for_model(const char *model_path, const char *pack_path);
 
 #ifdef __cplusplus
 }

@@ -278,6 +278,93 @@ out:
     return ret;
 }
 
+/* Open the pack of model m (at pack_path, or beside path), building it when it is missing,
+ * stale, foreign, of another version or corrupt (the reason is logged and put in *found). */
+static int ensure_pack(const struct ork_model *m, const char *path, const char *pack_path,
+                       uint32_t flags, struct ork_orkpack **out, enum ork_orkpack_problem *found)
+{
+    char pbuf[4096];
+    const char *pp = pack_path;
+    int ret;
+    *out = NULL;
+    if (!pp) {
+        if ((ret = ork_orkpack_path_for(path, pbuf, sizeof pbuf)) < 0)
+            return ret;
+        pp = pbuf;
+    }
+    bool show = !(flags & ORK_NPU_EXEC_QUIET);
+    struct ork_orkpack_source sid;
+    struct ork_orkpack_caps caps;
+    ork_orkpack_caps_default(&caps);
+    if ((ret = ork_orkpack_source_of(path, ork_gguf_data_offset(m->gguf), &sid)) < 0)
+        return ret;
+    enum ork_orkpack_problem why = ORK_ORKPACK_MISSING;
+    if (!(flags & ORK_NPU_EXEC_REBUILD_PACK)) {
+        ret = ork_orkpack_open(pp, &sid, &caps, out, &why);
+        if (ret == 0) {
+            if (found)
+                *found = ORK_ORKPACK_OK;
+            return 0;
+        }
+        if (why != ORK_ORKPACK_MISSING && show)
+            fprintf(stderr, "%s; rebuilding it\n", ork_error_message());
+    }
+    if (found)
+        *found = why;
+    if (show)
+        fprintf(stderr, "building %s\n", pp);
+    if ((ret = build_pack(m, pp, &sid, show)) < 0) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", ork_error_message());
+        return ork_errorf(ret, "cannot build the NPU pack '%s': %s", pp, msg);
+    }
+    return ork_orkpack_open(pp, &sid, &caps, out, &why);
+}
+
+int ork_orkpack_check_for_model(const char *model_path, const char *pack_path)
+{
+    struct ork_gguf *g;
+    int ret = ork_gguf_open(model_path, &g);
+    if (ret < 0)
+        return ret;
+    struct ork_orkpack_source sid;
+    ret = ork_orkpack_source_of(model_path, ork_gguf_data_offset(g), &sid);
+    ork_gguf_close(g);
+    if (ret < 0)
+        return ret;
+    char pbuf[4096];
+    if (!pack_path) {
+        if ((ret = ork_orkpack_path_for(model_path, pbuf, sizeof pbuf)) < 0)
+            return ret;
+        pack_path = pbuf;
+    }
+    struct ork_orkpack_caps caps;
+    ork_orkpack_caps_default(&caps);
+    struct ork_orkpack *pk;
+    if ((ret = ork_orkpack_open(pack_path, &sid, &caps, &pk, NULL)) < 0)
+        return ret;
+    ork_orkpack_close(pk);
+    return 0;
+}
+
+int ork_orkpack_build_for_model(const char *model_path, const char *pack_path, bool force,
+                                bool quiet, enum ork_orkpack_problem *found)
+{
+    struct ork_model_params mp;
+    ork_model_params_default(&mp);
+    mp.no_tokenizer = true;
+    struct ork_model *m;
+    int ret = ork_model_load(model_path, &mp, &m);
+    if (ret < 0)
+        return ret;
+    struct ork_orkpack *pk = NULL;
+    uint32_t flags = (force ? ORK_NPU_EXEC_REBUILD_PACK : 0) | (quiet ? ORK_NPU_EXEC_QUIET : 0);
+    ret = ensure_pack(m, model_path, pack_path, flags, &pk, found);
+    ork_orkpack_close(pk);
+    ork_model_free(m);
+    return ret;
+}
+
 /* ---- device and placement ----------------------------------------------------------------- */
 
 static int open_device(struct ork__npu_exec *ex, const char *device, int32_t sim_timing)
@@ -437,36 +524,10 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
     }
 
     /* weights: from the pack (built or rebuilt when needed), or quantised here */
-    if (!(ex->flags & ORK_NPU_EXEC_NO_PACK)) {
-        char pbuf[4096];
-        const char *pp = p->npu_pack_path;
-        if (!pp) {
-            if ((ret = ork_orkpack_path_for(path, pbuf, sizeof pbuf)) < 0)
-                goto err;
-            pp = pbuf;
-        }
-        struct ork_orkpack_source sid;
-        struct ork_orkpack_caps caps;
-        ork_orkpack_caps_default(&caps);
-        if ((ret = ork_orkpack_source_of(path, ork_gguf_data_offset(m->gguf), &sid)) < 0)
-            goto err;
-        enum ork_orkpack_problem why = ORK_ORKPACK_MISSING;
-        if (!(ex->flags & ORK_NPU_EXEC_REBUILD_PACK))
-            ret = ork_orkpack_open(pp, &sid, &caps, &pack, &why);
-        if (!pack) {
-            if (why != ORK_ORKPACK_MISSING)
-                ORK_LOGW("%s; rebuilding it", ork_error_message());
-            if (show)
-                fprintf(stderr, "building %s\n", pp);
-            ret = build_pack(m, pp, &sid, show);
-            if (ret == 0)
-                ret = ork_orkpack_open(pp, &sid, &caps, &pack, &why);
-            if (ret < 0) {
-                ORK_LOGW("cannot build or read the NPU pack '%s' (%s); quantising in memory",
-                         pp, ork_error_message());
-                pack = NULL;
-            }
-        }
+    if (!(ex->flags & ORK_NPU_EXEC_NO_PACK) &&
+        ensure_pack(m, path, p->npu_pack_path, ex->flags, &pack, NULL) < 0) {
+        ORK_LOGW("%s; quantising for the NPU in memory", ork_error_message());
+        pack = NULL;
     }
 
     size_t max_q = 0, max_n = 0, max_k = 0;
