@@ -23,6 +23,7 @@ int ork_cmd_selftest(int argc, char **argv);
 int ork_cmd_serve(int argc, char **argv);
 int ork_cmd_gguf(int argc, char **argv);
 int ork_cmd_bench(int argc, char **argv);
+int ork_cmd_top(int argc, char **argv);
 int ork_cmd_pack(int argc, char **argv);
 
 /* Strict number parsing for option values: the whole string must parse and fit. On failure

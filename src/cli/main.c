@@ -23,6 +23,7 @@ static const struct ork_cmd cmds[] = {
     { "selftest",   ork_cmd_selftest,   "validate NPU matmul against the CPU reference" },
     { "gguf",       ork_cmd_gguf,       "write GGUF files (gguf synth: synthetic models)" },
     { "bench",      ork_cmd_bench,      "prefill/decode speed (llama-bench style), memory bandwidth" },
+    { "top",        ork_cmd_top,        "live per-core NPU load and per-CPU load" },
     { "pack",       ork_cmd_pack,       "build MODEL.orkpack (NPU-ready weights) beside a GGUF model" },
 };
 
