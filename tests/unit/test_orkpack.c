@@ -1,0 +1,265 @@
+/* test_orkpack.c -- .orkpack files: write/read round trip; each kind of bad pack (truncated,
+ * bit-flipped, other version, other source model, other SoC caps, not a pack) is refused with
+ * its own problem and message; an aborted build leaves nothing. With the stories260K fixture:
+ * a model's pack is built on first use, reused, gives the same logits as in-memory
+ * quantisation, and a corrupt or stale pack is explained and rebuilt. */
+#include "ork_test.h"
+
+#include <ork/error.h>
+#include <ork-engine/engine.h>
+#include <ork-engine/orkpack.h>
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+static char g_dir[256];
+
+static void tmp_path(char *buf, size_t cap, const char *name)
+{
+    snprintf(buf, cap, "%s/%s", g_dir, name);
+}
+
+static const struct ork_orkpack_source src_a = { 1000, 123456789, 0x1122334455667788ull };
+
+/* Two small tensors with known contents. */
+static int write_pack(const char *path, const struct ork_orkpack_source *src,
+                      const struct ork_orkpack_caps *caps)
+{
+    int8_t q[3 * 40];
+    float s[3];
+    for (int i = 0; i < 3 * 40; i++)
+        q[i] = (int8_t)(i * 7 - 100);
+    for (int i = 0; i < 3; i++)
+        s[i] = 0.5f + (float)i;
+    struct ork_orkpack_writer *w;
+    int ret = ork_orkpack_writer_open(path, src, caps, 2, &w);
+    if (ret < 0)
+        return ret;
+    if ((ret = ork_orkpack_writer_add(w, "a", 3, 40, q, s)) < 0 ||
+        (ret = ork_orkpack_writer_add(w, "b", 1, 40, q + 40, s + 1)) < 0) {
+        ork_orkpack_writer_abort(w);
+        return ret;
+    }
+    return ork_orkpack_writer_commit(w);
+}
+
+static long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static void flip_byte(const char *path, long off)
+{
+    FILE *f = fopen(path, "r+b");
+    if (!f)
+        return;
+    fseek(f, off, SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, off, SEEK_SET);
+    fputc(c ^ 0x10, f);
+    fclose(f);
+}
+
+static enum ork_orkpack_problem open_why(const char *path, const struct ork_orkpack_source *src,
+                                         char *msg, size_t cap)
+{
+    struct ork_orkpack_caps caps;
+    ork_orkpack_caps_default(&caps);
+    struct ork_orkpack *p = NULL;
+    enum ork_orkpack_problem why = ORK_ORKPACK_OK;
+    int ret = ork_orkpack_open(path, src, &caps, &p, &why);
+    snprintf(msg, cap, "%s", ret < 0 ? ork_error_message() : "");
+    ork_orkpack_close(p);
+    return why;
+}
+
+static void test_round_trip(void)
+{
+    char path[512];
+    tmp_path(path, sizeof path, "rt.orkpack");
+    struct ork_orkpack_caps caps;
+    ork_orkpack_caps_default(&caps);
+    REQUIRE(write_pack(path, &src_a, &caps) == 0);
+    struct ork_orkpack *p;
+    enum ork_orkpack_problem why;
+    REQUIRE(ork_orkpack_open(path, &src_a, &caps, &p, &why) == 0);
+    CHECK_EQ_INT(why, ORK_ORKPACK_OK);
+    CHECK_EQ_INT(ork_orkpack_n_tensors(p), 2);
+    struct ork_orkpack_tensor t;
+    REQUIRE(ork_orkpack_tensor_find(p, "b", &t) == 0);
+    CHECK_EQ_INT(t.n, 1);
+    CHECK_EQ_INT(t.k, 40);
+    CHECK_EQ_INT(t.q[0], (int8_t)(40 * 7 - 100));
+    CHECK(t.scales[0] == 1.5f);
+    REQUIRE(ork_orkpack_tensor_find(p, "a", &t) == 0);
+    CHECK_EQ_INT(t.q[119], (int8_t)(119 * 7 - 100));
+    CHECK(((uintptr_t)t.q & 4095) == 0);        /* page-aligned tensor data */
+    CHECK(ork_orkpack_tensor_find(p, "c", &t) == ORK_ENOENT);
+    ork_orkpack_close(p);
+}
+
+static void test_bad_packs(void)
+{
+    char path[512], msg[7][512];
+    struct ork_orkpack_caps caps;
+    ork_orkpack_caps_default(&caps);
+    tmp_path(path, sizeof path, "bad.orkpack");
+
+    unlink(path);
+    CHECK_EQ_INT(open_why(path, &src_a, msg[0], sizeof msg[0]), ORK_ORKPACK_MISSING);
+
+    REQUIRE(write_pack(path, &src_a, &caps) == 0);
+    long size = file_size(path);
+    REQUIRE(truncate(path, size - 100) == 0);
+    CHECK_EQ_INT(open_why(path, &src_a, msg[1], sizeof msg[1]), ORK_ORKPACK_TRUNCATED);
+
+    REQUIRE(write_pack(path, &src_a, &caps) == 0);
+    flip_byte(path, size - 64);                     /* inside the last tensor's data */
+    CHECK_EQ_INT(open_why(path, &src_a, msg[2], sizeof msg[2]), ORK_ORKPACK_CORRUPT);
+    CHECK(strstr(msg[2], "checksum") != NULL);
+
+    REQUIRE(write_pack(path, &src_a, &caps) == 0);
+    flip_byte(path, 8);                             /* the version field */
+    CHECK_EQ_INT(open_why(path, &src_a, msg[3], sizeof msg[3]), ORK_ORKPACK_WRONG_VERSION);
+
+    struct ork_orkpack_source other = src_a;
+    other.mtime_ns += 1;
+    REQUIRE(write_pack(path, &src_a, &caps) == 0);
+    CHECK_EQ_INT(open_why(path, &other, msg[4], sizeof msg[4]), ORK_ORKPACK_STALE);
+
+    struct ork_orkpack_caps foreign = caps;
+    foreign.soc = 0x3576;
+    REQUIRE(write_pack(path, &src_a, &foreign) == 0);
+    CHECK_EQ_INT(open_why(path, &src_a, msg[5], sizeof msg[5]), ORK_ORKPACK_FOREIGN);
+
+    FILE *f = fopen(path, "wb");
+    REQUIRE(f);
+    for (int i = 0; i < 200; i++)
+        fputc('x', f);
+    fclose(f);
+    CHECK_EQ_INT(open_why(path, &src_a, msg[6], sizeof msg[6]), ORK_ORKPACK_BAD_MAGIC);
+
+    for (int i = 0; i < 7; i++) {
+        printf("  %s\n", msg[i]);
+        for (int j = 0; j < i; j++)
+            CHECK(strcmp(msg[i], msg[j]) != 0);     /* each problem explained its own way */
+    }
+}
+
+static void test_abort_leaves_nothing(void)
+{
+    char path[512], tmp[600];
+    tmp_path(path, sizeof path, "aborted.orkpack");
+    unlink(path);
+    struct ork_orkpack_caps caps;
+    ork_orkpack_caps_default(&caps);
+    struct ork_orkpack_writer *w;
+    REQUIRE(ork_orkpack_writer_open(path, &src_a, &caps, 2, &w) == 0);
+    int8_t q[40] = { 0 };
+    float s = 1;
+    REQUIRE(ork_orkpack_writer_add(w, "a", 1, 40, q, &s) == 0);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    CHECK(file_size(tmp) > 0);                      /* being written under the temporary name */
+    CHECK(file_size(path) < 0);
+    CHECK(ork_orkpack_writer_commit(w) < 0);        /* 1 of 2 tensors: refused, removed */
+    CHECK(file_size(tmp) < 0);
+    CHECK(file_size(path) < 0);
+}
+
+/* ---- with a model ------------------------------------------------------------------------ */
+
+static int copy_file(const char *from, const char *to)
+{
+    FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+    int ok = a && b;
+    char buf[65536];
+    size_t n;
+    while (ok && (n = fread(buf, 1, sizeof buf, a)) > 0)
+        ok = fwrite(buf, 1, n, b) == n;
+    if (a)
+        fclose(a);
+    if (b)
+        fclose(b);
+    return ok ? 0 : -1;
+}
+
+static int logits_of(const char *model, uint32_t flags, float *out)
+{
+    struct ork_model_params mp;
+    ork_model_params_default(&mp);
+    mp.device = "sim";
+    mp.no_tokenizer = true;
+    mp.npu_flags = flags | ORK_NPU_EXEC_QUIET;
+    struct ork_model *m;
+    int ret = ork_model_load(model, &mp, &m);
+    if (ret < 0)
+        return ret;
+    struct ork_session *s;
+    if ((ret = ork_session_create(m, NULL, &s)) == 0) {
+        static const int32_t ids[] = { 1, 403, 407, 261, 378 };
+        ret = ork_model_eval(s, ids, 5, 0, out, 0);
+        ork_session_free(s);
+    }
+    ork_model_free(m);
+    return ret;
+}
+
+static void test_model_pack(void)
+{
+    const char *fx = ork_test_fixture("models/stories260K.gguf");
+    char model[512], pack[512];
+    tmp_path(model, sizeof model, "m.gguf");
+    tmp_path(pack, sizeof pack, "m.orkpack");
+    REQUIRE(copy_file(fx, model) == 0);
+    unlink(pack);
+    static float ref[512], got[512];
+    REQUIRE(logits_of(model, ORK_NPU_EXEC_NO_PACK, ref) == 0);
+    CHECK(file_size(pack) < 0);                     /* NO_PACK wrote nothing */
+
+    enum ork_orkpack_problem found;
+    REQUIRE(ork_orkpack_build_for_model(model, NULL, false, true, &found) == 0);
+    CHECK_EQ_INT(found, ORK_ORKPACK_MISSING);
+    CHECK(ork_orkpack_check_for_model(model, NULL) == 0);
+    REQUIRE(ork_orkpack_build_for_model(model, NULL, false, true, &found) == 0);
+    CHECK_EQ_INT(found, ORK_ORKPACK_OK);            /* valid: kept */
+    REQUIRE(logits_of(model, 0, got) == 0);         /* loaded from the pack */
+    CHECK(memcmp(ref, got, sizeof ref) == 0);
+
+    /* corrupt -> explained and rebuilt on load; same logits */
+    flip_byte(pack, file_size(pack) - 16);
+    CHECK(ork_orkpack_check_for_model(model, NULL) < 0);
+    memset(got, 0, sizeof got);
+    REQUIRE(logits_of(model, 0, got) == 0);
+    CHECK(memcmp(ref, got, sizeof ref) == 0);
+    CHECK(ork_orkpack_check_for_model(model, NULL) == 0);
+
+    /* stale (the model changed) -> rebuilt */
+    struct timespec ts[2] = { { 0, UTIME_NOW }, { 1000000, 0 } };
+    REQUIRE(utimensat(AT_FDCWD, model, ts, 0) == 0);
+    CHECK(ork_orkpack_check_for_model(model, NULL) < 0);
+    REQUIRE(ork_orkpack_build_for_model(model, NULL, false, true, &found) == 0);
+    CHECK_EQ_INT(found, ORK_ORKPACK_STALE);
+    CHECK(ork_orkpack_check_for_model(model, NULL) == 0);
+    unlink(pack);
+    unlink(model);
+}
+
+int main(void)
+{
+    snprintf(g_dir, sizeof g_dir, "/tmp/ork-test-orkpack.%ld", (long)getpid());
+    mkdir(g_dir, 0700);
+    RUN(test_round_trip);
+    RUN(test_bad_packs);
+    RUN(test_abort_leaves_nothing);
+    char p[600];
+    const char *names[] = { "rt.orkpack", "bad.orkpack" };
+    for (int i = 0; i < 2; i++) {
+        tmp_path(p, sizeof p, names[i]);
+        unlink(p);
+    }
+    RUN(test_model_pack);
+    rmdir(g_dir);
+    return ork_test_done();
+}
