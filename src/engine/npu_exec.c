@@ -299,16 +299,16 @@ static int ensure_pack(const struct ork_model *m, const char *path, const char *
     if ((ret = ork_orkpack_source_of(path, ork_gguf_data_offset(m->gguf), &sid)) < 0)
         return ret;
     enum ork_orkpack_problem why = ORK_ORKPACK_MISSING;
-    if (!(flags & ORK_NPU_EXEC_REBUILD_PACK)) {
-        ret = ork_orkpack_open(pp, &sid, &caps, out, &why);
-        if (ret == 0) {
-            if (found)
-                *found = ORK_ORKPACK_OK;
-            return 0;
-        }
-        if (why != ORK_ORKPACK_MISSING && show)
-            fprintf(stderr, "%s; rebuilding it\n", ork_error_message());
+    ret = ork_orkpack_open(pp, &sid, &caps, out, &why);
+    if (ret == 0 && !(flags & ORK_NPU_EXEC_REBUILD_PACK)) {
+        if (found)
+            *found = ORK_ORKPACK_OK;
+        return 0;
     }
+    ork_orkpack_close(*out);
+    *out = NULL;
+    if (ret < 0 && why != ORK_ORKPACK_MISSING && show)
+        fprintf(stderr, "%s; rebuilding it\n", ork_error_message());
     if (found)
         *found = why;
     if (show)
