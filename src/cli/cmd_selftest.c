@@ -9,6 +9,7 @@
 #include <ork/alloc.h>
 #include <ork/error.h>
 #include <ork/npu.h>
+#include <ork/trace.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -80,7 +81,7 @@ static double now_ms(void)
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: ork selftest [--device auto|rknpu|rocket|sim] [--quick]\n"
+            "usage: ork selftest [--device auto|rknpu|rocket|sim] [--quick] [--trace FILE.json]\n"
             "\n"
             "Run a sweep of NPU matmul shapes (int8 -> int32 and fp16 -> fp32) and compare each\n"
             "with a CPU reference: int8 must be bit-exact, fp16 within %.0e of sum |a*w|.\n"
@@ -89,7 +90,9 @@ static void usage(FILE *out)
             "\n"
             "  --device D   auto (default: the board's NPU, else the simulator with a note),\n"
             "               rknpu, rocket or sim\n"
-            "  --quick      a short subset of the shapes\n",
+            "  --quick      a short subset of the shapes\n"
+            "  --trace F    write a Chrome/Perfetto trace-event timeline of the NPU submits\n"
+            "               (one track per core) and of each case to F\n",
             F16_REL_TOL);
 }
 
@@ -273,7 +276,7 @@ done:
 
 int ork_cmd_selftest(int argc, char **argv)
 {
-    const char *device = "auto";
+    const char *device = "auto", *trace = NULL;
     bool quick = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -281,6 +284,9 @@ int ork_cmd_selftest(int argc, char **argv)
             return ORK_EXIT_OK;
         } else if (!strcmp(argv[i], "--quick")) {
             quick = true;
+        } else if (!strcmp(argv[i], "--trace")) {
+            if (!(trace = ork_cli_value("selftest", argc, argv, &i)))
+                return ORK_EXIT_USAGE;
         } else if (!strcmp(argv[i], "--device")) {
             if (!(device = ork_cli_value("selftest", argc, argv, &i)))
                 return ORK_EXIT_USAGE;
@@ -313,6 +319,11 @@ int ork_cmd_selftest(int argc, char **argv)
     printf("device: %s%s\n", ork_npu_backend(npu),
            ork_npu_is_sim(npu) ? " (simulator: timings are not hardware timings)" : "");
 
+    if (trace && (ret = ork_trace_start(trace)) < 0) {
+        ork_cli_error("selftest", ret);
+        ork_npu_close(npu);
+        return ORK_EXIT_ERROR;
+    }
     rng_state = 0x2545f4914f6cdd1dull;   /* fixed seed: a failure reproduces */
     int n = 0, passed = 0;
     double t0 = now_ms();
@@ -320,12 +331,20 @@ int ork_cmd_selftest(int argc, char **argv)
         if (quick && !cases[i].quick)
             continue;
         n++;
+        ork_trace_begin("selftest case");
         passed += run_case(npu, &cases[i]);
+        ork_trace_end();
     }
     n++;
+    ork_trace_begin("selftest chain");
     passed += run_chain_case(npu);
+    ork_trace_end();
     printf("selftest: %d/%d passed on %s in %.1f s (int8 bit-exact; fp16 within %.0e of "
            "sum |a*w|)\n", passed, n, ork_npu_backend(npu), (now_ms() - t0) / 1e3, F16_REL_TOL);
+    if (trace && (ret = ork_trace_stop()) < 0)
+        ork_cli_error("selftest", ret);
+    else if (trace)
+        printf("trace: %s\n", trace);
     ork_npu_close(npu);
     return passed == n ? ORK_EXIT_OK : ORK_EXIT_ERROR;
 }
