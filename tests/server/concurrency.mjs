@@ -14,7 +14,7 @@ const prompts = ['Once upon a time', 'The cat', 'Lily and Ben went', 'One day, a
 // --- 8 parallel requests == one at a time
 {
   const srv = await startServer(ork, model, ['-np', '8', '-c', '256', '-t', '1']);
-  const req = (p) => ({ prompt: p, n_predict: 40, temperature: 0, return_tokens: true, cache_prompt: false });
+  const req = (p) => ({ prompt: p, n_predict: 96, temperature: 0, return_tokens: true, cache_prompt: false });
   const seq = [];
   for (const p of prompts) seq.push((await post(srv, '/completion', req(p))).json);
   const m0 = (await get(srv, '/metrics')).text;
@@ -30,7 +30,7 @@ const prompts = ['Once upon a time', 'The cat', 'Lily and Ben went', 'One day, a
   check('decode steps were batched (rows per step > 2)', steps > 0 && rows / steps > 2, { steps, rows });
   // streaming, concurrently, OpenAI API
   const streams = await Promise.all(prompts.map((p) =>
-    postStream(srv, '/v1/completions', { prompt: p, max_tokens: 40, temperature: 0, cache_prompt: false })));
+    postStream(srv, '/v1/completions', { prompt: p, max_tokens: 96, temperature: 0, cache_prompt: false })));
   check('8 parallel streams == one at a time',
         streams.every((s, i) => s.done && s.events.map((e) => e.choices[0]?.text ?? '').join('') === seq[i].content),
         streams.map((s) => s.events.map((e) => e.choices[0]?.text ?? '').join('')));
