@@ -9,6 +9,7 @@
  * against its roofline: bandwidth / bytes of weights read per decoded token.
  * Not here: the kernels being measured (src/kernels/), model loading (engine). */
 #include "cli.h"
+#include "cmd_run.h"
 
 #include <ork-engine/engine.h>
 #include <ork-engine/membw.h>
@@ -53,6 +54,7 @@ struct opts {
     enum fmt fmt;
     bool membw;
     size_t membw_bytes;
+    struct ork_model_params mp;     /* --device etc. (ork_cli_device_opt) */
 };
 
 struct model_desc {
@@ -93,8 +95,11 @@ static void usage(FILE *out)
             "                       the decode roofline (bytes per token / bandwidth) and the share\n"
             "                       of it each tg test reached\n"
             "  --membw-mb MB        size of each bandwidth array (default 128)\n"
-            "  -h, --help           show this help\n",
+            "  -h, --help           show this help\n"
+            "\nNPU (with --device npu|sim: per test also submits per token, NPU busy per core,\n"
+            "CPU busy and the modelled time per token):\n",
             DEFAULT_P, DEFAULT_N, DEFAULT_REPS);
+    ork_cli_device_help(out);
 }
 
 /* Parse "a,b,c" into l (appending). */
@@ -128,9 +133,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 {
     memset(o, 0, sizeof(*o));
     o->reps = DEFAULT_REPS;
+    ork_model_params_default(&o->mp);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         long long ll;
+        int rc_dev;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 1;
@@ -180,6 +187,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 !ork_cli_parse_int(CMD, "--membw-mb", v, 1, 1 << 16, &ll))
                 return -1;
             o->membw_bytes = (size_t)ll << 20;
+        } else if ((rc_dev = ork_cli_device_opt(CMD, argc, argv, &i, &o->mp)) != 0) {
+            if (rc_dev < 0)
+                return -1;
         } else {
             fprintf(stderr, "ork %s: unknown option '%s' (see --help)\n", CMD, a);
             return -1;
@@ -343,6 +353,7 @@ static int bench_model_threads(struct ork_model *m, int mi, int threads, const s
             int nw = n < WARMUP_TOKENS ? n : WARMUP_TOKENS;
             if ((ret = run_once(s, r->pp, nw, n_vocab, toks, logits, &rng, &warm)) < 0)
                 goto out;
+            ork_model_npu_stats_reset(m);
             for (int k = 0; k < o->reps; k++)
                 if ((ret = run_once(s, r->pp, n, n_vocab, toks, logits, &rng,
                                     &r->samples[k])) < 0)
@@ -350,6 +361,7 @@ static int bench_model_threads(struct ork_model *m, int mi, int threads, const s
             mean_sd(r->samples, o->reps, &r->avg_ts, &r->sd_ts);
             fprintf(stderr, "ork bench: %s%d t=%d: %.2f +- %.2f t/s\n", r->pp ? "pp" : "tg", n,
                     threads, r->avg_ts, r->sd_ts);
+            ork_cli_npu_bench_report(stderr, m, r->pp ? "pp" : "tg", n);
         }
     }
 out:
@@ -569,8 +581,7 @@ int ork_cmd_bench(int argc, char **argv)
             n_bw++;
         }
     for (int mi = 0; mi < o.n_models; mi++) {
-        struct ork_model_params mp;
-        ork_model_params_default(&mp);
+        struct ork_model_params mp = o.mp;
         mp.no_tokenizer = true;
         struct ork_model *m;
         int ret = ork_model_load(o.models[mi], &mp, &m);
