@@ -8,6 +8,7 @@
 #include <ork/alloc.h>
 #include <ork/error.h>
 #include <ork/log.h>
+#include <ork/trace.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,6 +254,11 @@ int ork_cli_gen_opt(const char *cmd, int argc, char **argv, int *i, struct ork_c
         o->profile = true;
         return 1;
     }
+    if (is_opt(a, NULL, "--trace")) {
+        VALUE();
+        o->trace = v;
+        return 1;
+    }
     return ork_cli_device_opt(cmd, argc, argv, i, &o->model_params);
 #undef VALUE
 #undef INT_OPT
@@ -270,7 +276,8 @@ void ork_cli_gen_help(FILE *out, bool sampling)
             "  --act-quant               round activations like llama.cpp before quantized\n"
             "                            matmuls (Q8_0 for Q8_0/Q4_0, F16 for F16 weights)\n"
             "  -v, --verbose             model summary, cache reuse and timing details\n"
-            "  --profile                 NPU executor counters and time per section\n");
+            "  --profile                 NPU executor counters and time per section\n"
+            "  --trace FILE.json         timeline of NPU submits and executor phases (Perfetto)\n");
     ork_cli_device_help(out);
     if (!sampling)
         return;
@@ -287,6 +294,13 @@ void ork_cli_gen_help(FILE *out, bool sampling)
             "  -s, --seed S              RNG seed (default: random)\n"
             "  --stop STR                stop before STR (repeatable, up to 16)\n"
             "  --no-bos                  do not prepend BOS even if the model wants it\n");
+}
+
+/* The trace file is written when the program ends, whatever the subcommand's path out. */
+static void trace_stop_at_exit(void)
+{
+    if (ork_trace_stop() < 0)
+        fprintf(stderr, "ork: cannot write the trace: %s\n", ork_error_message());
 }
 
 int ork_cli_gen_setup(const char *cmd, const struct ork_cli_gen_opts *o, struct ork_model **m,
@@ -309,6 +323,11 @@ int ork_cli_gen_setup(const char *cmd, const struct ork_cli_gen_opts *o, struct 
     }
     if ((ret = ork_session_create(*m, &o->session, s)) < 0)
         goto err;
+    if (o->trace) {
+        if ((ret = ork_trace_start(o->trace)) < 0)
+            goto err;
+        atexit(trace_stop_at_exit);
+    }
     if (smp && (ret = ork_sampler_create(&o->sampling, ork_model_config(*m)->n_vocab, smp)) < 0)
         goto err;
     if (o->verbose)

@@ -23,6 +23,7 @@ struct ork_cli_gen_opts {
     bool verbose;                           /* -v: model summary, cache reuse, timings */
     struct ork_model_params model_params;   /* --device --sim-timing --npu-* (ork_cli_device_opt) */
     bool profile;                           /* --profile: NPU executor sections and counters */
+    const char *trace;                      /* --trace FILE.json: Perfetto timeline */
 };
 
 /* The device options (--device, --sim-timing, --npu-executor, --npu-max-m, --no-pack,

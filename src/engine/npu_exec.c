@@ -28,6 +28,7 @@
 #include <ork/error.h>
 #include <ork/log.h>
 #include <ork/npu.h>
+#include <ork/trace.h>
 #include <ork-kernels/types.h>
 
 #include <pthread.h>
@@ -112,7 +113,7 @@ static struct npu_opmat *op_at(struct ork__npu_exec *ex, enum ork__npu_op op, in
 /* ---- timing model ------------------------------------------------------------------------- */
 
 /* Modelled time of one run of m rows on a plan (docs/sim.md formula per core, cores in
- * parallel); adds each core's busy time to busy[]. */
+ * parallel), in ns; adds each core's busy time to busy[] (ms). */
 static double model_run_ns(const struct ork_npu_matmul_info *in, uint32_t m, double *busy,
                            uint32_t *rr_core)
 {
@@ -128,11 +129,11 @@ static double model_run_ns(const struct ork_npu_matmul_info *in, uint32_t m, dou
     double t = TM_LAUNCH_NS + (tasks > 1 ? (tasks - 1) * TM_CHAIN_NS : 0) +
                w_bytes / bw * 1e9 + macs / TM_MAC_I8 * 1e9 + out_bytes / bw * 1e9;
     if (c == 1) {
-        busy[*rr_core % NPU_N_CORES] += t;   /* the kernel picks a free core: rotate */
+        busy[*rr_core % NPU_N_CORES] += t / 1e6; /* the kernel picks a free core: rotate */
         (*rr_core)++;
     } else {
         for (uint32_t i = 0; i < c && i < NPU_N_CORES; i++)
-            busy[i] += t;
+            busy[i] += t / 1e6;
     }
     return t;
 }
@@ -405,7 +406,8 @@ static int make_mat(struct ork__npu_exec *ex, struct npu_mat *mt, int dev, const
     mt->scales = ork_npu_weights_scales(mt->w);
     ex->dev_bytes[dev] += ork_npu_weights_bytes(mt->w);
     ex->st.resident_bytes += ork_npu_weights_bytes(mt->w);
-    struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = 1, .cores = cores };
+    struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = 1, .cores = cores,
+                                      .flags = ORK_NPU_MATMUL_ONE_JOB };
     if ((ret = ork_npu_matmul_create(mt->w, &md, &mt->dec)) < 0)
         return ret;
     ork_npu_matmul_get_info(mt->dec, &mt->dinfo);
@@ -438,8 +440,10 @@ static int place_op(struct ork__npu_exec *ex, const struct ork_model *m, uint32_
     for (int i = 0; i < ns; i++)
         o->part_n[i] = (uint32_t)src[i]->n_rows;
     bool per_matmul = (ex->flags & ORK_NPU_EXEC_PER_MATMUL) != 0;
-    /* cores: 0 lets libork's budget pick; the baseline stays on one core */
-    uint32_t cores = per_matmul ? 1 : NPU_N_CORES;
+    /* cores: 0 lets libork's core budget pick per shape (sched.h); the baseline stays on one
+     * core. Split plans run as one job with a task range per core (ORK_NPU_MATMUL_ONE_JOB):
+     * one submit per matmul, not one per core. */
+    uint32_t cores = per_matmul ? 1 : 0;
     int ret;
     if (per_matmul) {
         o->n_mats = ns;
@@ -670,6 +674,20 @@ void ork__npu_exec_destroy(struct ork__npu_exec *ex)
 
 /* ---- run --------------------------------------------------------------------------------- */
 
+/* Caller phases on the trace timeline (ork/trace.h; a clock read when tracing is off). */
+static int ork_npu_exec_traced(const char *name)
+{
+    if (ork_trace_enabled())
+        ork_trace_begin(name);
+    return 0;
+}
+
+static void ork_npu_exec_untraced(void)
+{
+    if (ork_trace_enabled())
+        ork_trace_end();
+}
+
 /* y = dequantised C columns [c0, c0 + n) of rows [0, m) (C row stride ldc). */
 static void dequant_part(const int32_t *c, uint32_t ldc, uint32_t c0, uint32_t n, uint32_t m,
                          const float *a_s, const float *w_s, float *y)
@@ -703,18 +721,20 @@ int ork__npu_exec_run(struct ork__npu_exec *ex, enum ork__npu_op op, int32_t lay
     struct npu_opmat *o = op_at(ex, op, layer);
     if (!o->on_npu)
         return 0;
+    static const char *const trace_names[ORK__NPU_N_OPS] = {
+        "npu qkv", "npu o", "npu gate_up", "npu down", "npu lm_head",
+    };
     int64_t t0 = now_ns();
     uint32_t k = o->mat[0].k;
-    int ret = 0;
-    /* note: busy times were accumulated in ns by model_run_ns; converted at read time */
+    int ret = ork_npu_exec_traced(trace_names[op]);
     for (int32_t r0 = 0; r0 < m; r0 += (int32_t)ex->max_m) {
         uint32_t mr = (uint32_t)(m - r0 < (int32_t)ex->max_m ? m - r0 : (int32_t)ex->max_m);
         if ((ret = ork_npu_quantize_rows_i8(x + (size_t)r0 * k, mr, k, ex->a8, ex->a_scales)) < 0)
-            return ret;
+            break;
         if (o->n_mats == 1) {
             struct npu_mat *mt = &o->mat[0];
             if ((ret = run_mat(ex, mt, mr)) < 0)
-                return ret;
+                break;
             uint32_t c0 = 0;
             for (int pi = 0; pi < o->n_parts; pi++) {
                 dequant_part(ex->c32, mt->n, c0, o->part_n[pi], mr, ex->a_scales, mt->scales,
@@ -725,12 +745,17 @@ int ork__npu_exec_run(struct ork__npu_exec *ex, enum ork__npu_op op, int32_t lay
             for (int pi = 0; pi < o->n_mats; pi++) {
                 struct npu_mat *mt = &o->mat[pi];
                 if ((ret = run_mat(ex, mt, mr)) < 0)
-                    return ret;
+                    break;
                 dequant_part(ex->c32, mt->n, 0, mt->n, mr, ex->a_scales, mt->scales,
                              outs[pi] + (size_t)r0 * mt->n);
             }
+            if (ret < 0)
+                break;
         }
     }
+    ork_npu_exec_untraced();
+    if (ret < 0)
+        return ret;
     double ms = (double)(now_ns() - t0) / 1e6;
     ex->st.npu_wall_ms += ms;
     ex->batch_npu_ms += ms;
@@ -743,6 +768,7 @@ void ork__npu_exec_batch_begin(struct ork__npu_exec *ex)
     if (!ex)
         return;
     pthread_mutex_lock(&ex->lock);
+    ork_npu_exec_traced("forward");
     ex->batch_t0 = now_ns();
     ex->batch_npu_ms = 0;
 }
@@ -756,6 +782,7 @@ void ork__npu_exec_batch_end(struct ork__npu_exec *ex, int32_t m)
     ex->st.sect_ms[5] += wall - ex->batch_npu_ms;
     ex->st.n_forward++;
     ex->st.n_rows += (uint64_t)m;
+    ork_npu_exec_untraced();
     pthread_mutex_unlock(&ex->lock);
 }
 
@@ -767,8 +794,6 @@ int ork_model_npu_stats(const struct ork_model *m, struct ork_npu_exec_stats *ou
     if (!m || !m->npu)
         return ORK_ENOENT;
     *out = m->npu->st;
-    for (int i = 0; i < NPU_N_CORES; i++)
-        out->model_core_busy_ms[i] /= 1e6;
     return 0;
 }
 
