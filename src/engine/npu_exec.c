@@ -28,6 +28,7 @@
 #include <ork/error.h>
 #include <ork/log.h>
 #include <ork/npu.h>
+#include <ork/sched.h>
 #include <ork/trace.h>
 #include <ork-kernels/types.h>
 
@@ -87,8 +88,9 @@ struct ork__npu_exec {
                                          * then the LM head */
     /* scratch, sized at load for the largest op */
     int8_t *a8;                         /* (max_m, max_k) */
-    float *a_scales;                    /* (max_m) */
-    int32_t *c32;                       /* (max_m, max_n) */
+    float *a_scales;                    /* (2, max_m): double-buffered for the prefill pipeline */
+    int32_t *c32;                       /* (2, max_m, max_n) */
+    size_t c32_half;                    /* elements of one c32 buffer */
     pthread_mutex_t lock;               /* one forward at a time (plans are single-user) */
     struct ork_npu_exec_stats st;
     int64_t batch_t0;
@@ -552,8 +554,9 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
         }
     }
     ex->a8 = ork_malloc((size_t)ex->max_m * max_k);
-    ex->a_scales = ork_malloc((size_t)ex->max_m * sizeof(float));
-    ex->c32 = ork_malloc((size_t)ex->max_m * max_n * sizeof(int32_t));
+    ex->a_scales = ork_malloc(2 * (size_t)ex->max_m * sizeof(float));
+    ex->c32_half = (size_t)ex->max_m * max_n;
+    ex->c32 = ork_malloc(2 * ex->c32_half * sizeof(int32_t));
     if (!ex->a8 || !ex->a_scales || !ex->c32) {
         ret = ORK_ENOMEM;
         goto err;
@@ -701,6 +704,65 @@ static void dequant_part(const int32_t *c, uint32_t ldc, uint32_t c0, uint32_t n
     }
 }
 
+static void count_run(struct ork__npu_exec *ex, const struct ork_npu_matmul_info *in, uint32_t m)
+{
+    ex->st.n_submits += in->n_submits ? in->n_submits : 1;
+    ex->st.model_npu_ms += model_run_ns(in, m, ex->st.model_core_busy_ms, &ex->rr_core) / 1e6;
+}
+
+/* Dequantise rows [r0, r0 + mr) of a fused op from C (row stride mt->n) into its parts. */
+static void scatter_parts(const struct npu_opmat *o, const int32_t *c, const float *a_s,
+                          uint32_t mr, int32_t r0, float *const *outs)
+{
+    const struct npu_mat *mt = &o->mat[0];
+    uint32_t c0 = 0;
+    for (int pi = 0; pi < o->n_parts; pi++) {
+        dequant_part(c, mt->n, c0, o->part_n[pi], mr, a_s, mt->scales,
+                     outs[pi] + (size_t)r0 * o->part_n[pi]);
+        c0 += o->part_n[pi];
+    }
+}
+
+/* A fused op over more rows than one plan run takes (prefill): M-chunks pipelined on the async
+ * worker, so the CPU quantises chunk i+1 and dequantises chunk i-1 while the NPU runs chunk i.
+ * A is copied in at submit, so one A buffer serves; C and the row scales are double-buffered. */
+static int run_pipelined(struct ork__npu_exec *ex, struct npu_opmat *o, const float *x, int32_t m,
+                         float *const *outs)
+{
+    struct npu_mat *mt = &o->mat[0];
+    uint32_t k = mt->k, mm = ex->max_m;
+    int32_t nc = (int32_t)((m + (int32_t)mm - 1) / (int32_t)mm);
+    struct ork_npu_job *job = NULL;
+    int ret;
+    uint32_t mr0 = (uint32_t)(m < (int32_t)mm ? m : (int32_t)mm);
+    if ((ret = ork_npu_quantize_rows_i8(x, mr0, k, ex->a8, ex->a_scales)) < 0 ||
+        (ret = ork_npu_matmul_submit_async(mt->pre, ex->a8, mr0, ex->c32, &job)) < 0)
+        return ret;
+    for (int32_t i = 0; i < nc; i++) {
+        int32_t r0 = i * (int32_t)mm;
+        uint32_t mr = (uint32_t)(m - r0 < (int32_t)mm ? m - r0 : (int32_t)mm);
+        int32_t r1 = r0 + (int32_t)mm;
+        uint32_t mr1 = i + 1 < nc ? (uint32_t)(m - r1 < (int32_t)mm ? m - r1 : (int32_t)mm) : 0;
+        float *as_next = ex->a_scales + (size_t)((i + 1) & 1) * mm;
+        int qret = 0;
+        if (mr1)        /* overlaps chunk i on the NPU */
+            qret = ork_npu_quantize_rows_i8(x + (size_t)r1 * k, mr1, k, ex->a8, as_next);
+        if ((ret = ork_npu_job_wait(job)) < 0)
+            return ret;
+        if (qret < 0)
+            return qret;
+        count_run(ex, &mt->pinfo, mr);
+        if (mr1 && (ret = ork_npu_matmul_submit_async(mt->pre, ex->a8, mr1,
+                                                      ex->c32 + (size_t)((i + 1) & 1) * ex->c32_half,
+                                                      &job)) < 0)
+            return ret;
+        /* overlaps chunk i+1 on the NPU */
+        scatter_parts(o, ex->c32 + (size_t)(i & 1) * ex->c32_half,
+                      ex->a_scales + (size_t)(i & 1) * mm, mr, r0, outs);
+    }
+    return 0;
+}
+
 static int run_mat(struct ork__npu_exec *ex, struct npu_mat *mt, uint32_t m)
 {
     struct ork_npu_matmul *plan = m == 1 ? mt->dec : mt->pre;
@@ -708,8 +770,7 @@ static int run_mat(struct ork__npu_exec *ex, struct npu_mat *mt, uint32_t m)
     int ret = ork_npu_matmul_run_i8(plan, ex->a8, m, ex->c32);
     if (ret < 0)
         return ret;
-    ex->st.n_submits += in->n_submits ? in->n_submits : 1;
-    ex->st.model_npu_ms += model_run_ns(in, m, ex->st.model_core_busy_ms, &ex->rr_core) / 1e6;
+    count_run(ex, in, m);
     return 0;
 }
 
@@ -727,20 +788,18 @@ int ork__npu_exec_run(struct ork__npu_exec *ex, enum ork__npu_op op, int32_t lay
     int64_t t0 = now_ns();
     uint32_t k = o->mat[0].k;
     int ret = ork_npu_exec_traced(trace_names[op]);
+    if (o->n_mats == 1 && m > (int32_t)ex->max_m) {
+        ret = run_pipelined(ex, o, x, m, outs);
+        m = 0;      /* done */
+    }
     for (int32_t r0 = 0; r0 < m; r0 += (int32_t)ex->max_m) {
         uint32_t mr = (uint32_t)(m - r0 < (int32_t)ex->max_m ? m - r0 : (int32_t)ex->max_m);
         if ((ret = ork_npu_quantize_rows_i8(x + (size_t)r0 * k, mr, k, ex->a8, ex->a_scales)) < 0)
             break;
         if (o->n_mats == 1) {
-            struct npu_mat *mt = &o->mat[0];
-            if ((ret = run_mat(ex, mt, mr)) < 0)
+            if ((ret = run_mat(ex, &o->mat[0], mr)) < 0)
                 break;
-            uint32_t c0 = 0;
-            for (int pi = 0; pi < o->n_parts; pi++) {
-                dequant_part(ex->c32, mt->n, c0, o->part_n[pi], mr, ex->a_scales, mt->scales,
-                             outs[pi] + (size_t)r0 * o->part_n[pi]);
-                c0 += o->part_n[pi];
-            }
+            scatter_parts(o, ex->c32, ex->a_scales, mr, r0, outs);
         } else {
             for (int pi = 0; pi < o->n_mats; pi++) {
                 struct npu_mat *mt = &o->mat[pi];
