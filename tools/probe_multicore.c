@@ -1,6 +1,6 @@
 /* probe_multicore.c -- M=1 decode projections of a 7B-class layer on one NPU core vs the cores
- * the core budget picks (plans created with cores = 0). Prints per projection the cores picked,
- * median µs per run on one core and budgeted, and the speedup; then the layer total. With
+ * the core budget picks (plans created with cores = 0). Prints per projection the cores picked, the
+ * best-of-N µs per run on one core and budgeted, and the speedup; then the layer total. With
  * --seconds S it then keeps running the budgeted layer for S seconds (watch it with
  * `ork top --load-file PATH` while this runs with --load-file PATH).
  *
@@ -49,7 +49,7 @@ int main(int argc, char **argv)
         if (!wt[p] || !(one[p] = probe_plan(wt[p], 1, 1)) || !(bud[p] = probe_plan(wt[p], 1, 0)))
             goto out;
     }
-    printf("M=1 decode projections (Qwen2.5-7B layer), %s backend%s, median of %d runs\n",
+    printf("M=1 decode projections (Qwen2.5-7B layer), %s backend%s, best of %d runs\n",
            ork_npu_backend(npu), ork_npu_is_sim(npu) ? " (paced timing-only)" : "", reps);
     printf("%-6s %6s %6s %6s %10s %12s %8s %12s\n", "proj", "K", "N", "cores", "1-core us",
            "budgeted us", "speedup", "model 1c/bc");
@@ -70,7 +70,7 @@ int main(int argc, char **argv)
             t1[r] = t_1 - t0;
             tb[r] = probe_now_us() - t_1;
         }
-        double m1 = probe_median(t1, reps), mb = probe_median(tb, reps);
+        double m1 = probe_min(t1, reps), mb = probe_min(tb, reps);
         sum1 += m1;
         sumb += mb;
         printf("%-6s %6u %6u %6u %10.0f %12.0f %7.2fx %5.0f/%-5.0f\n", probe_7b[p].name,
