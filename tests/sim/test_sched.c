@@ -186,9 +186,15 @@ static void test_chain_stream_async(void)
 
     for (int i = 0; i < NP; i++)
         memset(c[i], 0x33, (size_t)S[i].m * S[i].n * 4);
+    struct ork_sim *sim = ork__kmd_sim_get(npu->kmd, npu->kctx);
+    struct ork_sim_counters k0, k1;
+    ork__sim_counters(sim, &k0);
     CHECK_EQ_INT(ork_npu_stream_run(mm, NP, a, c), 0);
-    for (int i = 0; i < NP; i++)
+    ork__sim_counters(sim, &k1);
+    for (int i = 0; i < NP; i++) {
         CHECK(same(&S[i], c[i], S[i].m));
+        CHECK(k1.core_tasks[i] > k0.core_tasks[i]);   /* plan i went to core i */
+    }
 
     /* async: all three in flight at once, then the chain */
     struct ork_npu_job *job[NP];
