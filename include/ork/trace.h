@@ -33,6 +33,7 @@ void ork_trace_end(void);
  * records NPU submits with pid ORK_TRACE_PID_NPU and tid = core; callers may add their own. */
 #define ORK_TRACE_PID_NPU 1
 #define ORK_TRACE_PID_HOST 2
+#define ORK_TRACE_TID_ANY_CORE 3   /* NPU track of single-core jobs whose core the kernel picks */
 void ork_trace_event(int pid, int tid, const char *name, int64_t t0_ns, int64_t t1_ns);
 /* CLOCK_MONOTONIC in ns (the clock of every event). */
 int64_t ork_trace_now_ns(void);

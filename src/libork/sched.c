@@ -215,7 +215,7 @@ uint64_t ork_npu_resets(const struct ork_npu *npu)
 void ork__trace_submit(int core, const char *name, int64_t t0_ns)
 {
     if (ork_trace_enabled())
-        ork_trace_event(ORK_TRACE_PID_NPU, core < 0 ? ORK_MM_MAX_CORES : core, name, t0_ns,
+        ork_trace_event(ORK_TRACE_PID_NPU, core < 0 ? ORK_TRACE_TID_ANY_CORE : core, name, t0_ns,
                         ork_trace_now_ns());
 }
 

@@ -145,8 +145,12 @@ int ork_trace_stop(void)
         const struct trace_ev *e = &trace_ev[i];
         if (e->pid == ORK_TRACE_PID_NPU && e->tid >= 0 && e->tid < 8 && !named[e->tid]) {
             named[e->tid] = true;
-            fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\","
-                    "\"args\":{\"name\":\"NPU core %d\"}}", e->pid, e->tid, e->tid);
+            if (e->tid == ORK_TRACE_TID_ANY_CORE)
+                fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\","
+                        "\"args\":{\"name\":\"NPU (kernel's core)\"}}", e->pid, e->tid);
+            else
+                fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\","
+                        "\"args\":{\"name\":\"NPU core %d\"}}", e->pid, e->tid, e->tid);
         }
         fprintf(f, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"name\":\"",
                 e->pid, e->tid, (double)(e->t0 - trace_epoch) / 1e3, (double)(e->t1 - e->t0) / 1e3);
