@@ -42,7 +42,7 @@
 /* Bytes of resident weights per domain: the simulator's and the project's 3900 MiB guard
  * (spec §13) less room for the plans' A, C and program buffers. */
 #define NPU_DOMAIN_BUDGET ((uint64_t)3900 << 20)
-#define NPU_DOMAIN_MARGIN ((uint64_t)96 << 20)
+#define NPU_DOMAIN_MARGIN ((uint64_t)128 << 20)
 #define NPU_DEFAULT_MAX_M 64            /* prefill rows per NPU matmul (M-tile cap at K=3072..4096
                                          * is 64, docs/npu.md) */
 #define NPU_N_CORES 3                   /* RK3588 */
@@ -53,6 +53,8 @@
 #define TM_BW_CORE 11.0e9               /* one core's int8 weight stream, bytes/s */
 #define TM_BW_TOTAL 28.5e9              /* all cores streaming, bytes/s */
 #define TM_MAC_I8 0.6e12                /* int8 MAC/s per core */
+#define TM_DOMAIN_SWITCH_NS 100000.0    /* a submit in another IOMMU domain than the last one
+                                         * (docs/sim.md t_domain_switch, [INF]) */
 
 /* Pack tensors per layer, in this order, then the LM head. */
 enum { PK_QKV, PK_O, PK_GATE_UP, PK_DOWN, PK_PER_LAYER };
@@ -96,6 +98,8 @@ struct ork__npu_exec {
     int64_t batch_t0;
     double batch_npu_ms;
     uint32_t rr_core;                   /* next core of the timing model's single-core jobs */
+    int last_dev;                       /* domain of the last submit (timing model) */
+    uint64_t n_domain_switches;
 };
 
 static int64_t now_ns(void)
@@ -386,12 +390,26 @@ static int open_device(struct ork__npu_exec *ex, const char *device, int32_t sim
     return 0;
 }
 
-/* Padded device bytes of an int8 [n][k] weight (K padded to 512 for prefill plans, else 32;
- * N to 32: docs/npu.md tiling rules). */
+/* Device bytes of an int8 [n][k] matrix with its two plans (docs/npu.md tiling rules): the
+ * weights padded (K to 512 for prefill plans, else 32; N to 32), and per plan of m rows the A
+ * buffer, one int32 C block per K-slice (slices <= 4096 when max_m > 1) and the programs
+ * (896 bytes each, one per K-slice x N-slice x M-tile), all rounded up to pages. */
+#define EST_PROGRAM_BYTES 896u
+#define EST_PAGE 4096u
 static uint64_t est_bytes(uint32_t n, uint32_t k, uint32_t max_m)
 {
     uint64_t ka = max_m > 1 ? 512 : 32;
-    return ((uint64_t)n + 31) / 32 * 32 * (((uint64_t)k + ka - 1) / ka * ka);
+    uint64_t kp = ((uint64_t)k + ka - 1) / ka * ka, np = ((uint64_t)n + 31) / 32 * 32;
+    uint64_t kslices = max_m > 1 ? (kp + 4095) / 4096 : (kp + 8191) / 8192;
+    uint64_t nslices = (np + 8191) / 8192;
+    uint64_t total = np * kp;
+    uint32_t ms[2] = { 1, max_m };
+    for (int i = 0; i < (max_m > 1 ? 2 : 1); i++) {
+        uint64_t m = ms[i], mtiles = (m + 63) / 64;
+        total += m * kp + m * np * 4 * kslices +
+                 kslices * nslices * mtiles * 3 * EST_PROGRAM_BYTES + 4 * EST_PAGE;
+    }
+    return total;
 }
 
 static int make_mat(struct ork__npu_exec *ex, struct npu_mat *mt, int dev, const int8_t *q,
@@ -704,8 +722,14 @@ static void dequant_part(const int32_t *c, uint32_t ldc, uint32_t c0, uint32_t n
     }
 }
 
-static void count_run(struct ork__npu_exec *ex, const struct ork_npu_matmul_info *in, uint32_t m)
+static void count_run(struct ork__npu_exec *ex, const struct ork_npu_matmul_info *in, uint32_t m,
+                      int dev)
 {
+    if (dev != ex->last_dev) {
+        ex->last_dev = dev;
+        ex->st.model_npu_ms += TM_DOMAIN_SWITCH_NS / 1e6;
+        ex->n_domain_switches++;
+    }
     ex->st.n_submits += in->n_submits ? in->n_submits : 1;
     ex->st.model_npu_ms += model_run_ns(in, m, ex->st.model_core_busy_ms, &ex->rr_core) / 1e6;
 }
@@ -751,7 +775,7 @@ static int run_pipelined(struct ork__npu_exec *ex, struct npu_opmat *o, const fl
             return ret;
         if (qret < 0)
             return qret;
-        count_run(ex, &mt->pinfo, mr);
+        count_run(ex, &mt->pinfo, mr, mt->dev);
         if (mr1 && (ret = ork_npu_matmul_submit_async(mt->pre, ex->a8, mr1,
                                                       ex->c32 + (size_t)((i + 1) & 1) * ex->c32_half,
                                                       &job)) < 0)
@@ -770,7 +794,7 @@ static int run_mat(struct ork__npu_exec *ex, struct npu_mat *mt, uint32_t m)
     int ret = ork_npu_matmul_run_i8(plan, ex->a8, m, ex->c32);
     if (ret < 0)
         return ret;
-    count_run(ex, in, m);
+    count_run(ex, in, m, mt->dev);
     return 0;
 }
 
