@@ -3,8 +3,11 @@
  *
  * Tests: ppP = one batch of P random token ids from an empty cache (prefill); tgN = N tokens
  * decoded one at a time from an empty cache. Each test first runs a short untimed warm-up of
- * the same kind (which pages the weights in), then R timed repetitions; the table shows the mean tokens/s and its sample standard deviation. Every
- * combination of the -p / -n / -t values runs (lists: comma-separated and/or repeated flags).
+ * the same kind (which pages the weights in), then R timed repetitions; the table shows the
+ * mean tokens/s and its sample standard deviation. The CPU share (process CPU time / (wall
+ * time x threads)) goes to stderr and JSON: far below 100% means other load took the cores and
+ * the numbers understate the code. Every combination of the -p / -n / -t values runs (lists:
+ * comma-separated and/or repeated flags).
  * --membw measures STREAM-like bandwidth (engine/membw.c); with -m, each tg result is also set
  * against its roofline: bandwidth / bytes of weights read per decoded token.
  * Not here: the kernels being measured (src/kernels/), model loading (engine). */
@@ -23,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,6 +75,8 @@ struct result {
     int n_tokens;
     int reps;
     double avg_ts, sd_ts;
+    double cpu_share;           /* CPU time / (wall time x threads) over the timed runs: well
+                                 * below 1 means the threads did not get their cores */
     double *samples;            /* reps t/s values */
 };
 
@@ -217,6 +223,16 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* CPU seconds (user + system) of this process so far. */
+static double cpu_s(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0.0;
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
 static uint64_t rng_next(uint64_t *s)
 {
     /* xorshift64* (Vigna 2014): shifts 12/25/27, multiplier 2685821657736338717. */
@@ -354,13 +370,16 @@ static int bench_model_threads(struct ork_model *m, int mi, int threads, const s
             if ((ret = run_once(s, r->pp, nw, n_vocab, toks, logits, &rng, &warm)) < 0)
                 goto out;
             ork_model_npu_stats_reset(m);
+            double c0 = cpu_s(), w0 = now_s();
             for (int k = 0; k < o->reps; k++)
                 if ((ret = run_once(s, r->pp, n, n_vocab, toks, logits, &rng,
                                     &r->samples[k])) < 0)
                     goto out;
+            double wall = now_s() - w0;
+            r->cpu_share = wall > 0 ? (cpu_s() - c0) / (wall * threads) : 0.0;
             mean_sd(r->samples, o->reps, &r->avg_ts, &r->sd_ts);
-            fprintf(stderr, "ork bench: %s%d t=%d: %.2f +- %.2f t/s\n", r->pp ? "pp" : "tg", n,
-                    threads, r->avg_ts, r->sd_ts);
+            fprintf(stderr, "ork bench: %s%d t=%d: %.2f +- %.2f t/s (cpu share %.0f%%)\n",
+                    r->pp ? "pp" : "tg", n, threads, r->avg_ts, r->sd_ts, 100.0 * r->cpu_share);
             ork_cli_npu_bench_report(stderr, m, r->pp ? "pp" : "tg", n);
         }
     }
@@ -497,7 +516,8 @@ static void print_json(const struct opts *o, const struct model_desc *md,
                r->pp ? 0 : r->n_tokens, r->reps, r->avg_ts, r->sd_ts);
         for (int k = 0; k < r->reps; k++)
             printf("%s%.6g", k ? ", " : "", r->samples[k]);
-        printf("], \"bytes_per_token\": %" PRIu64, d->bytes_per_token);
+        printf("], \"cpu_share\": %.4g, \"bytes_per_token\": %" PRIu64, r->cpu_share,
+               d->bytes_per_token);
         if (b && !r->pp) {
             double roof = roof_gbps(b) * 1e9 / (double)d->bytes_per_token;
             printf(", \"roofline_ts\": %.6g, \"roofline_pct\": %.4g", roof,
