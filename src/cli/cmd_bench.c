@@ -66,6 +66,7 @@ struct model_desc {
     uint64_t size_bytes;        /* all tensor data */
     uint64_t n_params;
     uint64_t bytes_per_token;   /* weights streamed per decoded token */
+    char backend[16];           /* "CPU", or the NPU backend of the matmuls ("sim", "rknpu") */
 };
 
 struct result {
@@ -251,6 +252,8 @@ static void describe_model(const struct ork_model *m, struct model_desc *d)
     uint64_t by_type[ORK_TYPE_COUNT] = { 0 };
     uint64_t embd = 0;
     memset(d, 0, sizeof(*d));
+    const char *dev = ork_model_device(m);
+    snprintf(d->backend, sizeof d->backend, "%s", strcmp(dev, "cpu") ? dev : "CPU");
     for (uint64_t i = 0; i < ork_gguf_n_tensors(g); i++) {
         const struct ork_gguf_tensor *t = ork_gguf_tensor_at(g, i);
         uint64_t n = 1;
@@ -438,8 +441,8 @@ static void print_md(const struct opts *o, const struct model_desc *md, const st
             char size[32], params[32];
             fmt_size(d->size_bytes, size, sizeof size);
             fmt_params(d->n_params, params, sizeof params);
-            printf("| %s | %s | %s | CPU | %s | %d | %s%d | %.2f ± %.2f |\n", d->name, size,
-                   params, path, r->threads, r->pp ? "pp" : "tg", r->n_tokens, r->avg_ts,
+            printf("| %s | %s | %s | %s | %s | %d | %s%d | %.2f ± %.2f |\n", d->name, size,
+                   params, d->backend, path, r->threads, r->pp ? "pp" : "tg", r->n_tokens, r->avg_ts,
                    r->sd_ts);
         }
     }
@@ -507,8 +510,8 @@ static void print_json(const struct opts *o, const struct model_desc *md,
         json_str(d->name);
         printf(", \"model_path\": ");
         json_str(o->models[r->model]);
-        printf(", \"size_bytes\": %" PRIu64 ", \"n_params\": %" PRIu64 ", \"backend\": \"CPU\", "
-               "\"kernels\": ", d->size_bytes, d->n_params);
+        printf(", \"size_bytes\": %" PRIu64 ", \"n_params\": %" PRIu64 ", \"backend\": \"%s\", "
+               "\"kernels\": ", d->size_bytes, d->n_params, d->backend);
         json_str(ork_kernels_path());
         printf(", \"threads\": %d, \"test\": \"%s%d\", \"n_prompt\": %d, \"n_gen\": %d, "
                "\"repetitions\": %d, \"avg_ts\": %.6g, \"stddev_ts\": %.6g, \"samples_ts\": [",
@@ -549,9 +552,9 @@ static void print_csv(const struct opts *o, const struct model_desc *md,
             const struct model_desc *d = &md[r->model];
             const struct ork_membw_result *b = bw_for(bw, n_bw, r->threads);
             double roof = b && !r->pp ? roof_gbps(b) * 1e9 / (double)d->bytes_per_token : 0.0;
-            printf("\"%s\",\"%s\",%" PRIu64 ",%" PRIu64 ",CPU,%s,%d,%s%d,%d,%d,%d,%.6g,%.6g,%"
+            printf("\"%s\",\"%s\",%" PRIu64 ",%" PRIu64 ",%s,%s,%d,%s%d,%d,%d,%d,%.6g,%.6g,%"
                    PRIu64 ",%.6g\n", d->name, o->models[r->model], d->size_bytes, d->n_params,
-                   ork_kernels_path(), r->threads, r->pp ? "pp" : "tg", r->n_tokens,
+                   d->backend, ork_kernels_path(), r->threads, r->pp ? "pp" : "tg", r->n_tokens,
                    r->pp ? r->n_tokens : 0, r->pp ? 0 : r->n_tokens, r->reps, r->avg_ts,
                    r->sd_ts, d->bytes_per_token, roof);
         }
