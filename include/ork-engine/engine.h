@@ -70,6 +70,10 @@ struct ork_model_params {
     int32_t npu_max_m;          /* rows per NPU matmul in prefill (0: 64) */
     uint32_t npu_flags;         /* ORK_NPU_EXEC_* */
     const char *npu_pack_path;  /* .orkpack to use; NULL: MODEL.orkpack beside the model */
+    uint64_t npu_domain_bytes;  /* bytes per IOMMU domain (weights and plans, split at layer
+                                 * boundaries); 0: 3900 MiB, spec §13. Smaller values exercise
+                                 * multi-domain placement on small models (the simulator gets
+                                 * the same limit). */
 };
 
 enum ork_npu_exec_flags {

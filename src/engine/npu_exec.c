@@ -374,13 +374,15 @@ int ork_orkpack_build_for_model(const char *model_path, const char *pack_path, b
 
 /* ---- device and placement ----------------------------------------------------------------- */
 
-static int open_device(struct ork__npu_exec *ex, const char *device, int32_t sim_timing)
+static int open_device(struct ork__npu_exec *ex, const char *device, int32_t sim_timing,
+                       uint64_t domain_bytes)
 {
     if (ex->n_dev >= NPU_MAX_DOMAINS)
         return ork_errorf(ORK_ENOMEM, "NPU: the resident weights need more than %d IOMMU "
                           "domains", NPU_MAX_DOMAINS);
     struct ork_sim_opts so = { .struct_size = sizeof so,
-                               .timing = (enum ork_sim_timing)sim_timing };
+                               .timing = (enum ork_sim_timing)sim_timing,
+                               .domain_limit = domain_bytes };
     struct ork_npu_opts o = { .struct_size = sizeof o, .device = device, .sim = &so,
                               .domain = (uint32_t)ex->n_dev };
     int ret = ork_npu_open(&o, &ex->dev[ex->n_dev]);
@@ -446,6 +448,20 @@ static void free_mat(struct npu_mat *mt)
     ork_npu_matmul_destroy(mt->dec);
     ork_npu_weights_destroy(mt->w);
     memset(mt, 0, sizeof(*mt));
+}
+
+/* Undo a partly placed op. */
+static void drop_op(struct ork__npu_exec *ex, struct npu_opmat *o)
+{
+    for (int i = 0; i < 3; i++)
+        if (o->mat[i].w) {
+            uint64_t b = ork_npu_weights_bytes(o->mat[i].w);
+            ex->dev_bytes[o->mat[i].dev] -= b;
+            ex->st.resident_bytes -= b;
+            free_mat(&o->mat[i]);
+        }
+    o->on_npu = false;
+    o->n_mats = 0;
 }
 
 /* Place pack tensor t (rows q [n][k]) as op o on device dev. */
@@ -530,7 +546,8 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
     struct ork_orkpack *pack = NULL;
     int8_t *qbuf = NULL;
     float *sbuf = NULL, *row = NULL;
-    int ret = open_device(ex, dev_name, p->sim_timing);
+    uint64_t dom_bytes = p->npu_domain_bytes ? p->npu_domain_bytes : NPU_DOMAIN_BUDGET;
+    int ret = open_device(ex, dev_name, p->sim_timing, p->npu_domain_bytes);
     if (ret < 0) {
         if (soft && ret == ORK_ENOENT) {
             if (show)
@@ -581,7 +598,9 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
     }
 
     /* placement: layer by layer, a new domain when the next layer does not fit */
-    uint64_t cap = NPU_DOMAIN_BUDGET - NPU_DOMAIN_MARGIN;
+    /* the margin covers what est_bytes does not see; small test domains keep 1/8 */
+    uint64_t margin = dom_bytes / 8 < NPU_DOMAIN_MARGIN ? dom_bytes / 8 : NPU_DOMAIN_MARGIN;
+    uint64_t cap = dom_bytes - margin;
     int cur = 0;
     uint64_t used = 0;
     int n_fallback = 0, last = -1;
@@ -596,7 +615,7 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
             need += est_bytes(n, k, ex->max_m);
         }
         if (used > 0 && used + need > cap) {
-            if ((ret = open_device(ex, dev_name, p->sim_timing)) < 0)
+            if ((ret = open_device(ex, dev_name, p->sim_timing, p->npu_domain_bytes)) < 0)
                 goto err;
             cur = ex->n_dev - 1;
             used = 0;
@@ -629,12 +648,19 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
             }
             struct npu_opmat *o = &ex->ops[t];
             ret = place_op(ex, m, t, o, cur, q, sc);
+            if (ret == ORK_ENOMEM && ex->dev_bytes[cur] > 0) {
+                /* the estimate was short and the domain is full: this op (and the rest of
+                 * the layer) starts a new domain */
+                drop_op(ex, o);
+                if ((ret = open_device(ex, dev_name, p->sim_timing, p->npu_domain_bytes)) < 0)
+                    goto err;
+                cur = ex->n_dev - 1;
+                used = need;
+                ret = place_op(ex, m, t, o, cur, q, sc);
+            }
             if (ret < 0) {
                 /* shapes or memory the NPU cannot take: this op stays on the CPU */
-                for (int i = 0; i < 3; i++)
-                    if (o->mat[i].w)
-                        free_mat(&o->mat[i]);
-                o->on_npu = false;
+                drop_op(ex, o);
                 if (n_fallback++ < 4)
                     snprintf(fb_names + strlen(fb_names), sizeof fb_names - strlen(fb_names),
                              "%s%s (%s)", n_fallback > 1 ? ", " : "", name, ork_error_message());
