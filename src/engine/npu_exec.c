@@ -59,11 +59,11 @@
 /* Pack tensors per layer, in this order, then the LM head. */
 enum { PK_QKV, PK_O, PK_GATE_UP, PK_DOWN, PK_PER_LAYER };
 
-/* One NPU matrix: rows [row0, row0 + n) of a pack tensor, with its plans. */
+/* One NPU matrix (a pack tensor, or in the baseline a row range of one) with its plans. */
 struct npu_mat {
     struct ork_npu_weights *w;
     struct ork_npu_matmul *dec;         /* M = 1 */
-    struct ork_npu_matmul *pre;         /* M = max_m; NULL when max_m == 1 */
+    struct ork_npu_matmul *pre;         /* M = max_m; NULL when max_m == 1 (dec serves) */
     uint32_t n, k;
     int dev;                            /* device (domain) index */
     const float *scales;                /* (n) */
@@ -780,13 +780,15 @@ static int run_pipelined(struct ork__npu_exec *ex, struct npu_opmat *o, const fl
                          float *const *outs)
 {
     struct npu_mat *mt = &o->mat[0];
+    struct ork_npu_matmul *plan = mt->pre ? mt->pre : mt->dec;
+    const struct ork_npu_matmul_info *in = mt->pre ? &mt->pinfo : &mt->dinfo;
     uint32_t k = mt->k, mm = ex->max_m;
     int32_t nc = (int32_t)((m + (int32_t)mm - 1) / (int32_t)mm);
     struct ork_npu_job *job = NULL;
     int ret;
     uint32_t mr0 = (uint32_t)(m < (int32_t)mm ? m : (int32_t)mm);
     if ((ret = ork_npu_quantize_rows_i8(x, mr0, k, ex->a8, ex->a_scales)) < 0 ||
-        (ret = ork_npu_matmul_submit_async(mt->pre, ex->a8, mr0, ex->c32, &job)) < 0)
+        (ret = ork_npu_matmul_submit_async(plan, ex->a8, mr0, ex->c32, &job)) < 0)
         return ret;
     for (int32_t i = 0; i < nc; i++) {
         int32_t r0 = i * (int32_t)mm;
@@ -801,8 +803,8 @@ static int run_pipelined(struct ork__npu_exec *ex, struct npu_opmat *o, const fl
             return ret;
         if (qret < 0)
             return qret;
-        count_run(ex, &mt->pinfo, mr, mt->dev);
-        if (mr1 && (ret = ork_npu_matmul_submit_async(mt->pre, ex->a8, mr1,
+        count_run(ex, in, mr, mt->dev);
+        if (mr1 && (ret = ork_npu_matmul_submit_async(plan, ex->a8, mr1,
                                                       ex->c32 + (size_t)((i + 1) & 1) * ex->c32_half,
                                                       &job)) < 0)
             return ret;
@@ -815,8 +817,9 @@ static int run_pipelined(struct ork__npu_exec *ex, struct npu_opmat *o, const fl
 
 static int run_mat(struct ork__npu_exec *ex, struct npu_mat *mt, uint32_t m)
 {
-    struct ork_npu_matmul *plan = m == 1 ? mt->dec : mt->pre;
-    const struct ork_npu_matmul_info *in = m == 1 ? &mt->dinfo : &mt->pinfo;
+    bool dec = m == 1 || !mt->pre;
+    struct ork_npu_matmul *plan = dec ? mt->dec : mt->pre;
+    const struct ork_npu_matmul_info *in = dec ? &mt->dinfo : &mt->pinfo;
     int ret = ork_npu_matmul_run_i8(plan, ex->a8, m, ex->c32);
     if (ret < 0)
         return ret;

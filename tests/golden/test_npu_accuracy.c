@@ -175,6 +175,14 @@ static void check_model(const char *rel)
     CHECK(ork_model_eval(s1, ids, 16, 0, l1, ORK_EVAL_ALL_LOGITS) == 0);
     CHECK(ork_model_eval(s2, ids, 16, 0, l2, ORK_EVAL_ALL_LOGITS) == 0);
     CHECK(memcmp(l1, l2, (size_t)16 * nv * sizeof(float)) == 0);
+    ork_session_free(s2);
+    ork_model_free(small);
+    small = load_m(path, "sim", 0, 1);      /* decode plans only: they serve prefill too */
+    REQUIRE(small);
+    s2 = session(small, 64);
+    REQUIRE(s2);
+    CHECK(ork_model_eval(s2, ids, 16, 0, l2, ORK_EVAL_ALL_LOGITS) == 0);
+    CHECK(memcmp(l1, l2, (size_t)16 * nv * sizeof(float)) == 0);
     ork_session_free(s1);
     ork_session_free(s2);
     free(l1);
