@@ -68,8 +68,16 @@ int ork_kernels_check(uint32_t type, int64_t n);
 float ork_vec_dot(uint32_t type, const void *row, const float *x, int64_t n);
 /* Dispatched f32 dot product (the one ork_matmul uses for every output element). */
 float ork_vec_dot_f32(const float *a, const float *b, int64_t n);
-/* Name of the path the dispatched kernels take on this CPU: "avx2", "neon" or "scalar". */
+/* Name of the path the dispatched kernels take on this CPU: "scalar", "avx2", "avxvnni"
+ * (AVX2 + AVX-VNNI), "avx512vnni" (AVX-512 F/BW/VL/DQ + VNNI), "neon" or "neon-dotprod".
+ * Detected once (CPUID / XGETBV, getauxval(AT_HWCAP)); ORK_DEBUG=scalar forces "scalar". */
 const char *ork_kernels_path(void);
+/* Use the named path from now on (tests and benchmarks compare paths; not thread-safe against
+ * kernels running at the same time); NULL restores the detected best. 0, ORK_EUNSUPPORTED when
+ * this CPU cannot run it, ORK_EINVAL for an unknown name. */
+int ork_kernels_set_path(const char *name);
+/* Name of path number i (0, 1, ...), NULL past the last: for listing every path. */
+const char *ork_kernels_path_name(int i);
 
 /* Activation handling of a matmul.
  * ORK_ACT_F32: X stays f32; every output is the f32 dot of the dequantized weight row with X
@@ -92,6 +100,13 @@ int ork_quantize_row_q8_0(const float *x, void *dst, int64_t n);
 /* Dot of a Q8_0 or Q4_0 weight row with a Q8_0-quantized x: per block the exact integer sum
  * s_b, accumulated in f32 in block order as sum += (float)s_b * (d_w * d_x). NaN on bad input. */
 float ork_vec_dot_q8(uint32_t type, const void *row, const void *xq, int64_t n);
+/* Quantize n f32 values (multiple of 256) to Q8_K blocks of 292 bytes: f32 d = amax / 127,
+ * int8 q[256] = roundf(x * (1 / d)) (0 when amax = 0), int16 bsums[16] (sums of q over each
+ * 16 values). The activation type of Q4_K / Q6_K weights. 0 or ORK_EINVAL. */
+int ork_quantize_row_q8_k(const float *x, void *dst, int64_t n);
+/* Dot of a Q4_K or Q6_K weight row with Q8_K-quantized x (exact integer sums per block, f32
+ * accumulation in block order; src/kernels/qdot.c). NaN on bad input. */
+float ork_vec_dot_q8k(uint32_t type, const void *row, const void *xq, int64_t n);
 
 /* RoPE with per-pair frequency factors and linear position scaling (Llama 3 "rope_freqs",
  * rope.scaling.type = linear): pair i is rotated by freq_scale * (theta_i / freq_factors[i])

@@ -18,13 +18,14 @@
  * Dequantization is exact on every path (same bits). */
 #include <math.h>
 #include <stdbool.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
 #include <ork/debug.h>
 #include <ork/error.h>
 #include <ork-kernels/kernels.h>
+
+#include "kern_priv.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define ORK_HAVE_X86_DISPATCH 1
@@ -50,49 +51,11 @@ struct dot_acc {
     float tail;
 };
 
-static enum kpath g_path;
-static pthread_once_t g_path_once = PTHREAD_ONCE_INIT;
-
-#ifdef ORK_HAVE_X86_DISPATCH
-/* F16C: CPUID leaf 1, ECX bit 29 (Intel SDM vol. 2A, CPUID). Read directly because clang's
- * __builtin_cpu_supports does not accept "f16c". */
-#define CPUID_LEAF1_ECX_F16C (1u << 29)
-static bool cpu_has_f16c(void)
-{
-    unsigned a, b, c, d;
-    return __get_cpuid(1, &a, &b, &c, &d) && (c & CPUID_LEAF1_ECX_F16C);
-}
-#endif
-
-static void path_init(void)
-{
-    g_path = KPATH_SCALAR;
-#ifdef ORK_HAVE_X86_DISPATCH
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c())
-        g_path = KPATH_SIMD;
-#elif defined(ORK_HAVE_NEON)
-    g_path = KPATH_SIMD;    /* Advanced SIMD and f16 conversion are baseline AArch64 */
-#endif
-    if (ork_debug(ORK_DBG_SCALAR))
-        g_path = KPATH_SCALAR;
-}
-
+/* Scalar or SIMD for the f32 dots and dequantizers here (the SIMD level, when several exist,
+ * only matters to the integer kernels in qdot.c). */
 static enum kpath path(void)
 {
-    pthread_once(&g_path_once, path_init);
-    return g_path;
-}
-
-const char *ork_kernels_path(void)
-{
-    if (path() == KPATH_SCALAR)
-        return "scalar";
-#ifdef ORK_HAVE_NEON
-    return "neon";
-#else
-    return "avx2";
-#endif
+    return ork__kisa() == KISA_SCALAR ? KPATH_SCALAR : KPATH_SIMD;
 }
 
 /* ---- scalar ---- */
@@ -461,6 +424,154 @@ int ork_dequant_row(uint32_t type, const void *src, float *dst, int64_t n)
     return ork_dequant_row_ref(type, src, dst, n);
 }
 
+/* ---- fused row dots: dequantize in registers ----
+ * F16, BF16, Q8_0 and Q4_0 rows are widened and scaled in registers and fed by FMA into the
+ * lane each element would reach through ork_dequant_row + acc_step: the same values (exact
+ * dequantization, q * d unfused) and the same operations, so the same bits, without the
+ * round trip through a buffer. Returns false for other types (callers dequantize). */
+
+#ifdef ORK_HAVE_X86_DISPATCH
+#define TGT_X86 __attribute__((target("avx2,fma,f16c")))
+
+TGT_X86 static inline __m256 q8x8_avx2(__m128i q8, __m256 d)
+{
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8)), d);
+}
+
+TGT_X86 static bool dot_fused_avx2(uint32_t type, const uint8_t *row, const float *x, int64_t n,
+                                   struct dot_acc *acc)
+{
+    if (type != ORK_TYPE_F16 && type != ORK_TYPE_BF16 && type != ORK_TYPE_Q8_0 &&
+        type != ORK_TYPE_Q4_0)
+        return false;
+    __m256 s[4];
+    for (int g = 0; g < 4; g++)
+        s[g] = _mm256_loadu_ps(acc->lane + 8 * g);
+    int64_t i = 0;
+    if (type == ORK_TYPE_F16 || type == ORK_TYPE_BF16) {
+        for (; i + DOT_LANES <= n; i += DOT_LANES)
+            for (int g = 0; g < 4; g++) {
+                __m128i h = _mm_loadu_si128((const __m128i *)(row + 2 * (i + 8 * g)));
+                __m256 w = type == ORK_TYPE_F16
+                               ? _mm256_cvtph_ps(h)
+                               : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+                s[g] = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + i + 8 * g), s[g]);
+            }
+    } else if (type == ORK_TYPE_Q8_0) {
+        for (; i < n; i += QK_BLOCK) {
+            const uint8_t *b = row + (size_t)(i / QK_BLOCK) * 34;
+            __m256 d = _mm256_set1_ps(_cvtsh_ss((unsigned short)(b[0] | (b[1] << 8))));
+            __m256i q = _mm256_loadu_si256((const __m256i *)(b + 2));
+            __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
+            s[0] = _mm256_fmadd_ps(q8x8_avx2(lo, d), _mm256_loadu_ps(x + i), s[0]);
+            s[1] = _mm256_fmadd_ps(q8x8_avx2(_mm_srli_si128(lo, 8), d), _mm256_loadu_ps(x + i + 8), s[1]);
+            s[2] = _mm256_fmadd_ps(q8x8_avx2(hi, d), _mm256_loadu_ps(x + i + 16), s[2]);
+            s[3] = _mm256_fmadd_ps(q8x8_avx2(_mm_srli_si128(hi, 8), d), _mm256_loadu_ps(x + i + 24), s[3]);
+        }
+    } else {
+        for (; i < n; i += QK_BLOCK) {
+            const uint8_t *b = row + (size_t)(i / QK_BLOCK) * 18;
+            __m256 d = _mm256_set1_ps(_cvtsh_ss((unsigned short)(b[0] | (b[1] << 8))));
+            __m128i raw = _mm_loadu_si128((const __m128i *)(b + 2));
+            __m128i lo = _mm_sub_epi8(_mm_and_si128(raw, _mm_set1_epi8(15)), _mm_set1_epi8(8));
+            __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(15)),
+                                      _mm_set1_epi8(8));
+            s[0] = _mm256_fmadd_ps(q8x8_avx2(lo, d), _mm256_loadu_ps(x + i), s[0]);
+            s[1] = _mm256_fmadd_ps(q8x8_avx2(_mm_srli_si128(lo, 8), d), _mm256_loadu_ps(x + i + 8), s[1]);
+            s[2] = _mm256_fmadd_ps(q8x8_avx2(hi, d), _mm256_loadu_ps(x + i + 16), s[2]);
+            s[3] = _mm256_fmadd_ps(q8x8_avx2(_mm_srli_si128(hi, 8), d), _mm256_loadu_ps(x + i + 24), s[3]);
+        }
+    }
+    for (int g = 0; g < 4; g++)
+        _mm256_storeu_ps(acc->lane + 8 * g, s[g]);
+    float t = acc->tail;
+    for (; i < n; i++) {    /* F16 / BF16 only: n % 32 elements in order */
+        uint16_t h = (uint16_t)(row[2 * i] | (row[2 * i + 1] << 8));
+        float w = type == ORK_TYPE_F16 ? ork_fp16_to_f32(h) : ork_bf16_to_f32(h);
+        float pr = w * x[i];
+        t += pr;
+    }
+    acc->tail = t;
+    return true;
+}
+#endif
+
+#ifdef ORK_HAVE_NEON
+static inline void q8x16_fma_neon(float32x4_t *s, int8x16_t q, float32x4_t d, const float *x)
+{
+    int16x8_t l = vmovl_s8(vget_low_s8(q)), h = vmovl_s8(vget_high_s8(q));
+    int32x4_t v[4] = { vmovl_s16(vget_low_s16(l)), vmovl_s16(vget_high_s16(l)),
+                       vmovl_s16(vget_low_s16(h)), vmovl_s16(vget_high_s16(h)) };
+    for (int r = 0; r < 4; r++)
+        s[r] = vfmaq_f32(s[r], vmulq_f32(vcvtq_f32_s32(v[r]), d), vld1q_f32(x + 4 * r));
+}
+
+static bool dot_fused_neon(uint32_t type, const uint8_t *row, const float *x, int64_t n,
+                           struct dot_acc *acc)
+{
+    if (type != ORK_TYPE_F16 && type != ORK_TYPE_BF16 && type != ORK_TYPE_Q8_0 &&
+        type != ORK_TYPE_Q4_0)
+        return false;
+    float32x4_t s[8];
+    for (int r = 0; r < 8; r++)
+        s[r] = vld1q_f32(acc->lane + 4 * r);
+    int64_t i = 0;
+    if (type == ORK_TYPE_F16 || type == ORK_TYPE_BF16) {
+        for (; i + DOT_LANES <= n; i += DOT_LANES)
+            for (int r = 0; r < 8; r++) {
+                uint16x4_t h = vreinterpret_u16_u8(vld1_u8(row + 2 * (i + 4 * r)));
+                float32x4_t w = type == ORK_TYPE_F16
+                                    ? vcvt_f32_f16(vreinterpret_f16_u16(h))
+                                    : vreinterpretq_f32_u32(vshll_n_u16(h, 16));
+                s[r] = vfmaq_f32(s[r], w, vld1q_f32(x + i + 4 * r));
+            }
+    } else {
+        const size_t bb = type == ORK_TYPE_Q8_0 ? 34 : 18;
+        for (; i < n; i += QK_BLOCK) {
+            const uint8_t *b = row + (size_t)(i / QK_BLOCK) * bb;
+            float32x4_t d = vdupq_n_f32(f16_at(b));
+            int8x16_t q0, q1;
+            if (type == ORK_TYPE_Q8_0) {
+                q0 = vld1q_s8((const int8_t *)b + 2);
+                q1 = vld1q_s8((const int8_t *)b + 18);
+            } else {
+                uint8x16_t raw = vld1q_u8(b + 2);
+                q0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(15))), vdupq_n_s8(8));
+                q1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), vdupq_n_s8(8));
+            }
+            q8x16_fma_neon(s, q0, d, x + i);
+            q8x16_fma_neon(s + 4, q1, d, x + i + 16);
+        }
+    }
+    for (int r = 0; r < 8; r++)
+        vst1q_f32(acc->lane + 4 * r, s[r]);
+    float t = acc->tail;
+    for (; i < n; i++) {
+        uint16_t h = (uint16_t)(row[2 * i] | (row[2 * i + 1] << 8));
+        float w = type == ORK_TYPE_F16 ? ork_fp16_to_f32(h) : ork_bf16_to_f32(h);
+        float pr = w * x[i];
+        t += pr;
+    }
+    acc->tail = t;
+    return true;
+}
+#endif
+
+static bool dot_fused(uint32_t type, const uint8_t *row, const float *x, int64_t n,
+                      struct dot_acc *acc, enum kpath kp)
+{
+    if (kp != KPATH_SIMD)
+        return false;
+#if defined(ORK_HAVE_X86_DISPATCH)
+    return dot_fused_avx2(type, row, x, n, acc);
+#elif defined(ORK_HAVE_NEON)
+    return dot_fused_neon(type, row, x, n, acc);
+#else
+    (void)type; (void)row; (void)x; (void)n; (void)acc;
+    return false;
+#endif
+}
+
 float ork_vec_dot(uint32_t type, const void *row, const float *x, int64_t n)
 {
     if (ork_kernels_check(type, n) < 0)
@@ -470,6 +581,8 @@ float ork_vec_dot(uint32_t type, const void *row, const float *x, int64_t n)
     enum kpath kp = path();
     struct dot_acc acc;
     memset(&acc, 0, sizeof acc);
+    if (dot_fused(type, row, x, n, &acc, kp))
+        return acc_end(&acc, kp);
     float buf[DOT_CHUNK];
     const uint8_t *p = row;
     for (int64_t off = 0; off < n; off += DOT_CHUNK) {
@@ -515,108 +628,14 @@ int ork_quantize_row_q8_0(const float *x, void *dst, int64_t n)
     return 0;
 }
 
-static inline float rd_f16(const uint8_t *p)
-{
-    return ork_fp16_to_f32((uint16_t)(p[0] | (p[1] << 8)));
-}
-
-/* Integer sum of one block: 32 weight values (int8, or Q4_0 nibbles minus 8) times 32 int8 x.
- * Exact on every path (|sum| < 2^22), so the SIMD versions give the scalar's result. */
-static int32_t bsum_scalar(uint32_t type, const uint8_t *wq, const int8_t *qx)
-{
-    int32_t si = 0;
-    if (type == ORK_TYPE_Q8_0) {
-        const int8_t *qw = (const int8_t *)wq;
-        for (int i = 0; i < Q8_BLOCK; i++)
-            si += qw[i] * qx[i];
-    } else {
-        for (int i = 0; i < Q8_BLOCK / 2; i++)
-            si += ((wq[i] & 15) - Q4_0_OFFSET) * qx[i] +
-                  ((wq[i] >> 4) - Q4_0_OFFSET) * qx[i + Q8_BLOCK / 2];
-    }
-    return si;
-}
-
-#ifdef ORK_HAVE_X86_DISPATCH
-/* |w| (as u8) times sign(w) * x (as s8) in adjacent pairs: maddubs cannot saturate because
- * |w| <= 128 and |x| <= 127 (our quantizer), so a pair stays within 2 * 128 * 127 < 2^15. */
-__attribute__((target("avx2")))
-static int32_t bsum_avx2(uint32_t type, const uint8_t *wq, const int8_t *qx)
-{
-    __m256i w;
-    if (type == ORK_TYPE_Q8_0) {
-        w = _mm256_loadu_si256((const __m256i *)wq);
-    } else {
-        __m128i b = _mm_loadu_si128((const __m128i *)wq);
-        __m128i lo = _mm_and_si128(b, _mm_set1_epi8(15));
-        __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(15));
-        w = _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(Q4_0_OFFSET));
-    }
-    __m256i x = _mm256_loadu_si256((const __m256i *)qx);
-    __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
-    __m256i p32 = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
-    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(p32), _mm256_extracti128_si256(p32, 1));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
-    return _mm_cvtsi128_si32(s4);
-}
-#endif
-
-#ifdef ORK_HAVE_NEON
-static int32_t bsum_neon(uint32_t type, const uint8_t *wq, const int8_t *qx)
-{
-    int8x16_t w0, w1;
-    if (type == ORK_TYPE_Q8_0) {
-        w0 = vld1q_s8((const int8_t *)wq);
-        w1 = vld1q_s8((const int8_t *)wq + 16);
-    } else {
-        uint8x16_t b = vld1q_u8(wq);
-        w0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(b, vdupq_n_u8(15))), vdupq_n_s8(Q4_0_OFFSET));
-        w1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(b, 4)), vdupq_n_s8(Q4_0_OFFSET));
-    }
-    int8x16_t x0 = vld1q_s8(qx), x1 = vld1q_s8(qx + 16);
-    /* int8 x int8 products fit int16; two of them too (2 * 128 * 127 < 2^15) */
-    int16x8_t p = vmull_s8(vget_low_s8(w0), vget_low_s8(x0));
-    p = vmlal_s8(p, vget_high_s8(w0), vget_high_s8(x0));
-    int16x8_t q = vmull_s8(vget_low_s8(w1), vget_low_s8(x1));
-    q = vmlal_s8(q, vget_high_s8(w1), vget_high_s8(x1));
-    int32x4_t s4 = vpaddlq_s16(p);
-    s4 = vpadalq_s16(s4, q);
-    return vaddvq_s32(s4);
-}
-#endif
-
-/* Accumulate blocks [0, nb) of a Q8_0/Q4_0 row against Q8_0 x into *sum, in block order:
- * sum += (float)s_b * (d_w * d_x). */
-static void dot_q8_blocks(uint32_t type, const uint8_t *w, const uint8_t *xq, int64_t nb,
-                          float *sum)
-{
-    const size_t wbytes = type == ORK_TYPE_Q8_0 ? Q8_BYTES : Q4_0_BYTES;
-    int32_t (*bsum)(uint32_t, const uint8_t *, const int8_t *) = bsum_scalar;
-#if defined(ORK_HAVE_X86_DISPATCH)
-    if (path() == KPATH_SIMD)
-        bsum = bsum_avx2;
-#elif defined(ORK_HAVE_NEON)
-    if (path() == KPATH_SIMD)
-        bsum = bsum_neon;
-#endif
-    float s = *sum;
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *xb = xq + b * Q8_BYTES;
-        const uint8_t *wb = w + (size_t)b * wbytes;
-        int32_t si = bsum(type, wb + 2, (const int8_t *)(xb + 2));
-        s += (float)si * (rd_f16(wb) * rd_f16(xb));
-    }
-    *sum = s;
-}
-
 float ork_vec_dot_q8(uint32_t type, const void *row, const void *xq, int64_t n)
 {
     if ((type != ORK_TYPE_Q8_0 && type != ORK_TYPE_Q4_0) || n < 0 || n % Q8_BLOCK)
         return __builtin_nanf("");
-    float sum = 0.0f;
-    dot_q8_blocks(type, row, xq, n / Q8_BLOCK, &sum);
-    return sum;
+    struct q8_acc acc;
+    memset(&acc, 0, sizeof acc);
+    ork__q8_blocks(ork__kisa(), type, row, xq, n / Q8_BLOCK, &acc);
+    return ork__q8_end(&acc);
 }
 
 /* x rounded through a 16-bit float type (exact f32 values of f16 / bf16 numbers). */
@@ -632,20 +651,32 @@ static void round_act(uint32_t type, const float *x, float *out, int64_t n)
 
 float ork_vec_dot_act(uint32_t type, const void *row, const float *x, int64_t n, enum ork_act act)
 {
-    if (act != ORK_ACT_QUANT || type == ORK_TYPE_F32 || type == ORK_TYPE_Q4_K ||
-        type == ORK_TYPE_Q6_K)
+    if (act != ORK_ACT_QUANT || type == ORK_TYPE_F32)
         return ork_vec_dot(type, row, x, n);
     if (ork_kernels_check(type, n) < 0)
         return __builtin_nanf("");
     const uint8_t *p = row;
+    enum kisa k = ork__kisa();
     if (type == ORK_TYPE_Q8_0 || type == ORK_TYPE_Q4_0) {
         uint8_t xq[DOT_CHUNK / Q8_BLOCK * Q8_BYTES];
-        float sum = 0.0f;
+        struct q8_acc acc;
+        memset(&acc, 0, sizeof acc);
         for (int64_t off = 0; off < n; off += DOT_CHUNK) {
             int64_t c = n - off < DOT_CHUNK ? n - off : DOT_CHUNK;
             ork_quantize_row_q8_0(x + off, xq, c);
             const uint8_t *wc = p + ork_type_row_bytes(type, (uint64_t)off);
-            dot_q8_blocks(type, wc, xq, c / Q8_BLOCK, &sum);
+            ork__q8_blocks(k, type, wc, xq, c / Q8_BLOCK, &acc);
+        }
+        return ork__q8_end(&acc);
+    }
+    if (type == ORK_TYPE_Q4_K || type == ORK_TYPE_Q6_K) {
+        uint8_t xq[DOT_CHUNK / ORK_Q8_K_BLOCK * ORK_Q8_K_BYTES];
+        float sum = 0.0f;
+        for (int64_t off = 0; off < n; off += DOT_CHUNK) {
+            int64_t c = n - off < DOT_CHUNK ? n - off : DOT_CHUNK;
+            ork_quantize_row_q8_k(x + off, xq, c);
+            const uint8_t *wc = p + ork_type_row_bytes(type, (uint64_t)off);
+            ork__q8k_blocks(k, type, wc, xq, c / ORK_Q8_K_BLOCK, &sum);
         }
         return sum;
     }

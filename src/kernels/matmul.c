@@ -15,11 +15,14 @@
  * buffer (Q8_0 blocks for Q8_0/Q4_0 weights, f16/bf16-rounded values for F16/BF16 weights) and
  * runs its weight rows against the tile; every thread converts all of X, which costs M*K
  * against the M*K*N/nth of its share of the matmul. Y[m][n] = ork_vec_dot_act(W[n], X[m]). */
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <ork/error.h>
 #include <ork-kernels/kernels.h>
 #include <ork-kernels/pool.h>
+
+#include "kern_priv.h"
 
 /* Longest row dequantized whole on the stack: 16384 f32 = 64 KiB per thread (covers the FFN
  * widths of 1-8B models); longer rows are dequantized in chunks for every X row instead. */
@@ -29,6 +32,12 @@
 #define MM_XQ_BYTES 65536
 #define Q8_0_BLOCK 32
 #define Q8_0_BYTES 34
+/* Below this many X rows, F16/BF16/Q8_0/Q4_0 rows are widened in registers for every X row
+ * (ork_vec_dot) instead of once into the row buffer. */
+#define MM_FUSED_M_MAX 4
+/* Rows of X dotted with one weight row per kernel call (the weight blocks are loaded and
+ * unpacked once for all of them). */
+#define MM_NR ORK_Q8_ROWS_MAX
 
 struct mm_job {
     const struct ork_mat *w;
@@ -50,27 +59,50 @@ static void mm_rows_pairs(const struct mm_job *j, int64_t r0, int64_t r1)
                                               j->x + i * k, k, j->act);
 }
 
-/* Q8_0 / Q4_0 weights with X quantized to Q8_0, M-tile by M-tile. */
+/* Q8_0 / Q4_0 weights with X quantized to Q8_0, Q4_K / Q6_K weights with X quantized to Q8_K,
+ * M-tile by M-tile: the X tile stays in L2 while each weight row of the thread's range is read
+ * once per tile and dotted with the tile's rows (ork__q8_rows reuses each weight block across
+ * up to MM_NR rows of X). */
 __attribute__((noinline))
 static void mm_rows_q8(const struct mm_job *j, int64_t r0, int64_t r1)
 {
     const struct ork_mat *w = j->w;
     const int64_t k = w->n_cols, n = w->n_rows;
-    const size_t rq = (size_t)(k / Q8_0_BLOCK) * Q8_0_BYTES;
+    const bool kq = w->type == ORK_TYPE_Q4_K || w->type == ORK_TYPE_Q6_K;
+    const int64_t blk = kq ? ORK_Q8_K_BLOCK : Q8_0_BLOCK;
+    const size_t rq = (size_t)(k / blk) * (kq ? ORK_Q8_K_BYTES : Q8_0_BYTES);
     if (rq > MM_XQ_BYTES || rq == 0) {
         mm_rows_pairs(j, r0, r1);
         return;
     }
+    const enum kisa isa = ork__kisa();
     uint8_t xq[MM_XQ_BYTES];
     const int64_t mt = (int64_t)(MM_XQ_BYTES / rq);
     for (int64_t m0 = 0; m0 < j->m; m0 += mt) {
         int64_t mc = j->m - m0 < mt ? j->m - m0 : mt;
-        for (int64_t i = 0; i < mc; i++)
-            ork_quantize_row_q8_0(j->x + (m0 + i) * k, xq + (size_t)i * rq, k);
+        for (int64_t i = 0; i < mc; i++) {
+            if (kq)
+                ork_quantize_row_q8_k(j->x + (m0 + i) * k, xq + (size_t)i * rq, k);
+            else
+                ork_quantize_row_q8_0(j->x + (m0 + i) * k, xq + (size_t)i * rq, k);
+        }
         for (int64_t r = r0; r < r1; r++) {
             const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-            for (int64_t i = 0; i < mc; i++)
-                j->y[(m0 + i) * n + r] = ork_vec_dot_q8(w->type, row, xq + (size_t)i * rq, k);
+            if (kq) {
+                for (int64_t i = 0; i < mc; i++) {
+                    float sum = 0.0f;
+                    ork__q8k_blocks(isa, w->type, row, xq + (size_t)i * rq, k / blk, &sum);
+                    j->y[(m0 + i) * n + r] = sum;
+                }
+                continue;
+            }
+            for (int64_t i = 0; i < mc; i += MM_NR) {
+                int nr = mc - i < MM_NR ? (int)(mc - i) : MM_NR;
+                float out[MM_NR];
+                ork__q8_rows(isa, w->type, row, xq + (size_t)i * rq, rq, nr, k / blk, out);
+                for (int t = 0; t < nr; t++)
+                    j->y[(m0 + i + t) * n + r] = out[t];
+            }
         }
     }
 }
@@ -107,6 +139,8 @@ static void mm_rows_f32act(const struct mm_job *j, int64_t r0, int64_t r1)
     const struct ork_mat *w = j->w;
     const int64_t k = w->n_cols, n = w->n_rows, m = j->m;
     const uint8_t *base = w->data;
+    const bool fused = w->type == ORK_TYPE_F16 || w->type == ORK_TYPE_BF16 ||
+                       w->type == ORK_TYPE_Q8_0 || w->type == ORK_TYPE_Q4_0;
     float buf[MM_ROW_MAX];
 
     for (int64_t r = r0; r < r1; r++) {
@@ -114,6 +148,11 @@ static void mm_rows_f32act(const struct mm_job *j, int64_t r0, int64_t r1)
         const float *wr;
         if (w->type == ORK_TYPE_F32) {
             wr = (const float *)row;
+        } else if (m < MM_FUSED_M_MAX && fused) {
+            /* few X rows: widen in registers for each (same bits, no buffer round trip) */
+            for (int64_t i = 0; i < m; i++)
+                j->y[i * n + r] = ork_vec_dot(w->type, row, j->x + i * k, k);
+            continue;
         } else if (k <= MM_ROW_MAX) {
             ork_dequant_row(w->type, row, buf, k);
             wr = buf;
@@ -130,7 +169,8 @@ static void mm_rows_f32act(const struct mm_job *j, int64_t r0, int64_t r1)
 static void mm_rows(const struct mm_job *j, int64_t r0, int64_t r1)
 {
     uint32_t t = j->w->type;
-    if (j->act == ORK_ACT_QUANT && (t == ORK_TYPE_Q8_0 || t == ORK_TYPE_Q4_0))
+    if (j->act == ORK_ACT_QUANT && (t == ORK_TYPE_Q8_0 || t == ORK_TYPE_Q4_0 ||
+                                    t == ORK_TYPE_Q4_K || t == ORK_TYPE_Q6_K))
         mm_rows_q8(j, r0, r1);
     else if (j->act == ORK_ACT_QUANT && (t == ORK_TYPE_F16 || t == ORK_TYPE_BF16))
         mm_rows_round16(j, r0, r1);

@@ -157,31 +157,40 @@ static void test_q8_dot(void)
     CHECK(isnan(ork_vec_dot_q8(ORK_TYPE_Q4_K, w, xq, 256)));
 }
 
-/* The documented order, re-implemented here: integer block sums, then
- * sum += (float)s_b * (d_w * d_x) in block order. The dispatched (SIMD) kernel must give these
- * bits exactly, including extreme values (-128 weights, +-127 activations). */
+/* The documented order (kern_priv.h, qdot.c), re-implemented here: per block b the exact
+ * integer partials p_j over elements 4j..4j+3, d = d_w * d_x, lane 8 * (b % 2) + j
+ * accumulated with fmaf, then the reduction tree. Every dispatched path must give these bits
+ * exactly, including extreme values (-128 weights, +-127 activations). */
 static float q8_dot_spec(uint32_t type, const uint8_t *w, const uint8_t *xq, int64_t n)
 {
-    float s = 0;
+    float l[16] = {0};
     size_t wb = type == ORK_TYPE_Q8_0 ? 34 : 18;
     for (int64_t b = 0; b < n / 32; b++) {
         const uint8_t *wp = w + b * wb, *xp = xq + b * 34;
-        int32_t si = 0;
-        for (int i = 0; i < 32; i++) {
-            int qw = type == ORK_TYPE_Q8_0 ? (int8_t)wp[2 + i]
-                                           : (i < 16 ? (wp[2 + i] & 15) : (wp[2 + i - 16] >> 4)) - 8;
-            si += qw * (int8_t)xp[2 + i];
-        }
         float dw = ork_fp16_to_f32((uint16_t)(wp[0] | wp[1] << 8));
         float dx = ork_fp16_to_f32((uint16_t)(xp[0] | xp[1] << 8));
-        s += (float)si * (dw * dx);
+        float d = dw * dx;
+        for (int j = 0; j < 8; j++) {
+            int32_t p = 0;
+            for (int i = 4 * j; i < 4 * j + 4; i++) {
+                int qw = type == ORK_TYPE_Q8_0 ? (int8_t)wp[2 + i]
+                                               : (i < 16 ? (wp[2 + i] & 15) : (wp[2 + i - 16] >> 4)) - 8;
+                p += qw * (int8_t)xp[2 + i];
+            }
+            l[8 * (b % 2) + j] = fmaf((float)p, d, l[8 * (b % 2) + j]);
+        }
     }
-    return s;
+    float r8[8], r4[4];
+    for (int j = 0; j < 8; j++)
+        r8[j] = l[j] + l[j + 8];
+    for (int j = 0; j < 4; j++)
+        r4[j] = r8[j] + r8[j + 4];
+    return (r4[0] + r4[2]) + (r4[1] + r4[3]);
 }
 
 static void test_q8_dot_exact(void)
 {
-    enum { N = 1024 };
+    enum { N = 1024 + 96 };      /* an odd number of blocks: the last one has no partner */
     static uint8_t w[N / 32 * 34], xq[N / 32 * 34];
     static float x[N];
     const uint32_t types[] = {ORK_TYPE_Q8_0, ORK_TYPE_Q4_0};
@@ -227,19 +236,33 @@ static void test_round16_dot(void)
     }
 }
 
-/* Weight types whose activations stay f32 give identical bits in both modes. */
+/* F32 weights keep f32 activations: identical bits in both modes. Q4_K / Q6_K weights take
+ * Q8_K activations in ORK_ACT_QUANT mode: equal to the explicit two-step form, and close to
+ * the f32-activation dot. */
 static void test_f32_act_types_unchanged(void)
 {
-    static uint8_t w[1024 * 4];
+    static uint8_t w[1024 * 4], xq[1024 / 256 * 292];
     static float x[1024];
-    const uint32_t types[] = {ORK_TYPE_F32, ORK_TYPE_Q4_K, ORK_TYPE_Q6_K};
-    for (int ti = 0; ti < 3; ti++) {
+    random_row(ORK_TYPE_F32, w, 1024);
+    for (int i = 0; i < 1024; i++)
+        x[i] = frand();
+    float a = ork_vec_dot_act(ORK_TYPE_F32, w, x, 1024, ORK_ACT_QUANT);
+    float b = ork_vec_dot(ORK_TYPE_F32, w, x, 1024);
+    CHECK(memcmp(&a, &b, 4) == 0);
+    const uint32_t types[] = {ORK_TYPE_Q4_K, ORK_TYPE_Q6_K};
+    for (int ti = 0; ti < 2; ti++) {
         random_row(types[ti], w, 1024);
+        REQUIRE(ork_quantize_row_q8_k(x, xq, 1024) == 0);
+        float q = ork_vec_dot_act(types[ti], w, x, 1024, ORK_ACT_QUANT);
+        float two = ork_vec_dot_q8k(types[ti], w, xq, 1024);
+        CHECK(memcmp(&q, &two, 4) == 0);
+        static float wf[1024];
+        REQUIRE(ork_dequant_row_ref(types[ti], w, wf, 1024) == 0);
+        double mag = 0;
         for (int i = 0; i < 1024; i++)
-            x[i] = frand();
-        float a = ork_vec_dot_act(types[ti], w, x, 1024, ORK_ACT_QUANT);
-        float b = ork_vec_dot(types[ti], w, x, 1024);
-        CHECK(memcmp(&a, &b, 4) == 0);
+            mag += fabs((double)wf[i] * x[i]);
+        float f = ork_vec_dot(types[ti], w, x, 1024);
+        CHECK(fabs(q - f) <= 2e-2 * mag);
     }
 }
 
@@ -286,6 +309,8 @@ static void test_matmul_act(void)
     matmul_case(ORK_TYPE_BF16, 3, 5, 77);
     matmul_case(ORK_TYPE_F16, 2, 3, 16384 + 64);    /* beyond the tile buffer */
     matmul_case(ORK_TYPE_Q4_K, 3, 5, 512);
+    matmul_case(ORK_TYPE_Q6_K, 17, 6, 768);
+    matmul_case(ORK_TYPE_Q4_K, 2, 3, 256 * 230);     /* row beyond the tile buffer */
     matmul_case(ORK_TYPE_F32, 3, 5, 100);
 }
 

@@ -1,0 +1,154 @@
+/* cpu.c -- which instruction-set path the CPU kernels take: detected once per process from
+ * CPUID/XGETBV (x86-64) or the auxiliary vector (AArch64), overridable for tests and
+ * benchmarks through ork_kernels_set_path(). Not here: the kernels themselves (dot.c, qdot.c). */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <ork/debug.h>
+#include <ork/error.h>
+#include <ork-kernels/kernels.h>
+
+#include "kern_priv.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#define CPU_X86 1
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+#include <sys/auxv.h>
+#define CPU_ARM64 1
+#endif
+
+static const char *const kisa_names[KISA_COUNT] = {
+    [KISA_SCALAR] = "scalar", [KISA_AVX2] = "avx2", [KISA_AVXVNNI] = "avxvnni",
+    [KISA_AVX512VNNI] = "avx512vnni", [KISA_NEON] = "neon", [KISA_NEON_DOT] = "neon-dotprod",
+};
+
+static bool g_avail[KISA_COUNT];
+static enum kisa g_best;
+static enum kisa g_cur;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+#ifdef CPU_X86
+/* CPUID bits (Intel SDM vol. 2A, CPUID; AMD APM vol. 3 agrees for these). */
+#define L1_ECX_FMA (1u << 12)
+#define L1_ECX_OSXSAVE (1u << 27)
+#define L1_ECX_F16C (1u << 29)
+#define L7_EBX_AVX2 (1u << 5)
+#define L7_EBX_AVX512F (1u << 16)
+#define L7_EBX_AVX512BW (1u << 30)
+#define L7_EBX_AVX512VL (1u << 31)
+#define L7_ECX_AVX512VNNI (1u << 11)
+#define L7S1_EAX_AVXVNNI (1u << 4)
+/* XCR0 state the OS must enable (Intel SDM vol. 1, 13.3): SSE | AVX for 256-bit registers,
+ * plus opmask | ZMM_Hi256 | Hi16_ZMM for AVX-512. */
+#define XCR0_AVX 0x6u
+#define XCR0_AVX512 0xe6u
+
+static uint64_t xgetbv0(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+static void detect(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return;
+    unsigned l1c = c;
+    if (!(l1c & L1_ECX_OSXSAVE))
+        return;
+    uint64_t xcr0 = xgetbv0();
+    if ((xcr0 & XCR0_AVX) != XCR0_AVX)
+        return;
+    unsigned l7b = 0, l7c = 0, l7s1a = 0;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+        l7b = b;
+        l7c = c;
+        unsigned max_sub = a;
+        if (max_sub >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d))
+            l7s1a = a;
+    }
+    bool avx2 = (l7b & L7_EBX_AVX2) && (l1c & L1_ECX_FMA) && (l1c & L1_ECX_F16C);
+    if (!avx2)
+        return;
+    g_avail[KISA_AVX2] = true;
+    g_avail[KISA_AVXVNNI] = (l7s1a & L7S1_EAX_AVXVNNI) != 0;
+    g_avail[KISA_AVX512VNNI] = (xcr0 & XCR0_AVX512) == XCR0_AVX512 && (l7b & L7_EBX_AVX512F) &&
+                               (l7b & L7_EBX_AVX512BW) && (l7b & L7_EBX_AVX512VL) &&
+                               (l7c & L7_ECX_AVX512VNNI);
+}
+#elif defined(CPU_ARM64)
+/* AT_HWCAP bit of the dot product instructions (Linux arch/arm64 uapi hwcap.h). */
+#define HWCAP_BIT_ASIMDDP (1ul << 20)
+
+static void detect(void)
+{
+    g_avail[KISA_NEON] = true;      /* Advanced SIMD is baseline AArch64 */
+    g_avail[KISA_NEON_DOT] = (getauxval(AT_HWCAP) & HWCAP_BIT_ASIMDDP) != 0;
+}
+#else
+static void detect(void)
+{
+}
+#endif
+
+static void init(void)
+{
+    g_avail[KISA_SCALAR] = true;
+    detect();
+    /* the best: the highest available level (the enum runs from the most portable up) */
+    g_best = KISA_SCALAR;
+    for (int k = 0; k < KISA_COUNT; k++)
+        if (g_avail[k])
+            g_best = (enum kisa)k;
+    g_cur = ork_debug(ORK_DBG_SCALAR) ? KISA_SCALAR : g_best;
+}
+
+enum kisa ork__kisa(void)
+{
+    pthread_once(&g_once, init);
+    return g_cur;
+}
+
+bool ork__kisa_available(enum kisa k)
+{
+    pthread_once(&g_once, init);
+    return k >= 0 && k < KISA_COUNT && g_avail[k];
+}
+
+const char *ork__kisa_name(enum kisa k)
+{
+    return k >= 0 && k < KISA_COUNT ? kisa_names[k] : "unknown";
+}
+
+const char *ork_kernels_path(void)
+{
+    return ork__kisa_name(ork__kisa());
+}
+
+int ork_kernels_set_path(const char *name)
+{
+    pthread_once(&g_once, init);
+    if (!name) {
+        g_cur = g_best;
+        return 0;
+    }
+    for (int k = 0; k < KISA_COUNT; k++)
+        if (!strcmp(name, kisa_names[k])) {
+            if (!g_avail[k])
+                return ork_errorf(ORK_EUNSUPPORTED, "kernel path '%s' is not available on this CPU",
+                                  name);
+            g_cur = (enum kisa)k;
+            return 0;
+        }
+    return ork_errorf(ORK_EINVAL, "unknown kernel path '%s'", name);
+}
+
+const char *ork_kernels_path_name(int i)
+{
+    return i >= 0 && i < KISA_COUNT ? kisa_names[i] : NULL;
+}
