@@ -213,6 +213,10 @@ static void test_small_models(void)
         load_and_eval(path_a, ork_synth_preset_find(archs[i], presets[i]), true);
         unlink(path_a);
     }
+    /* An untied preset (Llama-2-7B shapes): output.weight is written and bound. */
+    REQUIRE(write_small(path_a, "llama", "7b", ORK_TYPE_Q4_0, 7, 2, NULL) == 0);
+    load_and_eval(path_a, ork_synth_preset_find("llama", "7b"), true);
+    unlink(path_a);
     /* F16, and rows that do not fit Q4_K's 256 (dim 896) fall back to Q8_0 per tensor. */
     REQUIRE(write_small(path_a, "qwen2", "0.5b", ORK_TYPE_F16, 7, 2, NULL) == 0);
     load_and_eval(path_a, ork_synth_preset_find("qwen2", "0.5b"), true);
