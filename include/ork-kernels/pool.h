@@ -3,6 +3,8 @@
 #ifndef ORK_KERNELS_POOL_H
 #define ORK_KERNELS_POOL_H
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -18,6 +20,10 @@ void ork_pool_destroy(struct ork_pool *p);
 int ork_pool_threads(const struct ork_pool *p);
 /* Run fn on all threads and return when all have finished. */
 void ork_pool_run(struct ork_pool *p, ork_pool_fn fn, void *ctx);
+/* Worker threads started so far by all pools of the process (creating a pool of n threads
+ * adds n - 1; running jobs adds nothing): lets tests check that no thread is created per op
+ * or per token. */
+uint64_t ork_pool_threads_created(void);
 
 #ifdef __cplusplus
 }

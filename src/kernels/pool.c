@@ -5,6 +5,7 @@
  * thread at a time (the engine's decode thread). Not here: how work is split (the job does it
  * from ith/nth). */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <unistd.h>
 
@@ -17,6 +18,9 @@
 /* Least worker stack: the matmul keeps up to ~200 KiB of row and activation tiles on the stack
  * (matmul.c); glibc's default is larger, but C libraries with small thread stacks are not. */
 #define POOL_MIN_STACK_BYTES (2u << 20)
+
+/* Worker threads ever started by any pool of the process (ork_pool_threads_created). */
+static atomic_uint_fast64_t g_threads_created;
 
 struct pool_worker {
     struct ork_pool *pool;
@@ -127,6 +131,7 @@ int ork_pool_create(int n_threads, struct ork_pool **out)
             goto err_threads;
         }
         p->n_started++;
+        atomic_fetch_add(&g_threads_created, 1);
     }
     pthread_attr_destroy(&attr);
     *out = p;
@@ -157,6 +162,11 @@ void ork_pool_destroy(struct ork_pool *p)
     pthread_mutex_destroy(&p->mu);
     ork_free(p->workers);
     ork_free(p);
+}
+
+uint64_t ork_pool_threads_created(void)
+{
+    return (uint64_t)atomic_load(&g_threads_created);
 }
 
 int ork_pool_threads(const struct ork_pool *p)

@@ -39,8 +39,10 @@ static int64_t data[DATA_N];
 static void check_pool(int n, int runs)
 {
     struct ork_pool *p = NULL;
+    uint64_t created0 = ork_pool_threads_created();
     REQUIRE(ork_pool_create(n, &p) == 0);
     int nth = ork_pool_threads(p);
+    CHECK(ork_pool_threads_created() == created0 + (uint64_t)(nth - 1));
     if (n > 0)
         CHECK_EQ_INT(nth, n);
     else
@@ -54,6 +56,7 @@ static void check_pool(int n, int runs)
     j.data = data;
     atomic_init(&j.calls, 0);
     uint64_t allocs = ork_alloc_count();
+    uint64_t created = ork_pool_threads_created();
     int bad = 0;
     for (int r = 0; r < runs; r++) {
         int64_t before = 0;
@@ -67,6 +70,7 @@ static void check_pool(int n, int runs)
             bad++;
     }
     CHECK(ork_alloc_count() == allocs);
+    CHECK(ork_pool_threads_created() == created);       /* runs start no thread */
     CHECK_EQ_INT(bad, 0);
     CHECK_EQ_INT(atomic_load(&j.calls), runs * nth);
     for (int t = 0; t < nth; t++)
