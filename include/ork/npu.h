@@ -165,6 +165,22 @@ void ork_npu_chain_destroy(struct ork_npu_chain *ch);
  * (types per dtype, as for the plan's own run). One submit; blocking. */
 int ork_npu_chain_run(struct ork_npu_chain *ch, const void *const *a, void *const *c);
 
+/* ---- modelled clock (the `sim` device) ---------------------------------------------------- */
+
+/* The simulator's own modelled time of a device (docs/sim.md "Timing model"): its model clock
+ * and each core's total modelled busy time since open, in ns, plus the time the model charges
+ * for an IOMMU domain switch (one device is one domain, so a caller spreading work over several
+ * devices charges switches between them itself). */
+#define ORK_NPU_MODEL_MAX_CORES 3
+struct ork_npu_model_time {
+    int64_t now_ns;                                  /* model clock */
+    int64_t core_busy_ns[ORK_NPU_MODEL_MAX_CORES];   /* busy time per core (0 past n_cores) */
+    uint32_t n_cores;                                /* cores modelled */
+    int64_t domain_switch_ns;                        /* cost of one domain switch */
+};
+/* 0 and the clock, or ORK_EUNSUPPORTED on hardware backends (wall time is their clock). */
+int ork_npu_model_time(struct ork_npu *npu, struct ork_npu_model_time *out);
+
 /* ---- host-side helpers (no device needed) ------------------------------------------------- */
 
 /* Symmetric per-output-channel int8 quantisation of W[n][k]: scales[j] = max|W[j][:]| / 127

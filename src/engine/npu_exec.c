@@ -15,9 +15,11 @@
  * ORK_NPU_EXEC_PER_MATMUL builds the baseline instead: one single-core plan per model matrix,
  * one synchronous submit each (7 per layer), for comparison.
  *
- * Modelled time: every submit is charged with the simulator's timing model (docs/sim.md,
- * anchors §8), so benchmarks report an NPU time per token that does not depend on the speed of
- * the machine running the simulator.
+ * Modelled time: on the `sim` device the statistics read the simulator's own model clock and
+ * per-core busy time (ork_npu_model_time, docs/sim.md "Timing model"), so benchmarks report an
+ * NPU time per token that does not depend on the speed of the machine running the simulator.
+ * One device is one IOMMU domain, so switches between domains are counted here and charged at
+ * the simulator's domain-switch cost. Hardware backends have no modelled clock (zeros).
  *
  * Not here: the transformer (forward.c), the pack file format (orkpack.c), NPU programs
  * (libork). */
@@ -45,16 +47,6 @@
 #define NPU_DOMAIN_MARGIN ((uint64_t)128 << 20)
 #define NPU_DEFAULT_MAX_M 64            /* prefill rows per NPU matmul (M-tile cap at K=3072..4096
                                          * is 64, docs/npu.md) */
-#define NPU_N_CORES 3                   /* RK3588 */
-
-/* Timing model of one submit (docs/sim.md "Timing model", anchors §8 calibration). */
-#define TM_LAUNCH_NS 55000.0            /* first program of a core's range */
-#define TM_CHAIN_NS 18000.0             /* each further chained program */
-#define TM_BW_CORE 11.0e9               /* one core's int8 weight stream, bytes/s */
-#define TM_BW_TOTAL 28.5e9              /* all cores streaming, bytes/s */
-#define TM_MAC_I8 0.6e12                /* int8 MAC/s per core */
-#define TM_DOMAIN_SWITCH_NS 100000.0    /* a submit in another IOMMU domain than the last one
-                                         * (docs/sim.md t_domain_switch, [INF]) */
 
 /* Pack tensors per layer, in this order, then the LM head. */
 enum { PK_QKV, PK_O, PK_GATE_UP, PK_DOWN, PK_PER_LAYER };
@@ -97,9 +89,12 @@ struct ork__npu_exec {
     struct ork_npu_exec_stats st;
     int64_t batch_t0;
     double batch_npu_ms;
-    uint32_t rr_core;                   /* next core of the timing model's single-core jobs */
-    int last_dev;                       /* domain of the last submit (timing model) */
+    int last_dev;                       /* domain of the last submit */
     uint64_t n_domain_switches;
+    /* modelled clocks of the devices at load or the last stats reset (sim only) */
+    struct ork_npu_model_time model_base[NPU_MAX_DOMAINS];
+    uint64_t switches_base;
+    bool is_sim;                        /* the devices are simulators (modelled clocks) */
 };
 
 static int64_t now_ns(void)
@@ -114,34 +109,6 @@ static struct npu_opmat *op_at(struct ork__npu_exec *ex, enum ork__npu_op op, in
     if (op == ORK__NPU_LM_HEAD)
         return &ex->ops[(size_t)ex->n_layers * PK_PER_LAYER];
     return &ex->ops[(size_t)layer * PK_PER_LAYER + (size_t)op];
-}
-
-/* ---- timing model ------------------------------------------------------------------------- */
-
-/* Modelled time of one run of m rows on a plan (docs/sim.md formula per core, cores in
- * parallel), in ns; adds each core's busy time to busy[] (ms). */
-static double model_run_ns(const struct ork_npu_matmul_info *in, uint32_t m, double *busy,
-                           uint32_t *rr_core)
-{
-    uint32_t c = in->n_cores ? in->n_cores : 1;
-    uint32_t mt = in->m_tile ? in->m_tile : 1;
-    uint32_t m_tiles = (m + mt - 1) / mt;
-    uint32_t plan_tiles = (in->m + mt - 1) / mt;
-    double tasks = (double)in->n_tasks / plan_tiles * m_tiles / c;
-    double bw = TM_BW_TOTAL / c < TM_BW_CORE ? TM_BW_TOTAL / c : TM_BW_CORE;
-    double w_bytes = (double)in->k_padded * in->n_padded / c * m_tiles;
-    double macs = (double)m * in->k_padded * in->n_padded / c;
-    double out_bytes = (double)m * in->n_padded * 4.0 * in->n_kslices / c;
-    double t = TM_LAUNCH_NS + (tasks > 1 ? (tasks - 1) * TM_CHAIN_NS : 0) +
-               w_bytes / bw * 1e9 + macs / TM_MAC_I8 * 1e9 + out_bytes / bw * 1e9;
-    if (c == 1) {
-        busy[*rr_core % NPU_N_CORES] += t / 1e6; /* the kernel picks a free core: rotate */
-        (*rr_core)++;
-    } else {
-        for (uint32_t i = 0; i < c && i < NPU_N_CORES; i++)
-            busy[i] += t / 1e6;
-    }
-    return t;
 }
 
 /* ---- pack building ------------------------------------------------------------------------ */
@@ -525,6 +492,17 @@ static int resolve_device(const char *want, const char **dev)
     return ork_errorf(ORK_EINVAL, "unknown device '%s' (cpu, npu, sim or auto)", want);
 }
 
+/* Take the devices' modelled clocks as the zero of the statistics. */
+static void model_base_reset(struct ork__npu_exec *ex)
+{
+    if (!ex->is_sim)
+        return;
+    for (int d = 0; d < ex->n_dev; d++)
+        if (ork_npu_model_time(ex->dev[d], &ex->model_base[d]) < 0)
+            memset(&ex->model_base[d], 0, sizeof ex->model_base[d]);
+    ex->switches_base = ex->n_domain_switches;
+}
+
 int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork_model_params *p,
                          struct ork__npu_exec **out)
 {
@@ -676,6 +654,8 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
         ORK_LOGW("NPU: %d op(s) run on the CPU: %s%s", n_fallback, fb_names,
                  n_fallback > 4 ? ", ..." : "");
     snprintf(ex->st.backend, sizeof ex->st.backend, "%s", ork_npu_backend(ex->dev[0]));
+    ex->is_sim = !strcmp(ex->st.backend, "sim");
+    model_base_reset(ex);
     ex->st.n_domains = ex->n_dev;
     if (show)
         fprintf(stderr, "NPU (%s): %d matrices resident (%.1f MiB in %d IOMMU domain%s), %d on "
@@ -751,13 +731,12 @@ static void dequant_part(const int32_t *c, uint32_t ldc, uint32_t c0, uint32_t n
 static void count_run(struct ork__npu_exec *ex, const struct ork_npu_matmul_info *in, uint32_t m,
                       int dev)
 {
+    (void)m;
     if (dev != ex->last_dev) {
         ex->last_dev = dev;
-        ex->st.model_npu_ms += TM_DOMAIN_SWITCH_NS / 1e6;
         ex->n_domain_switches++;
     }
     ex->st.n_submits += in->n_submits ? in->n_submits : 1;
-    ex->st.model_npu_ms += model_run_ns(in, m, ex->st.model_core_busy_ms, &ex->rr_core) / 1e6;
 }
 
 /* Dequantise rows [r0, r0 + mr) of a fused op from C (row stride mt->n) into its parts. */
@@ -905,9 +884,28 @@ int ork_model_npu_stats(const struct ork_model *m, struct ork_npu_exec_stats *ou
     memset(out, 0, sizeof(*out));
     if (!m || !m->npu)
         return ORK_ENOENT;
-    *out = m->npu->st;
+    const struct ork__npu_exec *ex = m->npu;
+    *out = ex->st;
+    /* modelled time: the simulators' clocks since the base, plus the domain switches */
+    bool modelled = false;
+    int64_t switch_ns = 0;
+    for (int d = 0; ex->is_sim && d < ex->n_dev; d++) {
+        struct ork_npu_model_time t;
+        if (ork_npu_model_time(ex->dev[d], &t) < 0)
+            continue;
+        const struct ork_npu_model_time *b = &ex->model_base[d];
+        modelled = true;
+        switch_ns = t.domain_switch_ns;
+        out->model_npu_ms += (double)(t.now_ns - b->now_ns) / 1e6;
+        for (uint32_t c = 0; c < t.n_cores && c < 3; c++)
+            out->model_core_busy_ms[c] += (double)(t.core_busy_ns[c] - b->core_busy_ns[c]) / 1e6;
+    }
+    if (modelled)
+        out->model_npu_ms += (double)(ex->n_domain_switches - ex->switches_base) *
+                             (double)switch_ns / 1e6;
     return 0;
 }
+
 
 void ork_model_npu_stats_reset(struct ork_model *m)
 {
@@ -918,6 +916,7 @@ void ork_model_npu_stats_reset(struct ork_model *m)
     s->wall_ms = s->npu_wall_ms = s->model_npu_ms = 0;
     memset(s->model_core_busy_ms, 0, sizeof s->model_core_busy_ms);
     memset(s->sect_ms, 0, sizeof s->sect_ms);
+    model_base_reset(m->npu);
 }
 
 const char *ork_model_device(const struct ork_model *m)

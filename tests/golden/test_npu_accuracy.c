@@ -153,6 +153,16 @@ static void check_model(const char *rel)
            st.n_npu_mats);
     CHECK(per_layer <= MAX_SUBMITS_PER_LAYER);
     CHECK_EQ_INT(st.n_npu_mats, nl * 7 + 1);
+    /* modelled time is the simulator's clock: it advanced, and no core was busy longer than it */
+    printf("%s: modelled NPU %.3f ms, core busy %.3f / %.3f / %.3f ms\n", rel, st.model_npu_ms,
+           st.model_core_busy_ms[0], st.model_core_busy_ms[1], st.model_core_busy_ms[2]);
+    CHECK(st.model_npu_ms > 0);
+    CHECK(st.model_core_busy_ms[0] + st.model_core_busy_ms[1] + st.model_core_busy_ms[2] > 0);
+    for (int c = 0; c < 3; c++)
+        CHECK(st.model_core_busy_ms[c] >= 0 && st.model_core_busy_ms[c] <= st.model_npu_ms + 1e-6);
+    ork_model_npu_stats_reset(npu);
+    ork_model_npu_stats(npu, &st);
+    CHECK(st.model_npu_ms == 0 && st.model_core_busy_ms[0] == 0 && st.n_submits == 0);
 
     /* the baseline executor computes the same int8 products */
     struct ork_model *base = load(path, "sim", ORK_NPU_EXEC_PER_MATMUL);
@@ -251,6 +261,13 @@ static void test_domains(void)
     CHECK(eval_all(one, ids, 12, a, nv) == 0);
     CHECK(eval_all(many, ids, 12, b, nv) == 0);
     CHECK(memcmp(a, b, (size_t)12 * nv * sizeof(float)) == 0);
+    /* the same submits, plus the switches between domains charged on top */
+    ork_model_npu_stats(one, &st1);
+    ork_model_npu_stats(many, &stn);
+    printf("domains: modelled NPU %.3f ms in one domain, %.3f ms in %d\n", st1.model_npu_ms,
+           stn.model_npu_ms, stn.n_domains);
+    CHECK(st1.model_npu_ms > 0);
+    CHECK(stn.model_npu_ms > st1.model_npu_ms);
     free(a);
     free(b);
     ork_model_free(one);
