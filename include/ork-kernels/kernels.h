@@ -66,6 +66,9 @@ int ork_kernels_check(uint32_t type, int64_t n);
 /* Dispatched dot of one weight row with an f32 vector: equals the dispatched f32 dot of the
  * dequantized row with x, bit for bit (NaN for an unsupported type or bad n). */
 float ork_vec_dot(uint32_t type, const void *row, const float *x, int64_t n);
+/* y[i] += a * v[i] for i < n (the product rounded, then added: the same bits on every path),
+ * v of type F32 or F16 (ORK_EUNSUPPORTED otherwise). Attention's weighted sum of values. */
+int ork_vec_mad(float *y, const void *v, uint32_t type, float a, int64_t n);
 /* Dispatched f32 dot product (the one ork_matmul uses for every output element). */
 float ork_vec_dot_f32(const float *a, const float *b, int64_t n);
 /* Name of the path the dispatched kernels take on this CPU: "scalar", "avx2", "avxvnni"

@@ -78,6 +78,11 @@ void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t off, i
     const uint16_t *k = (const uint16_t *)kv->k + base;
     float tmp[KV_PIECE];
     for (int32_t t = 0; t < n_pos; t++, k += kv->kv_dim) {
+        if (n <= KV_PIECE) {
+            /* one piece: the F16 row widened in registers (same bits as converting it first) */
+            scores[t] = ork_vec_dot(ORK_TYPE_F16, k, q, n) * scale;
+            continue;
+        }
         float sum = 0.0f;
         for (int32_t c = 0; c < n; c += KV_PIECE) {
             int32_t m = n - c < KV_PIECE ? n - c : KV_PIECE;
@@ -94,24 +99,15 @@ void ork__kv_weighted_sum(const struct ork_kv_cache *kv, int32_t layer, int32_t 
     size_t base = row_index(kv, layer, 0) + (size_t)off;
     for (int32_t i = 0; i < n; i++)
         out[i] = 0.0f;
+    /* out += w[t] * v_t, element by element as out[i] += w[t] * v[i] (ork_vec_mad: the same bits
+     * as the plain loop on every kernel path) */
     if (kv->type == ORK_KV_F32) {
         const float *v = (const float *)kv->v + base;
-        for (int32_t t = 0; t < n_pos; t++, v += kv->kv_dim) {
-            float a = w[t];
-            for (int32_t i = 0; i < n; i++)
-                out[i] += a * v[i];
-        }
+        for (int32_t t = 0; t < n_pos; t++, v += kv->kv_dim)
+            ork_vec_mad(out, v, ORK_TYPE_F32, w[t], n);
         return;
     }
     const uint16_t *v = (const uint16_t *)kv->v + base;
-    float tmp[KV_PIECE];
-    for (int32_t t = 0; t < n_pos; t++, v += kv->kv_dim) {
-        float a = w[t];
-        for (int32_t c = 0; c < n; c += KV_PIECE) {
-            int32_t m = n - c < KV_PIECE ? n - c : KV_PIECE;
-            ork_dequant_row(ORK_TYPE_F16, v + c, tmp, m);
-            for (int32_t i = 0; i < m; i++)
-                out[c + i] += a * tmp[i];
-        }
-    }
+    for (int32_t t = 0; t < n_pos; t++, v += kv->kv_dim)
+        ork_vec_mad(out, v, ORK_TYPE_F16, w[t], n);
 }

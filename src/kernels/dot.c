@@ -593,6 +593,84 @@ float ork_vec_dot(uint32_t type, const void *row, const float *x, int64_t n)
     return acc_end(&acc, kp);
 }
 
+/* ---- y += a * v (attention's weighted sum of values) ----
+ * Per element y[i] = y[i] + a * v[i], the product rounded before the add (never fused), so the
+ * SIMD paths give the scalar loop's bits. v is f32 or f16 (widened exactly). */
+
+#ifdef ORK_HAVE_X86_DISPATCH
+TGT_X86 static void mad_avx2(float *y, const uint8_t *v, uint32_t type, float a, int64_t n)
+{
+    __m256 va = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 w = type == ORK_TYPE_F16
+                       ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + 2 * i)))
+                       : _mm256_loadu_ps((const float *)(const void *)v + i);
+        _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_mul_ps(va, w)));
+    }
+    for (; i < n; i++) {
+        float w;
+        if (type == ORK_TYPE_F16)
+            w = ork_fp16_to_f32((uint16_t)(v[2 * i] | (v[2 * i + 1] << 8)));
+        else
+            memcpy(&w, v + 4 * i, sizeof w);
+        float pr = a * w;
+        y[i] += pr;
+    }
+}
+#endif
+
+#ifdef ORK_HAVE_NEON
+static void mad_neon(float *y, const uint8_t *v, uint32_t type, float a, int64_t n)
+{
+    float32x4_t va = vdupq_n_f32(a);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        float32x4_t w = type == ORK_TYPE_F16
+                            ? vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(v + 2 * i)))
+                            : vld1q_f32((const float *)(const void *)v + i);
+        vst1q_f32(y + i, vaddq_f32(vld1q_f32(y + i), vmulq_f32(va, w)));
+    }
+    for (; i < n; i++) {
+        float w;
+        if (type == ORK_TYPE_F16)
+            w = ork_fp16_to_f32((uint16_t)(v[2 * i] | (v[2 * i + 1] << 8)));
+        else
+            memcpy(&w, v + 4 * i, sizeof w);
+        float pr = a * w;
+        y[i] += pr;
+    }
+}
+#endif
+
+int ork_vec_mad(float *y, const void *v, uint32_t type, float a, int64_t n)
+{
+    if (type != ORK_TYPE_F32 && type != ORK_TYPE_F16)
+        return ork_errorf(ORK_EUNSUPPORTED, "vec_mad: %s values", ork_type_name(type));
+    const uint8_t *p = v;
+#if defined(ORK_HAVE_X86_DISPATCH)
+    if (path() == KPATH_SIMD) {
+        mad_avx2(y, p, type, a, n);
+        return 0;
+    }
+#elif defined(ORK_HAVE_NEON)
+    if (path() == KPATH_SIMD) {
+        mad_neon(y, p, type, a, n);
+        return 0;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++) {
+        float w;
+        if (type == ORK_TYPE_F16)
+            w = ork_fp16_to_f32((uint16_t)(p[2 * i] | (p[2 * i + 1] << 8)));
+        else
+            memcpy(&w, p + 4 * i, sizeof w);
+        float pr = a * w;
+        y[i] += pr;
+    }
+    return 0;
+}
+
 /* ---- activations converted like the weights (ORK_ACT_QUANT) ---- */
 
 /* Q8_0 block: f16 d, int8 q[32] (quant_ref.c). */

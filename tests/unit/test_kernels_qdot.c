@@ -321,6 +321,32 @@ static void test_every_path(void)
     REQUIRE(ork_kernels_set_path(NULL) == 0);
 }
 
+/* ork_vec_mad: y += a * v with the product rounded before the add, f32 and f16 values, on
+ * the dispatched path, bit for bit the plain loop; unsupported value types refused. */
+static void test_vec_mad(void)
+{
+    enum { N = 301 };
+    static float y[N], want[N], vf[N];
+    static uint16_t vh[N];
+    for (int ti = 0; ti < 2; ti++) {
+        for (int i = 0; i < N; i++) {
+            y[i] = want[i] = frand();
+            vh[i] = ork_f32_to_fp16(frand());
+            vf[i] = frand();
+        }
+        float a = frand();
+        for (int i = 0; i < N; i++) {
+            float v = ti ? ork_fp16_to_f32(vh[i]) : vf[i];
+            float pr = a * v;
+            want[i] = want[i] + pr;
+        }
+        REQUIRE(ork_vec_mad(y, ti ? (const void *)vh : (const void *)vf,
+                            ti ? ORK_TYPE_F16 : ORK_TYPE_F32, a, N) == 0);
+        CHECK(memcmp(y, want, sizeof y) == 0);
+    }
+    CHECK_EQ_INT(ork_vec_mad(y, vf, ORK_TYPE_Q8_0, 1.0f, 32), ORK_EUNSUPPORTED);
+}
+
 int main(void)
 {
     /* ORK_TEST_NO_THREADS: single-threaded only (emulators whose thread creation hangs) */
@@ -328,6 +354,7 @@ int main(void)
         return 1;
     RUN(test_quantize_q8_k);
     RUN(test_every_path);
+    RUN(test_vec_mad);
     ork_pool_destroy(pool2);
     return ork_test_done();
 }
