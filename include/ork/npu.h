@@ -88,6 +88,16 @@ void ork_npu_weights_destroy(struct ork_npu_weights *w);
 const float *ork_npu_weights_scales(const struct ork_npu_weights *w);
 /* Device bytes held by the packed weights (padding included). */
 uint64_t ork_npu_weights_bytes(const struct ork_npu_weights *w);
+/* Weights from bytes already in the hardware layout, as ork_npu_weights_export gives them for
+ * the same dtype, k, n and max_m: the slicing is planned as ork_npu_weights_create would, the
+ * size checked against it (ORK_EFORMAT names both) and the bytes copied without re-tiling.
+ * desc->w is ignored; desc->scales as for ork_npu_weights_create. */
+int ork_npu_weights_create_packed(struct ork_npu *npu, const struct ork_npu_weights_desc *d,
+                                  const void *tiled, uint64_t bytes,
+                                  struct ork_npu_weights **out);
+/* Copy the tiled bytes of w (ork_npu_weights_bytes of them) into buf: ORK_ENOSPC if cap is
+ * smaller. */
+int ork_npu_weights_export(const struct ork_npu_weights *w, void *buf, uint64_t cap);
 
 /* ---- matmul plans ----------------------------------------------------------------------- */
 

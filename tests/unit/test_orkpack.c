@@ -2,12 +2,14 @@
  * bit-flipped, other version, other source model, other SoC caps, not a pack) is refused with
  * its own problem and message; an aborted build leaves nothing. With the stories260K fixture:
  * a model's pack is built on first use, reused, gives the same logits as in-memory
- * quantisation, and a corrupt or stale pack is explained and rebuilt. */
+ * quantisation, and a corrupt or stale pack is explained and rebuilt. libork's tiled-weights
+ * export and import (ork_npu_weights_export / ork_npu_weights_create_packed) round-trip. */
 #include "ork_test.h"
 
 #include <ork/error.h>
 #include <ork-engine/engine.h>
 #include <ork-engine/orkpack.h>
+#include <ork/npu.h>
 
 #include <fcntl.h>
 #include <stdint.h>
@@ -246,6 +248,55 @@ static void test_model_pack(void)
     unlink(model);
 }
 
+/* libork's tiled weights: the bytes exported from a fresh tiling load back through
+ * ork_npu_weights_create_packed unchanged (no re-tiling), at decode and prefill slicings; a
+ * wrong size is refused. */
+static void test_tiled_weights(void)
+{
+    struct ork_npu_opts o = { .struct_size = sizeof o, .device = "sim" };
+    struct ork_npu *npu;
+    REQUIRE(ork_npu_open(&o, &npu) == 0);
+    enum { K = 1100, N = 70 };           /* K and N not multiples of the 32-wide tiles */
+    int8_t *q = malloc((size_t)N * K);
+    float sc[N];
+    REQUIRE(q);
+    uint32_t x = 12345;
+    for (size_t i = 0; i < (size_t)N * K; i++) {
+        x = x * 1103515245u + 12345u;
+        q[i] = (int8_t)((int)(x >> 16) % 255 - 127);
+    }
+    for (int j = 0; j < N; j++)
+        sc[j] = 0.01f * (float)(j + 1);
+    const uint32_t max_ms[2] = { 1, 64 };
+    for (int t = 0; t < 2; t++) {
+        struct ork_npu_weights_desc d = { .struct_size = sizeof d, .dtype = ORK_NPU_I8, .k = K,
+                                          .n = N, .w = q, .scales = sc, .max_m = max_ms[t] };
+        struct ork_npu_weights *w, *w2;
+        REQUIRE(ork_npu_weights_create(npu, &d, &w) == 0);
+        uint64_t bytes = ork_npu_weights_bytes(w);
+        CHECK(bytes >= (uint64_t)N * K);
+        uint8_t *a = malloc(bytes), *b = malloc(bytes);
+        REQUIRE(a && b);
+        CHECK(ork_npu_weights_export(w, a, bytes - 1) == ORK_ENOSPC);
+        CHECK(ork_npu_weights_export(w, a, bytes) == 0);
+        d.w = NULL;
+        CHECK(ork_npu_weights_create_packed(npu, &d, a, bytes - 32, &w2) == ORK_EFORMAT);
+        CHECK(w2 == NULL);
+        REQUIRE(ork_npu_weights_create_packed(npu, &d, a, bytes, &w2) == 0);
+        CHECK(ork_npu_weights_bytes(w2) == bytes);
+        memset(b, 0x5a, bytes);
+        CHECK(ork_npu_weights_export(w2, b, bytes) == 0);
+        CHECK(memcmp(a, b, bytes) == 0);
+        CHECK(memcmp(ork_npu_weights_scales(w2), sc, sizeof sc) == 0);
+        free(a);
+        free(b);
+        ork_npu_weights_destroy(w2);
+        ork_npu_weights_destroy(w);
+    }
+    free(q);
+    ork_npu_close(npu);
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "/tmp/ork-test-orkpack.%ld", (long)getpid());
@@ -253,6 +304,7 @@ int main(void)
     RUN(test_round_trip);
     RUN(test_bad_packs);
     RUN(test_abort_leaves_nothing);
+    RUN(test_tiled_weights);
     char p[600];
     const char *names[] = { "rt.orkpack", "bad.orkpack" };
     for (int i = 0; i < 2; i++) {
