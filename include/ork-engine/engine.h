@@ -85,7 +85,7 @@ enum ork_npu_exec_flags {
 };
 
 /* Counters of the NPU executor since load (or the last reset). Modelled times come from the
- * executor's copy of the simulator's timing model (docs/sim.md) applied to every submit. */
+ * simulator's own model clock (ork_npu_model_time, docs/sim.md); they are 0 on hardware. */
 struct ork_npu_exec_stats {
     char backend[16];           /* "sim", "rknpu", "rocket" */
     int32_t n_domains;          /* IOMMU domains the resident weights span */
