@@ -87,8 +87,9 @@ const char *ork_kernels_path_name(int i);
  *   (ork_matmul).
  * ORK_ACT_QUANT: X is first converted, block by block, to the type that GGUF reference engines
  *   pair with the weight type, and the dot runs on those values: Q8_0 and Q4_0 weights take X
- *   quantized to Q8_0 (ork_quantize_row_q8_0) with integer block sums; F16 / BF16 weights take
- *   X rounded to F16 / BF16. F32, Q4_K and Q6_K weights keep f32 X. This reproduces reference
+ *   quantized to Q8_0 (ork_quantize_row_q8_0) with integer block sums; Q4_K / Q6_K weights take
+ *   X quantized to Q8_K (ork_quantize_row_q8_k); F16 / BF16 weights take X rounded to F16 /
+ *   BF16. F32 weights keep f32 X. This reproduces reference
  *   logits of quantized models far more closely (and is the int8 path the NPU also takes). */
 enum ork_act { ORK_ACT_F32 = 0, ORK_ACT_QUANT = 1 };
 
@@ -100,8 +101,9 @@ float ork_vec_dot_act(uint32_t type, const void *row, const float *x, int64_t n,
 /* Quantize n f32 values (multiple of 32) to Q8_0 blocks: per block d = amax / 127 (stored as
  * f16), q = roundf(x * (1 / d)) (0 when amax = 0). 0 or ORK_EINVAL. */
 int ork_quantize_row_q8_0(const float *x, void *dst, int64_t n);
-/* Dot of a Q8_0 or Q4_0 weight row with a Q8_0-quantized x: per block the exact integer sum
- * s_b, accumulated in f32 in block order as sum += (float)s_b * (d_w * d_x). NaN on bad input. */
+/* Dot of a Q8_0 or Q4_0 weight row with a Q8_0-quantized x: exact integer partial sums of 4
+ * products, accumulated by FMA into 16 f32 lanes with the scale d_w * d_x, then a fixed
+ * reduction (docs/kernels.md; the same bits on every path). NaN on bad input. */
 float ork_vec_dot_q8(uint32_t type, const void *row, const void *xq, int64_t n);
 /* Quantize n f32 values (multiple of 256) to Q8_K blocks of 292 bytes: f32 d = amax / 127,
  * int8 q[256] = roundf(x * (1 / d)) (0 when amax = 0), int16 bsums[16] (sums of q over each
