@@ -13,19 +13,8 @@
 
 #include "ork_test.h"
 
-static uint64_t rng_state = 0x3c6ef372fe94f82bull;
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-
-static float frand(void)
-{
-    return (float)((int32_t)rnd() % 1000000) / 1000000.0f;
-}
+#define KT_RNG_SEED 0x3c6ef372fe94f82bull
+#include "kernels_test_util.h"
 
 static double half_value(const uint8_t *p)
 {
@@ -33,38 +22,6 @@ static double half_value(const uint8_t *p)
     int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
     double v = e ? ldexp((double)(1024 + m), e - 25) : ldexp((double)m, -24);
     return s ? -v : v;
-}
-
-static void random_row(uint32_t type, uint8_t *row, int64_t n)
-{
-    const struct ork_type_traits *t = ork_type_traits(type);
-    size_t bytes = ork_type_row_bytes(type, (uint64_t)n);
-    for (size_t i = 0; i < bytes; i++)
-        row[i] = (uint8_t)rnd();
-    if (type == ORK_TYPE_F32) {
-        for (int64_t i = 0; i < n; i++) {
-            float v = frand();
-            memcpy(row + 4 * i, &v, 4);
-        }
-    } else if (type == ORK_TYPE_F16 || type == ORK_TYPE_BF16) {
-        for (int64_t i = 0; i < n; i++) {
-            uint16_t h = type == ORK_TYPE_F16 ? ork_f32_to_fp16(frand()) : ork_f32_to_bf16(frand());
-            row[2 * i] = (uint8_t)h;
-            row[2 * i + 1] = (uint8_t)(h >> 8);
-        }
-    } else {
-        for (int64_t b = 0; b < n / t->block; b++) {
-            uint8_t *blk = row + b * t->block_bytes;
-            uint16_t d = ork_f32_to_fp16(0.001f + 0.01f * fabsf(frand()));
-            size_t off = type == ORK_TYPE_Q6_K ? 208 : 0;
-            blk[off] = (uint8_t)d;
-            blk[off + 1] = (uint8_t)(d >> 8);
-            if (type == ORK_TYPE_Q4_K) {
-                blk[2] = (uint8_t)d;
-                blk[3] = (uint8_t)(d >> 8);
-            }
-        }
-    }
 }
 
 static void test_quantize_q8_0(void)
@@ -139,7 +96,7 @@ static void test_q8_dot(void)
     const uint32_t types[] = {ORK_TYPE_Q8_0, ORK_TYPE_Q4_0};
     for (int ti = 0; ti < 2; ti++) {
         for (int trial = 0; trial < 5; trial++) {
-            random_row(types[ti], w, N);
+            kt_random_row(types[ti], w, N);
             for (int i = 0; i < N; i++)
                 x[i] = frand();
             REQUIRE(ork_quantize_row_q8_0(x, xq, N) == 0);
@@ -197,7 +154,7 @@ static void test_q8_dot_exact(void)
     printf("dispatched path: %s\n", ork_kernels_path());
     for (int ti = 0; ti < 2; ti++)
         for (int trial = 0; trial < 6; trial++) {
-            random_row(types[ti], w, N);
+            kt_random_row(types[ti], w, N);
             for (int i = 0; i < N; i++)
                 x[i] = trial == 0 ? (i & 1 ? 1.0f : -1.0f) : frand();   /* +-127 everywhere */
             REQUIRE(ork_quantize_row_q8_0(x, xq, N) == 0);
@@ -220,7 +177,7 @@ static void test_round16_dot(void)
     static float x[N], wf[N], xr[N];
     const uint32_t types[] = {ORK_TYPE_F16, ORK_TYPE_BF16};
     for (int ti = 0; ti < 2; ti++) {
-        random_row(types[ti], w, N);
+        kt_random_row(types[ti], w, N);
         for (int i = 0; i < N; i++) {
             x[i] = frand();
             xr[i] = types[ti] == ORK_TYPE_F16 ? ork_fp16_to_f32(ork_f32_to_fp16(x[i]))
@@ -243,7 +200,7 @@ static void test_f32_act_types_unchanged(void)
 {
     static uint8_t w[1024 * 4], xq[1024 / 256 * 292];
     static float x[1024];
-    random_row(ORK_TYPE_F32, w, 1024);
+    kt_random_row(ORK_TYPE_F32, w, 1024);
     for (int i = 0; i < 1024; i++)
         x[i] = frand();
     float a = ork_vec_dot_act(ORK_TYPE_F32, w, x, 1024, ORK_ACT_QUANT);
@@ -251,7 +208,7 @@ static void test_f32_act_types_unchanged(void)
     CHECK(memcmp(&a, &b, 4) == 0);
     const uint32_t types[] = {ORK_TYPE_Q4_K, ORK_TYPE_Q6_K};
     for (int ti = 0; ti < 2; ti++) {
-        random_row(types[ti], w, 1024);
+        kt_random_row(types[ti], w, 1024);
         REQUIRE(ork_quantize_row_q8_k(x, xq, 1024) == 0);
         float q = ork_vec_dot_act(types[ti], w, x, 1024, ORK_ACT_QUANT);
         float two = ork_vec_dot_q8k(types[ti], w, xq, 1024);
@@ -276,7 +233,7 @@ static void matmul_case(uint32_t type, int64_t m, int64_t n, int64_t k)
     float *y = ork_malloc(sizeof(float) * (size_t)(m * n));
     REQUIRE(w && x && y);
     for (int64_t r = 0; r < n; r++)
-        random_row(type, w + r * rb, k);
+        kt_random_row(type, w + r * rb, k);
     for (int64_t i = 0; i < m * k; i++)
         x[i] = frand();
     struct ork_mat mat = { .type = type, .n_rows = n, .n_cols = k, .row_bytes = rb, .data = w };
@@ -319,7 +276,7 @@ static void test_matmul_act_errors_and_no_alloc(void)
     static uint8_t w[8 * 34 * 4];
     static float x[4 * 128], y[4 * 8];
     for (int r = 0; r < 8; r++)
-        random_row(ORK_TYPE_Q8_0, w + r * 34 * 4, 128);
+        kt_random_row(ORK_TYPE_Q8_0, w + r * 34 * 4, 128);
     struct ork_mat mat = { .type = ORK_TYPE_Q8_0, .n_rows = 8, .n_cols = 128, .row_bytes = 34 * 4,
                            .data = w };
     CHECK_EQ_INT(ork_matmul_act(pools[2], &mat, x, 4, y, (enum ork_act)7), ORK_EINVAL);

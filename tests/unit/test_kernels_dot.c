@@ -17,19 +17,8 @@
  * far smaller. Documented in docs/kernels.md. */
 #define SIMD_REL_TOL 1e-5
 
-static uint64_t rng_state = 0x853c49e6748fea9bull;
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-
-static float frand(void)
-{
-    return (float)((int32_t)rnd() % 1000000) / 1000000.0f;
-}
+#define KT_RNG_SEED 0x853c49e6748fea9bull
+#include "kernels_test_util.h"
 
 /* Random row bytes for a type: quantized blocks get random bytes with sane f16 scales. */
 static void random_row(uint32_t type, uint8_t *row, int64_t n)

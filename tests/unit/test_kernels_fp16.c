@@ -38,14 +38,8 @@ static double half_value(uint16_t h)
     return s ? -v : v;
 }
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
+#define KT_RNG_SEED 0x9e3779b97f4a7c15ull
+#include "kernels_test_util.h"
 
 static void test_fp16_to_f32_exhaustive(void)
 {

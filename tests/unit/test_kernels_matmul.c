@@ -15,51 +15,8 @@
 
 #define REL_TOL 1e-5    /* vs the double-precision loop, relative to sum |w x| (docs/kernels.md) */
 
-static uint64_t rng_state = 0xda3e39cb94b95bdbull;
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-
-static float frand(void)
-{
-    return (float)((int32_t)rnd() % 1000000) / 1000000.0f;
-}
-
-static void random_row(uint32_t type, uint8_t *row, int64_t n)
-{
-    const struct ork_type_traits *t = ork_type_traits(type);
-    size_t bytes = ork_type_row_bytes(type, (uint64_t)n);
-    for (size_t i = 0; i < bytes; i++)
-        row[i] = (uint8_t)rnd();
-    if (type == ORK_TYPE_F32) {
-        for (int64_t i = 0; i < n; i++) {
-            float v = frand();
-            memcpy(row + 4 * i, &v, 4);
-        }
-    } else if (type == ORK_TYPE_F16 || type == ORK_TYPE_BF16) {
-        for (int64_t i = 0; i < n; i++) {
-            uint16_t h = type == ORK_TYPE_F16 ? ork_f32_to_fp16(frand()) : ork_f32_to_bf16(frand());
-            row[2 * i] = (uint8_t)h;
-            row[2 * i + 1] = (uint8_t)(h >> 8);
-        }
-    } else {
-        for (int64_t b = 0; b < n / t->block; b++) {
-            uint8_t *blk = row + b * t->block_bytes;
-            uint16_t d = ork_f32_to_fp16(0.001f + 0.01f * fabsf(frand()));
-            size_t off = type == ORK_TYPE_Q6_K ? 208 : 0;
-            blk[off] = (uint8_t)d;
-            blk[off + 1] = (uint8_t)(d >> 8);
-            if (type == ORK_TYPE_Q4_K) {
-                blk[2] = (uint8_t)d;
-                blk[3] = (uint8_t)(d >> 8);
-            }
-        }
-    }
-}
+#define KT_RNG_SEED 0xda3e39cb94b95bdbull
+#include "kernels_test_util.h"
 
 static const uint32_t types[] = {
     ORK_TYPE_F32, ORK_TYPE_F16, ORK_TYPE_BF16, ORK_TYPE_Q8_0, ORK_TYPE_Q4_0, ORK_TYPE_Q4_K,
@@ -83,7 +40,7 @@ static void run_case(struct ork_pool **pools, int n_pools, const struct case_ *c
     float *y0 = ork_malloc(sizeof(float) * (size_t)(c->m * c->n));
     REQUIRE(wdata && x && wf && y && y0);
     for (int64_t r = 0; r < c->n; r++) {
-        random_row(c->type, wdata + r * rb, c->k);
+        kt_random_row(c->type, wdata + r * rb, c->k);
         REQUIRE(ork_dequant_row_ref(c->type, wdata + r * rb, wf + r * c->k, c->k) == 0);
     }
     for (int64_t i = 0; i < c->m * c->k; i++)
@@ -168,7 +125,7 @@ static void test_get_row(void)
         size_t rb = ork_type_row_bytes(t, (uint64_t)k);
         uint8_t data[5 * 2048];
         for (int r = 0; r < 5; r++)
-            random_row(t, data + r * rb, k);
+            kt_random_row(t, data + r * rb, k);
         struct ork_mat w = { .type = t, .n_rows = 5, .n_cols = k, .row_bytes = rb, .data = data };
         float a[512], b[512];
         REQUIRE(ork_get_row(&w, 3, a) == 0);
@@ -205,7 +162,7 @@ static void test_matmul_no_allocation(void)
     static uint8_t data[64 * 144 * 4];
     static float x[4 * 1024], y[4 * 64];
     for (int r = 0; r < 64; r++)
-        random_row(ORK_TYPE_Q4_K, data + r * 144 * 4, 1024);
+        kt_random_row(ORK_TYPE_Q4_K, data + r * 144 * 4, 1024);
     struct ork_mat w = { .type = ORK_TYPE_Q4_K, .n_rows = 64, .n_cols = 1024,
                          .row_bytes = 144 * 4, .data = data };
     REQUIRE(ork_matmul(pools[2], &w, x, 4, y) == 0);

@@ -9,19 +9,8 @@
 
 #include "ork_test.h"
 
-static uint64_t rng_state = 0x6a09e667f3bcc909ull;
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-
-static float frand(void)
-{
-    return (float)((int32_t)rnd() % 1000000) / 1000000.0f;
-}
+#define KT_RNG_SEED 0x6a09e667f3bcc909ull
+#include "kernels_test_util.h"
 
 #define N 517
 

@@ -14,19 +14,8 @@
 
 #define QK_K 256
 
-static uint64_t rng_state = 0x2545f4914f6cdd1dull;
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-
-static float frand(void)   /* [-1, 1) */
-{
-    return (float)((int32_t)rnd() % 1000000) / 1000000.0f;
-}
+#define KT_RNG_SEED 0x2545f4914f6cdd1dull
+#include "kernels_test_util.h"
 
 /* binary16 value from its fields, in double (independent of the library's conversion). */
 static double half_value(uint16_t h)

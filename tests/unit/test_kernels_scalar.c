@@ -11,19 +11,8 @@
 
 #include "ork_test.h"
 
-static uint64_t rng_state = 0xbb67ae8584caa73bull;
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-
-static float frand(void)
-{
-    return (float)((int32_t)rnd() % 1000000) / 1000000.0f;
-}
+#define KT_RNG_SEED 0xbb67ae8584caa73bull
+#include "kernels_test_util.h"
 
 static const uint32_t types[] = {
     ORK_TYPE_F32, ORK_TYPE_F16, ORK_TYPE_BF16, ORK_TYPE_Q8_0, ORK_TYPE_Q4_0, ORK_TYPE_Q4_K,
