@@ -9,6 +9,7 @@
  * tools/ref_forward.py, see below). Uses an F32 KV cache; no tokenizer needed. */
 #include "ork_test.h"
 #include "golden/json_lite.h"
+#include "golden/golden_model.h"
 
 #include <ork/error.h>
 #include <ork-engine/engine.h>
@@ -54,18 +55,10 @@ struct run {
 static int greedy(const char *file, const int *prompt, int n_prompt, enum ork_kv_type kv,
                   struct run *r)
 {
-    char rel[256];
-    snprintf(rel, sizeof rel, "models/%s", file);
-    const char *path = ork_test_fixture(rel);
-    struct ork_model_params mp;
-    ork_model_params_default(&mp);
-    mp.no_tokenizer = true;
     struct ork_model *m = NULL;
-    int ret = ork_model_load(path, &mp, &m);
-    if (ret < 0) {
-        fprintf(stderr, "load %s: %s\n", file, ork_error_describe(ret));
+    int ret = golden_load_model(file, &m);
+    if (ret < 0)
         return ret;
-    }
     struct ork_session_params sp;
     ork_session_params_default(&sp);
     sp.ctx_size = 128;

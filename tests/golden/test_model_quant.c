@@ -6,6 +6,7 @@
  * the F32 text for its first tokens (fixtures README: it diverges near token 24). */
 #include "ork_test.h"
 #include "golden/json_lite.h"
+#include "golden/golden_model.h"
 
 #include <ork/error.h>
 #include <ork-engine/engine.h>
@@ -40,19 +41,11 @@ static void log_softmax(const float *x, int n, double *out)
 static int run_greedy(const char *file, const int32_t *prompt, int n_prompt, bool act_quant,
                       int *ids, double (*lp)[MAX_VOCAB])
 {
-    char rel[256];
-    snprintf(rel, sizeof rel, "models/%s", file);
-    const char *path = ork_test_fixture(rel);
-    struct ork_model_params mp;
-    ork_model_params_default(&mp);
-    mp.no_tokenizer = true;
     struct ork_model *m = NULL;
     struct ork_session *s = NULL;
-    int ret = ork_model_load(path, &mp, &m);
-    if (ret < 0) {
-        fprintf(stderr, "load %s: %s\n", file, ork_error_describe(ret));
+    int ret = golden_load_model(file, &m);
+    if (ret < 0)
         return ret;
-    }
     struct ork_session_params sp;
     ork_session_params_default(&sp);
     sp.ctx_size = 64;
