@@ -143,6 +143,13 @@ void ork__tok_scratch_free(struct ork__tok_scratch *s);
 int ork__tok_reserve(void **p, size_t *cap, size_t need, size_t elem);
 int ork__tok_heap_push(struct ork__tok_scratch *s, uint64_t key, int32_t left, uint32_t size);
 bool ork__tok_heap_pop(struct ork__tok_scratch *s, struct ork__tok_bigram *out);
+/* A tokenizer's bigram scorer: pushes the pair (l, r) onto the heap if it can merge. */
+typedef int (*ork__tok_try_bigram_fn)(const struct ork_tokenizer *t, struct ork__tok_scratch *s,
+                                      int32_t l, int32_t r);
+/* Pop bigrams best first and merge them in s->sym, re-scoring the new neighbours with
+ * try_bigram, until the heap is empty. 0, or the first negative error of try_bigram. */
+int ork__tok_merge_queue(const struct ork_tokenizer *t, struct ork__tok_scratch *s,
+                         ork__tok_try_bigram_fn try_bigram);
 static inline void ork__tok_out_push(struct ork__tok_out *o, int32_t id)
 {
     if (o->n < o->cap)

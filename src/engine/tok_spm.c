@@ -106,25 +106,8 @@ int ork__tok_spm_encode(const struct ork_tokenizer *t, struct ork__tok_scratch *
     for (int32_t i = 1; i < n_sym; i++)
         if ((ret = try_bigram(t, s, i - 1, i)) < 0)
             return ret;
-    struct ork__tok_bigram bg;
-    while (ork__tok_heap_pop(s, &bg)) {
-        /* The right symbol is the left one's current neighbour: if either side was merged
-         * into something else meanwhile, the sizes no longer add up. */
-        struct ork__tok_sym *l = &s->sym[bg.left];
-        if (l->n == 0 || l->next < 0)
-            continue;
-        struct ork__tok_sym *r = &s->sym[l->next];
-        if (r->n == 0 || l->n + r->n != bg.size)
-            continue;   /* stale: one side was merged into something else */
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0)
-            s->sym[r->next].prev = bg.left;
-        if ((ret = try_bigram(t, s, l->prev, bg.left)) < 0 ||
-            (ret = try_bigram(t, s, bg.left, l->next)) < 0)
-            return ret;
-    }
+    if ((ret = ork__tok_merge_queue(t, s, try_bigram)) < 0)
+        return ret;
     for (int32_t i = 0; i >= 0; i = s->sym[i].next)
         emit_piece(t, s->buf + s->sym[i].start, s->sym[i].n, o);
     return 0;
