@@ -4,7 +4,8 @@
  *
  * A pack is a header (format version, the SoC capabilities the layout assumed, the identity of
  * the source model: size, mtime and an XXH3 hash of its header and metadata), a tensor table
- * and, per tensor, int8 rows W[n][k] plus n float scales, each tensor with an XXH3_64bits
+ * and, per tensor, the NPU-tiled int8 weights (as ork_npu_weights_export gives them for the
+ * recorded npu_max_m) plus n float scales, each tensor with an XXH3_64bits
  * checksum. Packs are written to a temporary file and renamed into place, so an interrupted
  * build never leaves a file that loads. Opening checks everything and says what is wrong
  * (missing / stale / foreign SoC / wrong version / truncated / corrupt), so the caller can
@@ -22,7 +23,7 @@
 extern "C" {
 #endif
 
-#define ORK_ORKPACK_VERSION 1u
+#define ORK_ORKPACK_VERSION 2u          /* 2: NPU-tiled weights, npu_max_m in the header */
 #define ORK_ORKPACK_NAME_MAX 48         /* tensor names, NUL included */
 
 /* Identity of the source GGUF: a pack built from other bytes is stale. */
@@ -37,10 +38,13 @@ struct ork_orkpack_caps {
     uint32_t soc;                       /* 0x3588 */
     uint32_t layout;                    /* ORK_ORKPACK_LAYOUT_* */
     uint32_t k_align, n_align;          /* hardware K and N multiples (int8: 32, 32) */
+    uint32_t npu_max_m;                 /* prefill rows of the plans the tiling was made for
+                                         * (it decides the K-slicing); another value: rebuild */
 };
 
 enum ork_orkpack_layout {
-    ORK_ORKPACK_LAYOUT_I8_ROWS = 1,     /* int8 W[n][k] row-major + float scales[n] */
+    ORK_ORKPACK_LAYOUT_I8_ROWS = 1,     /* int8 W[n][k] row-major + float scales[n] (v1) */
+    ORK_ORKPACK_LAYOUT_NPU_TILED = 2,   /* the bytes ork_npu_weights_export gives + scales[n] */
 };
 
 /* Why a pack could not be used (for messages and tests). */
@@ -53,10 +57,11 @@ enum ork_orkpack_problem {
     ORK_ORKPACK_FOREIGN,                /* built for other SoC caps */
     ORK_ORKPACK_STALE,                  /* built from another model file */
     ORK_ORKPACK_CORRUPT,                /* a checksum does not match */
+    ORK_ORKPACK_OTHER_PLAN,             /* tiled for another npu_max_m */
 };
 const char *ork_orkpack_problem_name(enum ork_orkpack_problem p);
 
-/* The default caps of this build (RK3588, int8 rows). */
+/* The default caps of this build (RK3588, NPU-tiled int8; npu_max_m 0: the caller sets it). */
 void ork_orkpack_caps_default(struct ork_orkpack_caps *c);
 /* Identity of a GGUF file (stat + hash of its first data_offset bytes, which the caller reads
  * from the GGUF header). */
@@ -75,6 +80,11 @@ int ork_orkpack_writer_open(const char *path, const struct ork_orkpack_source *s
 /* Append the next tensor: q int8 [n][k], scales [n]. */
 int ork_orkpack_writer_add(struct ork_orkpack_writer *w, const char *name, uint32_t n, uint32_t k,
                            const int8_t *q, const float *scales);
+/* Append the next tensor as bytes bytes of data (the tiled layout of ork_npu_weights_export;
+ * 0 bytes: a tensor the NPU cannot take) and scales [n]. */
+int ork_orkpack_writer_add_bytes(struct ork_orkpack_writer *w, const char *name, uint32_t n,
+                                 uint32_t k, const void *data, uint64_t bytes,
+                                 const float *scales);
 /* Write the table and header, fsync, rename into place; frees w. */
 int ork_orkpack_writer_commit(struct ork_orkpack_writer *w);
 /* Remove the temporary file; frees w (NULL is fine). */
@@ -87,7 +97,8 @@ struct ork_orkpack;
 struct ork_orkpack_tensor {
     const char *name;
     uint32_t n, k;
-    const int8_t *q;                    /* (n, k), inside the mapping */
+    const int8_t *q;                    /* q_bytes of data inside the mapping (page-aligned) */
+    uint64_t q_bytes;                   /* tiled bytes (or n * k for row data) */
     const float *scales;                /* (n) */
 };
 

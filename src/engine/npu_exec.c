@@ -204,13 +204,18 @@ static void pack_dims(const struct ork_model *m, uint32_t t, uint32_t *n, uint32
         *n += (uint32_t)src[i]->n_rows;
 }
 
+/* Build the pack of model m: each tensor quantised, tiled for the NPU by creating its weights
+ * on npu with plans of max_m rows, and the tiled bytes exported into the pack (a tensor the NPU
+ * cannot take is stored with 0 tiled bytes and runs on the CPU). */
 static int build_pack(const struct ork_model *m, const char *path,
-                      const struct ork_orkpack_source *src_id, bool show)
+                      const struct ork_orkpack_source *src_id, bool show, struct ork_npu *npu,
+                      uint32_t max_m)
 {
     struct ork_orkpack_caps caps;
     ork_orkpack_caps_default(&caps);
+    caps.npu_max_m = max_m;
     uint32_t nt = n_pack_tensors(m);
-    uint64_t total = 0, done = 0;
+    uint64_t total = 0, done = 0, tcap = 0;
     int last = -1;
     size_t max_q = 0, max_n = 0, max_k = 0;
     for (uint32_t t = 0; t < nt; t++) {
@@ -224,6 +229,7 @@ static int build_pack(const struct ork_model *m, const char *path,
     int8_t *q = ork_malloc(max_q);
     float *scales = ork_malloc(max_n * sizeof(float));
     float *row = ork_malloc(max_k * sizeof(float));
+    void *tiled = NULL;
     struct ork_orkpack_writer *w = NULL;
     int ret = ORK_ENOMEM;
     if (!q || !scales || !row)
@@ -236,26 +242,47 @@ static int build_pack(const struct ork_model *m, const char *path,
         uint32_t n, k;
         int ns = pack_sources(m, t, src, name, sizeof name);
         pack_dims(m, t, &n, &k);
-        if ((ret = quantize_sources(src, ns, row, q, scales)) < 0 ||
-            (ret = ork_orkpack_writer_add(w, name, n, k, q, scales)) < 0) {
-            ork_orkpack_writer_abort(w);
-            goto out;
+        if ((ret = quantize_sources(src, ns, row, q, scales)) < 0)
+            goto fail;
+        struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8,
+                                           .k = k, .n = n, .w = q, .scales = scales,
+                                           .max_m = max_m };
+        struct ork_npu_weights *nw = NULL;
+        uint64_t bytes = 0;
+        if (ork_npu_weights_create(npu, &wd, &nw) == 0) {
+            bytes = ork_npu_weights_bytes(nw);
+            if (bytes > tcap) {
+                ork_free(tiled);
+                tiled = ork_malloc(bytes);
+                tcap = tiled ? bytes : 0;
+            }
+            ret = tiled ? ork_npu_weights_export(nw, tiled, tcap) : ORK_ENOMEM;
+            ork_npu_weights_destroy(nw);
+            if (ret < 0)
+                goto fail;
         }
+        if ((ret = ork_orkpack_writer_add_bytes(w, name, n, k, tiled, bytes, scales)) < 0)
+            goto fail;
         done += (uint64_t)n * k;
         progress(show, "packing NPU weights", done, total, &last);
     }
     ret = ork_orkpack_writer_commit(w);
+    goto out;
+fail:
+    ork_orkpack_writer_abort(w);
 out:
     ork_free(q);
     ork_free(scales);
     ork_free(row);
+    ork_free(tiled);
     return ret;
 }
 
 /* Open the pack of model m (at pack_path, or beside path), building it when it is missing,
  * stale, foreign, of another version or corrupt (the reason is logged and put in *found). */
 static int ensure_pack(const struct ork_model *m, const char *path, const char *pack_path,
-                       uint32_t flags, struct ork_orkpack **out, enum ork_orkpack_problem *found)
+                       uint32_t flags, struct ork_npu *npu, uint32_t max_m,
+                       struct ork_orkpack **out, enum ork_orkpack_problem *found)
 {
     char pbuf[4096];
     const char *pp = pack_path;
@@ -270,6 +297,7 @@ static int ensure_pack(const struct ork_model *m, const char *path, const char *
     struct ork_orkpack_source sid;
     struct ork_orkpack_caps caps;
     ork_orkpack_caps_default(&caps);
+    caps.npu_max_m = max_m;
     if ((ret = ork_orkpack_source_of(path, ork_gguf_data_offset(m->gguf), &sid)) < 0)
         return ret;
     enum ork_orkpack_problem why = ORK_ORKPACK_MISSING;
@@ -287,7 +315,7 @@ static int ensure_pack(const struct ork_model *m, const char *path, const char *
         *found = why;
     if (show)
         fprintf(stderr, "building %s\n", pp);
-    if ((ret = build_pack(m, pp, &sid, show)) < 0) {
+    if ((ret = build_pack(m, pp, &sid, show, npu, max_m)) < 0) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", ork_error_message());
         return ork_errorf(ret, "cannot build the NPU pack '%s': %s", pp, msg);
@@ -314,6 +342,7 @@ int ork_orkpack_check_for_model(const char *model_path, const char *pack_path)
     }
     struct ork_orkpack_caps caps;
     ork_orkpack_caps_default(&caps);
+    caps.npu_max_m = NPU_DEFAULT_MAX_M;
     struct ork_orkpack *pk;
     if ((ret = ork_orkpack_open(pack_path, &sid, &caps, &pk, NULL)) < 0)
         return ret;
@@ -331,10 +360,21 @@ int ork_orkpack_build_for_model(const char *model_path, const char *pack_path, b
     int ret = ork_model_load(model_path, &mp, &m);
     if (ret < 0)
         return ret;
+    /* the tiling comes from the NPU when there is one, else from the simulator (same layout) */
+    struct ork_npu *npu = NULL;
+    struct ork_npu_opts o = { .struct_size = sizeof o, .device = "auto" };
+    if (ork_npu_open(&o, &npu) < 0) {
+        o.device = "sim";
+        if ((ret = ork_npu_open(&o, &npu)) < 0) {
+            ork_model_free(m);
+            return ret;
+        }
+    }
     struct ork_orkpack *pk = NULL;
     uint32_t flags = (force ? ORK_NPU_EXEC_REBUILD_PACK : 0) | (quiet ? ORK_NPU_EXEC_QUIET : 0);
-    ret = ensure_pack(m, model_path, pack_path, flags, &pk, found);
+    ret = ensure_pack(m, model_path, pack_path, flags, npu, NPU_DEFAULT_MAX_M, &pk, found);
     ork_orkpack_close(pk);
+    ork_npu_close(npu);
     ork_model_free(m);
     return ret;
 }
@@ -381,12 +421,16 @@ static uint64_t est_bytes(uint32_t n, uint32_t k, uint32_t max_m)
     return total;
 }
 
+/* Weights from int8 rows q (tiled here), or, when tiled is not NULL, from the pack's tiled
+ * bytes as they are. */
 static int make_mat(struct ork__npu_exec *ex, struct npu_mat *mt, int dev, const int8_t *q,
-                    const float *scales, uint32_t n, uint32_t k, uint32_t cores)
+                    const void *tiled, uint64_t tiled_bytes, const float *scales, uint32_t n,
+                    uint32_t k, uint32_t cores)
 {
     struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8, .k = k,
                                        .n = n, .w = q, .scales = scales, .max_m = ex->max_m };
-    int ret = ork_npu_weights_create(ex->dev[dev], &wd, &mt->w);
+    int ret = tiled ? ork_npu_weights_create_packed(ex->dev[dev], &wd, tiled, tiled_bytes, &mt->w)
+                    : ork_npu_weights_create(ex->dev[dev], &wd, &mt->w);
     if (ret < 0)
         return ret;
     mt->n = n;
@@ -433,7 +477,8 @@ static void drop_op(struct ork__npu_exec *ex, struct npu_opmat *o)
 
 /* Place pack tensor t (rows q [n][k]) as op o on device dev. */
 static int place_op(struct ork__npu_exec *ex, const struct ork_model *m, uint32_t t,
-                    struct npu_opmat *o, int dev, const int8_t *q, const float *scales)
+                    struct npu_opmat *o, int dev, const int8_t *q, const void *tiled,
+                    uint64_t tiled_bytes, const float *scales)
 {
     const struct ork_mat *src[3];
     char name[ORK_ORKPACK_NAME_MAX];
@@ -452,8 +497,8 @@ static int place_op(struct ork__npu_exec *ex, const struct ork_model *m, uint32_
         o->n_mats = ns;
         size_t r0 = 0;
         for (int i = 0; i < ns; i++) {
-            if ((ret = make_mat(ex, &o->mat[i], dev, q + r0 * k, scales + r0, o->part_n[i], k,
-                                cores)) < 0)
+            if ((ret = make_mat(ex, &o->mat[i], dev, q + r0 * k, NULL, 0, scales + r0,
+                                o->part_n[i], k, cores)) < 0)
                 return ret;
             r0 += o->part_n[i];
         }
@@ -462,7 +507,8 @@ static int place_op(struct ork__npu_exec *ex, const struct ork_model *m, uint32_
         for (int i = 0; i < ns; i++)
             n += o->part_n[i];
         o->n_mats = 1;
-        if ((ret = make_mat(ex, &o->mat[0], dev, q, scales, n, k, cores)) < 0)
+        if ((ret = make_mat(ex, &o->mat[0], dev, tiled ? NULL : q, tiled, tiled_bytes, scales,
+                            n, k, cores)) < 0)
             return ret;
     }
     o->on_npu = true;
@@ -542,9 +588,12 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
         goto err;
     }
 
-    /* weights: from the pack (built or rebuilt when needed), or quantised here */
-    if (!(ex->flags & ORK_NPU_EXEC_NO_PACK) &&
-        ensure_pack(m, path, p->npu_pack_path, ex->flags, &pack, NULL) < 0) {
+    /* weights: tiled from the pack (built or rebuilt when needed), or quantised and tiled here.
+     * The per-matmul baseline cuts fused tensors into row ranges, which needs plain rows: it
+     * always quantises in memory. */
+    if (!(ex->flags & (ORK_NPU_EXEC_NO_PACK | ORK_NPU_EXEC_PER_MATMUL)) &&
+        ensure_pack(m, path, p->npu_pack_path, ex->flags, ex->dev[0], ex->max_m, &pack,
+                    NULL) < 0) {
         ORK_LOGW("%s; quantising for the NPU in memory", ork_error_message());
         pack = NULL;
     }
@@ -601,6 +650,8 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
         used += need;
         for (uint32_t t = t0; t < t1; t++) {
             const int8_t *q;
+            const void *tiled = NULL;
+            uint64_t tiled_bytes = 0;
             const float *sc;
             const struct ork_mat *src[3];
             char name[ORK_ORKPACK_NAME_MAX];
@@ -616,7 +667,9 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
                                      "wants %ux%u", name, pt.n, pt.k, n, k);
                     goto err;
                 }
-                q = pt.q;
+                q = NULL;
+                tiled = pt.q;
+                tiled_bytes = pt.q_bytes;
                 sc = pt.scales;
             } else {
                 if ((ret = quantize_sources(src, ns, row, qbuf, sbuf)) < 0)
@@ -625,7 +678,7 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
                 sc = sbuf;
             }
             struct npu_opmat *o = &ex->ops[t];
-            ret = place_op(ex, m, t, o, cur, q, sc);
+            ret = place_op(ex, m, t, o, cur, q, tiled, tiled_bytes, sc);
             if (ret == ORK_ENOMEM && ex->dev_bytes[cur] > 0) {
                 /* the estimate was short and the domain is full: this op (and the rest of
                  * the layer) starts a new domain */
@@ -634,7 +687,7 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
                     goto err;
                 cur = ex->n_dev - 1;
                 used = need;
-                ret = place_op(ex, m, t, o, cur, q, sc);
+                ret = place_op(ex, m, t, o, cur, q, tiled, tiled_bytes, sc);
             }
             if (ret < 0) {
                 /* shapes or memory the NPU cannot take: this op stays on the CPU */

@@ -3,7 +3,7 @@
  * Layout (little-endian, offsets in bytes):
  *   [0, 128)        header: magic, version, SoC caps, source identity, table place, checksum
  *   [128, ...)      tensor table: n_tensors entries of PACK_ENTRY_BYTES
- *   page-aligned    per tensor: int8 q[n][k], then (64-aligned) float scales[n]
+ *   page-aligned    per tensor: q_bytes of tiled int8 weights, then (64-aligned) float scales[n]
  * Each entry's checksum is XXH3_64bits over q then scales; the header checksum covers the
  * header (with its checksum field zero) and the table. Written to "path.tmp.PID" and renamed,
  * so an interrupted build leaves no file under the real name.
@@ -30,7 +30,7 @@
 #define PACK_MAGIC "ORKPACK"            /* 8 bytes with the NUL */
 #define PACK_HEADER_BYTES 128u
 #define PACK_ENTRY_BYTES 96u            /* name[48] + n, k (u32) + q, scales offsets, checksum,
-                                         * reserved (u64) */
+                                         * q bytes (u64), reserved (u64) */
 #define PACK_DATA_ALIGN 4096u           /* page: a tensor can be mapped and handed over alone */
 #define PACK_SCALES_ALIGN 64u
 #define PACK_SOC_RK3588 0x3588u
@@ -42,10 +42,10 @@
 enum {
     H_MAGIC = 0, H_VERSION = 8, H_HEADER_BYTES = 12, H_SOC = 16, H_LAYOUT = 20, H_KALIGN = 24,
     H_NALIGN = 28, H_SRC_SIZE = 32, H_SRC_MTIME = 40, H_SRC_HASH = 48, H_NTENSORS = 56,
-    H_TABLE_OFF = 64, H_FILE_BYTES = 72, H_CHECKSUM = 120,
+    H_TABLE_OFF = 64, H_FILE_BYTES = 72, H_MAX_M = 80, H_CHECKSUM = 120,
 };
 /* Entry field offsets. */
-enum { E_NAME = 0, E_N = 48, E_K = 52, E_Q_OFF = 56, E_S_OFF = 64, E_SUM = 72 };
+enum { E_NAME = 0, E_N = 48, E_K = 52, E_Q_OFF = 56, E_S_OFF = 64, E_SUM = 72, E_Q_BYTES = 80 };
 
 /* ---- hashing ----------------------------------------------------------------------------- */
 
@@ -123,6 +123,7 @@ const char *ork_orkpack_problem_name(enum ork_orkpack_problem p)
     case ORK_ORKPACK_TRUNCATED: return "truncated";
     case ORK_ORKPACK_BAD_MAGIC: return "not a pack";
     case ORK_ORKPACK_WRONG_VERSION: return "wrong version";
+    case ORK_ORKPACK_OTHER_PLAN: return "tiled for another max_m";
     case ORK_ORKPACK_FOREIGN: return "foreign SoC";
     case ORK_ORKPACK_STALE: return "stale";
     case ORK_ORKPACK_CORRUPT: return "corrupt";
@@ -133,7 +134,8 @@ const char *ork_orkpack_problem_name(enum ork_orkpack_problem p)
 void ork_orkpack_caps_default(struct ork_orkpack_caps *c)
 {
     c->soc = PACK_SOC_RK3588;
-    c->layout = ORK_ORKPACK_LAYOUT_I8_ROWS;
+    c->layout = ORK_ORKPACK_LAYOUT_NPU_TILED;
+    c->npu_max_m = 0;
     c->k_align = PACK_I8_K_ALIGN;
     c->n_align = PACK_I8_N_ALIGN;
 }
@@ -237,6 +239,7 @@ int ork_orkpack_writer_open(const char *path, const struct ork_orkpack_source *s
     put32(h + H_LAYOUT, caps->layout);
     put32(h + H_KALIGN, caps->k_align);
     put32(h + H_NALIGN, caps->n_align);
+    put32(h + H_MAX_M, caps->npu_max_m);
     put64(h + H_SRC_SIZE, src->size);
     put64(h + H_SRC_MTIME, (uint64_t)src->mtime_ns);
     put64(h + H_SRC_HASH, src->meta_hash);
@@ -257,13 +260,18 @@ int ork_orkpack_writer_open(const char *path, const struct ork_orkpack_source *s
 int ork_orkpack_writer_add(struct ork_orkpack_writer *w, const char *name, uint32_t n, uint32_t k,
                            const int8_t *q, const float *scales)
 {
+    return ork_orkpack_writer_add_bytes(w, name, n, k, q, (uint64_t)n * k, scales);
+}
+
+int ork_orkpack_writer_add_bytes(struct ork_orkpack_writer *w, const char *name, uint32_t n,
+                                 uint32_t k, const void *q, uint64_t q_bytes, const float *scales)
+{
     if (w->n_added >= w->n_tensors)
         return ork_errorf(ORK_EINVAL, "orkpack: more than the %u announced tensors", w->n_tensors);
     if (strlen(name) >= ORK_ORKPACK_NAME_MAX)
         return ork_errorf(ORK_EINVAL, "orkpack: tensor name '%s' is too long", name);
     int ret;
     uint64_t q_off = align_up(w->pos, PACK_DATA_ALIGN);
-    uint64_t q_bytes = (uint64_t)n * k;
     if ((ret = w_pad_to(w, q_off)) < 0 || (ret = w_write(w, q, q_bytes)) < 0)
         return ret;
     uint64_t s_off = align_up(w->pos, PACK_SCALES_ALIGN);
@@ -281,6 +289,7 @@ int ork_orkpack_writer_add(struct ork_orkpack_writer *w, const char *name, uint3
     put64(e + E_Q_OFF, q_off);
     put64(e + E_S_OFF, s_off);
     put64(e + E_SUM, hasher_done(&hs));
+    put64(e + E_Q_BYTES, q_bytes);
     w->n_added++;
     return 0;
 }
@@ -405,6 +414,11 @@ static int check_pack(const char *path, const uint8_t *b, uint64_t size,
                  caps->layout, caps->k_align, caps->n_align);
         return fail(why, ORK_ORKPACK_FOREIGN, ORK_ESTALE, path, msg);
     }
+    if (caps && get32(b + H_MAX_M) != caps->npu_max_m) {
+        snprintf(msg, sizeof msg, "tiled for NPU plans of max_m %u, this executor uses max_m %u",
+                 get32(b + H_MAX_M), caps->npu_max_m);
+        return fail(why, ORK_ORKPACK_OTHER_PLAN, ORK_ESTALE, path, msg);
+    }
     if (expect && (get64(b + H_SRC_SIZE) != expect->size ||
                    (int64_t)get64(b + H_SRC_MTIME) != expect->mtime_ns ||
                    get64(b + H_SRC_HASH) != expect->meta_hash)) {
@@ -418,15 +432,16 @@ static int check_pack(const char *path, const uint8_t *b, uint64_t size,
     for (uint32_t i = 0; i < n; i++) {
         const uint8_t *e = b + table_off + (size_t)i * PACK_ENTRY_BYTES;
         uint64_t tn = get32(e + E_N), tk = get32(e + E_K);
-        uint64_t qo = get64(e + E_Q_OFF), so = get64(e + E_S_OFF);
-        if (e[E_NAME + ORK_ORKPACK_NAME_MAX - 1] != 0 || qo > size || tn * tk > size - qo ||
+        uint64_t qo = get64(e + E_Q_OFF), so = get64(e + E_S_OFF), qb = get64(e + E_Q_BYTES);
+        (void)tk;
+        if (e[E_NAME + ORK_ORKPACK_NAME_MAX - 1] != 0 || qo > size || qb > size - qo ||
             so > size || tn * 4 > size - so) {
             snprintf(msg, sizeof msg, "tensor %u lies outside the file", i);
             return fail(why, ORK_ORKPACK_TRUNCATED, ORK_EFORMAT, path, msg);
         }
         if ((ret = hasher_init(&hs)) < 0)
             return ret;
-        hasher_update(&hs, b + qo, tn * tk);
+        hasher_update(&hs, b + qo, qb);
         hasher_update(&hs, b + so, tn * 4);
         if (hasher_done(&hs) != get64(e + E_SUM)) {
             snprintf(msg, sizeof msg, "tensor '%s' checksum mismatch", (const char *)e + E_NAME);
@@ -506,6 +521,7 @@ int ork_orkpack_tensor_at(const struct ork_orkpack *p, uint32_t i, struct ork_or
     out->n = get32(e + E_N);
     out->k = get32(e + E_K);
     out->q = (const int8_t *)(p->base + get64(e + E_Q_OFF));
+    out->q_bytes = get64(e + E_Q_BYTES);
     out->scales = (const float *)(const void *)(p->base + get64(e + E_S_OFF));
     return 0;
 }

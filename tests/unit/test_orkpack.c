@@ -2,7 +2,8 @@
  * bit-flipped, other version, other source model, other SoC caps, not a pack) is refused with
  * its own problem and message; an aborted build leaves nothing. With the stories260K fixture:
  * a model's pack is built on first use, reused, gives the same logits as in-memory
- * quantisation, and a corrupt or stale pack is explained and rebuilt. libork's tiled-weights
+ * quantisation, holds tiled bytes that load as they are, and a corrupt, stale or other-max_m
+ * pack is explained and rebuilt. libork's tiled-weights
  * export and import (ork_npu_weights_export / ork_npu_weights_create_packed) round-trip. */
 #include "ork_test.h"
 
@@ -208,6 +209,10 @@ static int logits_of(const char *model, uint32_t flags, float *out)
     return ret;
 }
 
+/* The executor's prefill rows (NPU_DEFAULT_MAX_M in src/engine/npu_exec.c), which
+ * `ork pack` tiles for. */
+#define PACK_MAX_M 64u
+
 static void test_model_pack(void)
 {
     const char *fx = ork_test_fixture("models/stories260K.gguf");
@@ -228,6 +233,50 @@ static void test_model_pack(void)
     CHECK_EQ_INT(found, ORK_ORKPACK_OK);            /* valid: kept */
     REQUIRE(logits_of(model, 0, got) == 0);         /* loaded from the pack */
     CHECK(memcmp(ref, got, sizeof ref) == 0);
+
+    /* the pack holds the NPU-tiled bytes: each tensor loads through create_packed as it is,
+     * and a fresh tiling of the loaded weights exports the same bytes */
+    struct ork_orkpack *pk;
+    REQUIRE(ork_orkpack_open(pack, NULL, NULL, &pk, NULL) == 0);
+    struct ork_npu_opts o = { .struct_size = sizeof o, .device = "sim" };
+    struct ork_npu *npu;
+    REQUIRE(ork_npu_open(&o, &npu) == 0);
+    CHECK(ork_orkpack_n_tensors(pk) > 0);
+    for (uint32_t i = 0; i < ork_orkpack_n_tensors(pk); i++) {
+        struct ork_orkpack_tensor t;
+        REQUIRE(ork_orkpack_tensor_at(pk, i, &t) == 0);
+        CHECK(t.q_bytes >= (uint64_t)t.n * t.k);
+        struct ork_npu_weights_desc d = { .struct_size = sizeof d, .dtype = ORK_NPU_I8,
+                                          .k = t.k, .n = t.n, .scales = t.scales,
+                                          .max_m = PACK_MAX_M };
+        struct ork_npu_weights *w;
+        REQUIRE(ork_npu_weights_create_packed(npu, &d, t.q, t.q_bytes, &w) == 0);
+        uint8_t *b = malloc(t.q_bytes);
+        REQUIRE(b);
+        CHECK(ork_npu_weights_export(w, b, t.q_bytes) == 0);
+        CHECK(memcmp(b, t.q, t.q_bytes) == 0);
+        free(b);
+        ork_npu_weights_destroy(w);
+    }
+    ork_npu_close(npu);
+    ork_orkpack_close(pk);
+
+    /* an executor with another max_m finds the pack tiled for another plan and rebuilds it */
+    {
+        struct ork_model_params mp;
+        ork_model_params_default(&mp);
+        mp.device = "sim";
+        mp.no_tokenizer = true;
+        mp.npu_max_m = 8;
+        mp.npu_flags = ORK_NPU_EXEC_QUIET;
+        struct ork_model *m;
+        REQUIRE(ork_model_load(model, &mp, &m) == 0);
+        ork_model_free(m);
+        CHECK(ork_orkpack_check_for_model(model, NULL) < 0);
+        CHECK(strstr(ork_error_message(), "max_m") != NULL);
+        REQUIRE(ork_orkpack_build_for_model(model, NULL, false, true, &found) == 0);
+        CHECK_EQ_INT(found, ORK_ORKPACK_OTHER_PLAN);
+    }
 
     /* corrupt -> explained and rebuilt on load; same logits */
     flip_byte(pack, file_size(pack) - 16);
