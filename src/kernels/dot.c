@@ -597,6 +597,20 @@ float ork_vec_dot(uint32_t type, const void *row, const float *x, int64_t n)
  * Per element y[i] = y[i] + a * v[i], the product rounded before the add (never fused), so the
  * SIMD paths give the scalar loop's bits. v is f32 or f16 (widened exactly). */
 
+/* y[i] += a * v[i] for i in [from, n): the scalar reference, and the SIMD paths' tail. */
+static void mad_scalar(float *y, const uint8_t *v, uint32_t type, float a, int64_t from, int64_t n)
+{
+    for (int64_t i = from; i < n; i++) {
+        float w;
+        if (type == ORK_TYPE_F16)
+            w = ork_fp16_to_f32((uint16_t)(v[2 * i] | (v[2 * i + 1] << 8)));
+        else
+            memcpy(&w, v + 4 * i, sizeof w);
+        float pr = a * w;
+        y[i] += pr;
+    }
+}
+
 #ifdef ORK_HAVE_X86_DISPATCH
 TGT_X86 static void mad_avx2(float *y, const uint8_t *v, uint32_t type, float a, int64_t n)
 {
@@ -608,15 +622,7 @@ TGT_X86 static void mad_avx2(float *y, const uint8_t *v, uint32_t type, float a,
                        : _mm256_loadu_ps((const float *)(const void *)v + i);
         _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_mul_ps(va, w)));
     }
-    for (; i < n; i++) {
-        float w;
-        if (type == ORK_TYPE_F16)
-            w = ork_fp16_to_f32((uint16_t)(v[2 * i] | (v[2 * i + 1] << 8)));
-        else
-            memcpy(&w, v + 4 * i, sizeof w);
-        float pr = a * w;
-        y[i] += pr;
-    }
+    mad_scalar(y, v, type, a, i, n);
 }
 #endif
 
@@ -631,15 +637,7 @@ static void mad_neon(float *y, const uint8_t *v, uint32_t type, float a, int64_t
                             : vld1q_f32((const float *)(const void *)v + i);
         vst1q_f32(y + i, vaddq_f32(vld1q_f32(y + i), vmulq_f32(va, w)));
     }
-    for (; i < n; i++) {
-        float w;
-        if (type == ORK_TYPE_F16)
-            w = ork_fp16_to_f32((uint16_t)(v[2 * i] | (v[2 * i + 1] << 8)));
-        else
-            memcpy(&w, v + 4 * i, sizeof w);
-        float pr = a * w;
-        y[i] += pr;
-    }
+    mad_scalar(y, v, type, a, i, n);
 }
 #endif
 
@@ -659,15 +657,7 @@ int ork_vec_mad(float *y, const void *v, uint32_t type, float a, int64_t n)
         return 0;
     }
 #endif
-    for (int64_t i = 0; i < n; i++) {
-        float w;
-        if (type == ORK_TYPE_F16)
-            w = ork_fp16_to_f32((uint16_t)(p[2 * i] | (p[2 * i + 1] << 8)));
-        else
-            memcpy(&w, p + 4 * i, sizeof w);
-        float pr = a * w;
-        y[i] += pr;
-    }
+    mad_scalar(y, p, type, a, 0, n);
     return 0;
 }
 
