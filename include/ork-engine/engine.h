@@ -135,7 +135,8 @@ struct ork_session_params {
     bool act_quant;             /* round activations the way GGUF reference engines do before
                                  * each matmul (Q8_0 blocks for Q8_0/Q4_0 weights, F16/BF16 for
                                  * 16-bit weights): logits of quantized models then match
-                                 * llama.cpp's closely. Default false: f32 activations. */
+                                 * llama.cpp's closely, and the integer dot-product kernels
+                                 * run. Default true; false keeps f32 activations. */
 };
 void ork_session_params_default(struct ork_session_params *p);
 

@@ -57,7 +57,7 @@ struct opts {
     int reps;
     enum fmt fmt;
     bool membw;
-    bool act_quant;                 /* --act-quant: quantized-activation kernels (engine.h) */
+    bool f32_act;                   /* --no-act-quant: f32 activations (engine.h act_quant) */
     size_t membw_bytes;
     struct ork_model_params mp;     /* --device etc. (ork_cli_device_opt) */
 };
@@ -103,8 +103,8 @@ static void usage(FILE *out)
             "                       the decode roofline (bytes per token / bandwidth) and the share\n"
             "                       of it each tg test reached\n"
             "  --membw-mb MB        size of each bandwidth array (default 128)\n"
-            "  --act-quant          quantize activations for quantized weights (the integer\n"
-            "                       dot-product kernels; same option as ork run)\n"
+            "  --no-act-quant       f32 activations in matmuls (default: quantized for quantized\n"
+            "                       weights, the integer dot-product kernels; as in ork run)\n"
             "  -h, --help           show this help\n"
             "\nNPU (with --device npu|sim: per test also submits per token, NPU busy per core,\n"
             "CPU busy and the modelled time per token):\n",
@@ -192,8 +192,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
             }
         } else if (!strcmp(a, "--membw")) {
             o->membw = true;
-        } else if (!strcmp(a, "--act-quant")) {
-            o->act_quant = true;
+        } else if (!strcmp(a, "--act-quant") || !strcmp(a, "--no-act-quant")) {
+            o->f32_act = !strcmp(a, "--no-act-quant");
         } else if (!strcmp(a, "--membw-mb")) {
             if (!(v = ork_cli_value(CMD, argc, argv, &i)) ||
                 !ork_cli_parse_int(CMD, "--membw-mb", v, 1, 1 << 16, &ll))
@@ -342,7 +342,7 @@ static int bench_model_threads(struct ork_model *m, int mi, int threads, const s
     sp.ctx_size = (int32_t)(ctx > 0 ? ctx : 1);
     sp.n_batch = (int32_t)(pmax > 0 ? pmax : 1);
     sp.n_threads = threads;
-    sp.act_quant = o->act_quant;
+    sp.act_quant = !o->f32_act;
     struct ork_session *s;
     int ret = ork_session_create(m, &sp, &s);
     if (ret < 0)
@@ -595,7 +595,8 @@ int ork_cmd_bench(int argc, char **argv)
         status = ORK_EXIT_ERROR;
         goto out;
     }
-    fprintf(stderr, "ork bench: CPU kernels path: %s\n", ork_kernels_path());
+    fprintf(stderr, "ork bench: CPU kernels path: %s, activations %s\n", ork_kernels_path(),
+            o.f32_act ? "f32 (--no-act-quant)" : "quantized for quantized weights");
     if (o.membw)
         for (int ti = 0; ti < o.t.n; ti++) {
             int ret = ork_membw_measure((int)o.t.v[ti], o.membw_bytes, 0, &bw[n_bw]);

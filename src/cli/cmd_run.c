@@ -238,8 +238,8 @@ int ork_cli_gen_opt(const char *cmd, int argc, char **argv, int *i, struct ork_c
         o->stops[o->n_stops++] = v;
         return 1;
     }
-    if (is_opt(a, NULL, "--act-quant")) {
-        o->session.act_quant = true;
+    if (is_opt(a, NULL, "--act-quant") || is_opt(a, NULL, "--no-act-quant")) {
+        o->session.act_quant = strcmp(a, "--no-act-quant") != 0;
         return 1;
     }
     if (is_opt(a, NULL, "--no-bos")) {
@@ -273,8 +273,9 @@ void ork_cli_gen_help(FILE *out, bool sampling)
             "  -c, --ctx-size N          KV cache length in tokens (default: min(model, 4096))\n"
             "  -b, --batch-size N        tokens per forward batch in prefill (default: 256)\n"
             "  --kv-type f32|f16         KV cache precision (default: f32, exact)\n"
-            "  --act-quant               round activations like llama.cpp before quantized\n"
-            "                            matmuls (Q8_0 for Q8_0/Q4_0, F16 for F16 weights)\n"
+            "  --no-act-quant            keep activations f32 in matmuls (default: round them\n"
+            "                            like llama.cpp: Q8_0 for Q8_0/Q4_0, Q8_K for Q4_K/Q6_K,\n"
+            "                            F16 for F16 weights; --act-quant selects the default)\n"
             "  -v, --verbose             model summary, cache reuse and timing details\n"
             "  --profile                 NPU executor counters and time per section\n"
             "  --trace FILE.json         timeline of NPU submits and executor phases (Perfetto)\n");

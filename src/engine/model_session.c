@@ -20,6 +20,7 @@ void ork_session_params_default(struct ork_session_params *p)
 {
     memset(p, 0, sizeof(*p));
     p->kv_type = ORK_KV_F32;
+    p->act_quant = true;
 }
 
 int ork_session_create(struct ork_model *m, const struct ork_session_params *p,

@@ -88,9 +88,9 @@ check "md + membw: exit 0" test $rc -eq 0
 check "md + membw: roofline table" grep -Eq "^\| llama .* \| 1 \| tg4 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+% \|$" <<<"$out"
 QMODEL="$FIX/models/stories260K-Q8_0.gguf"
 if [ -f "$QMODEL" ]; then
-    out=$("$ORK" bench -m "$QMODEL" -p 8 -n 4 -r 1 -t 1 --act-quant 2>/dev/null); rc=$?
-    check "--act-quant on Q8_0: exit 0" test $rc -eq 0
-    check "--act-quant on Q8_0: two rows" test "$(grep -c '| Q8_0\|Q8_0 |' <<<"$out")" -ge 2
+    out=$("$ORK" bench -m "$QMODEL" -p 8 -n 4 -r 1 -t 1 --no-act-quant 2>/dev/null); rc=$?
+    check "--no-act-quant on Q8_0: exit 0" test $rc -eq 0
+    check "--no-act-quant on Q8_0: two rows" test "$(grep -c '| Q8_0\|Q8_0 |' <<<"$out")" -ge 2
 fi
 [ $fail -eq 0 ] || echo "$out"
 exit $fail

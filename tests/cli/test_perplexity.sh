@@ -29,7 +29,7 @@ done
 # Q8_0 weights (reference 2.2843), with f32 and with quantized activations; F16 KV cache
 Q8="$FIX/models/stories260K-Q8_0.gguf"
 if [ -f "$Q8" ]; then
-    for opt in "" "--act-quant" "--kv-type f16"; do
+    for opt in "" "--no-act-quant" "--kv-type f16"; do
         "$ORK" perplexity -m "$Q8" -f "$TEXT" -c 64 $opt >"$tmp/q8" 2>/dev/null
         ppl=$(sed -n 's/^PPL = \([0-9.]*\) .*/\1/p' "$tmp/q8")
         echo "     Q8_0 $opt: PPL = $ppl"
