@@ -20,6 +20,12 @@ void ork_pool_destroy(struct ork_pool *p);
 int ork_pool_threads(const struct ork_pool *p);
 /* Run fn on all threads and return when all have finished. */
 void ork_pool_run(struct ork_pool *p, ork_pool_fn fn, void *ctx);
+/* A 64-byte-aligned buffer of at least `bytes` owned by the pool, for the data a job shares
+ * between its threads (e.g. activations quantized once per matmul). Grown (one allocation)
+ * only when a larger size is asked for, so a steady decode loop allocates nothing; the
+ * contents do not survive a call that grows it. Call from the pool's caller thread outside
+ * ork_pool_run only. NULL when p is NULL or memory is short. */
+void *ork_pool_scratch(struct ork_pool *p, size_t bytes);
 /* Worker threads started so far by all pools of the process (creating a pool of n threads
  * adds n - 1; running jobs adds nothing): lets tests check that no thread is created per op
  * or per token. */

@@ -19,6 +19,9 @@
  * (matmul.c); glibc's default is larger, but C libraries with small thread stacks are not. */
 #define POOL_MIN_STACK_BYTES (2u << 20)
 
+/* Alignment of the pool's scratch buffer: a cache line and an AVX-512 register (64 bytes). */
+#define POOL_SCRATCH_ALIGN 64
+
 /* Worker threads ever started by any pool of the process (ork_pool_threads_created). */
 static atomic_uint_fast64_t g_threads_created;
 
@@ -40,6 +43,8 @@ struct ork_pool {
     void *ctx;
     int n_started;                  /* workers successfully created */
     struct pool_worker *workers;    /* n - 1 entries: ith 1 .. n-1 */
+    void *scratch;                  /* ork_pool_scratch: grown on demand, never shrunk */
+    size_t scratch_bytes;
 };
 
 static void *worker_main(void *arg)
@@ -161,7 +166,24 @@ void ork_pool_destroy(struct ork_pool *p)
     pthread_cond_destroy(&p->start);
     pthread_mutex_destroy(&p->mu);
     ork_free(p->workers);
+    ork_free(p->scratch);
     ork_free(p);
+}
+
+void *ork_pool_scratch(struct ork_pool *p, size_t bytes)
+{
+    if (!p)
+        return NULL;
+    if (bytes <= p->scratch_bytes)
+        return p->scratch;
+    size_t size = (bytes + POOL_SCRATCH_ALIGN - 1) / POOL_SCRATCH_ALIGN * POOL_SCRATCH_ALIGN;
+    void *n = size >= bytes ? ork_aligned_alloc(POOL_SCRATCH_ALIGN, size) : NULL;
+    if (!n)
+        return NULL;
+    ork_free(p->scratch);
+    p->scratch = n;
+    p->scratch_bytes = size;
+    return n;
 }
 
 uint64_t ork_pool_threads_created(void)

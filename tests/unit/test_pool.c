@@ -133,6 +133,34 @@ static void test_pool_oom(void)
     CHECK(p == NULL);
 }
 
+/* The pool's scratch: aligned, grown only for a larger request (one allocation each time),
+ * kept for smaller ones, NULL without a pool or when memory is short (the old buffer stays). */
+static void test_pool_scratch(void)
+{
+    CHECK(ork_pool_scratch(NULL, 16) == NULL);
+    struct ork_pool *p = NULL;
+    REQUIRE(ork_pool_create(2, &p) == 0);
+    uint8_t *a = ork_pool_scratch(p, 1000);
+    REQUIRE(a != NULL);
+    CHECK((uintptr_t)a % 64 == 0);
+    memset(a, 0x5a, 1000);
+    uint64_t before = ork_alloc_count();
+    CHECK(ork_pool_scratch(p, 1000) == a);
+    CHECK(ork_pool_scratch(p, 10) == a);
+    CHECK(ork_pool_scratch(p, 1024) == a);      /* rounded up to whole cache lines */
+    CHECK(ork_alloc_count() == before);
+    uint8_t *b = ork_pool_scratch(p, 1 << 20);
+    REQUIRE(b != NULL);
+    CHECK((uintptr_t)b % 64 == 0);
+    memset(b, 1, 1 << 20);
+    ork_alloc_fail_after(1);
+    CHECK(ork_pool_scratch(p, 2 << 20) == NULL);
+    ork_alloc_fail_after(0);
+    CHECK(ork_pool_scratch(p, 1 << 20) == b);
+    CHECK(ork_pool_scratch(p, SIZE_MAX) == NULL);
+    ork_pool_destroy(p);
+}
+
 int main(void)
 {
     for (int i = 0; i < DATA_N; i++)
@@ -145,5 +173,6 @@ int main(void)
     RUN(test_pool_caller_is_thread_0);
     RUN(test_pool_null_and_errors);
     RUN(test_pool_oom);
+    RUN(test_pool_scratch);
     return ork_test_done();
 }
