@@ -96,6 +96,13 @@ enum ork_act { ORK_ACT_F32 = 0, ORK_ACT_QUANT = 1 };
 /* ork_matmul with a choice of activation handling (no allocation; same thread split). */
 int ork_matmul_act(struct ork_pool *pool, const struct ork_mat *w, const float *x, int64_t m,
                    float *y, enum ork_act act);
+/* Several matrices sharing one input, in one call: Y_q[M][N_q] = X[M][K] * W_q^T for
+ * q < n_w (all W_q with the same K; y[q] the output of w[q]). X is converted once for all of
+ * them (ORK_ACT_QUANT) and the rows of all matrices are split over the threads in one pool
+ * dispatch (e.g. the Q/K/V projections, or gate and up). Every output has the bits of
+ * ork_matmul_act on that matrix alone. 0, ORK_EINVAL or ORK_EUNSUPPORTED. */
+int ork_matmul_act_multi(struct ork_pool *pool, const struct ork_mat *const *w, int n_w,
+                         const float *x, int64_t m, float *const *y, enum ork_act act);
 /* One output of ork_matmul_act: weight row (type, n elements) with f32 x. NaN on bad input. */
 float ork_vec_dot_act(uint32_t type, const void *row, const float *x, int64_t n, enum ork_act act);
 /* Quantize n f32 values (multiple of 32) to Q8_0 blocks: per block d = amax / 127 (stored as

@@ -5,7 +5,10 @@
 #define ORK_KERNELS_KERN_PRIV_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+struct ork_mat;
 
 /* Instruction-set paths, from the most portable up. Each x86 level implies the ones before it
  * (the detector only picks a level whose prerequisites are all present). */
@@ -56,5 +59,32 @@ void ork__q8k_blocks(enum kisa k, uint32_t type, const uint8_t *w, const uint8_t
 /* Bytes of one Q8_K activation block: f32 d, int8 q[256], int16 bsums[16]. */
 #define ORK_Q8_K_BYTES 292
 #define ORK_Q8_K_BLOCK 256
+
+/* ---- gemm_q8.c: shared activation quantizers and the register-tiled Q8_0 / Q4_0 GEMM ---- */
+
+/* Vectorized activation quantizers on path k, bit for bit ork_quantize_row_q8_0 /
+ * ork_quantize_row_q8_k (n a multiple of 32 / 256, not checked). */
+void ork__quantize_q8_0(enum kisa k, const float *x, uint8_t *dst, int64_t n);
+void ork__quantize_q8_k(enum kisa k, const float *x, uint8_t *dst, int64_t n);
+
+/* Weight rows per panel and X rows per tile of the tiled kernel; alignment of its buffers. */
+#define ORK_GEMM_NW 4
+#define ORK_GEMM_MX 4
+#define ORK_GEMM_ALIGN 64
+/* True when path k has the tiled kernel (x86-64 AVX2 and up). */
+bool ork__gemm_q8_ok(enum kisa k);
+/* Bytes of one packed X row of k elements (Q8_0 blocks by pairs, biases, f32 scales). */
+size_t ork__xpack_row_bytes(int64_t k);
+/* Quantize rows X rows of k elements to packed rows at dst (stride ork__xpack_row_bytes). */
+void ork__xpack_rows(enum kisa kp, const float *x, int64_t k, int64_t rows, uint8_t *dst);
+/* Bytes of the weight panel buffer one thread needs for rows of k elements. */
+size_t ork__gemm_panel_bytes(int64_t k);
+/* X rows per L2-resident chunk of the tiled kernel. */
+int64_t ork__gemm_chunk_rows(int64_t k);
+/* Y[i][r] (Y + i * ldy + r) for weight rows r in [r0, r1) of a Q8_0 / Q4_0 matrix and the m
+ * packed X rows at xp; panel: ork__gemm_panel_bytes scratch. Each output has the bits of
+ * ork__q8_blocks + ork__q8_end over the whole row. */
+void ork__gemm_q8(enum kisa k, const struct ork_mat *w, int64_t r0, int64_t r1,
+                  const uint8_t *xp, int64_t m, float *y, int64_t ldy, uint8_t *panel);
 
 #endif

@@ -11,10 +11,16 @@
  * any M, and rows longer than the stack buffer (those go through ork_vec_dot, which feeds the
  * same accumulator in chunks). No allocation per call.
  *
- * ORK_ACT_QUANT (ork_matmul_act): each thread converts X, a tile of rows at a time, into a stack
- * buffer (Q8_0 blocks for Q8_0/Q4_0 weights, f16/bf16-rounded values for F16/BF16 weights) and
- * runs its weight rows against the tile; every thread converts all of X, which costs M*K
- * against the M*K*N/nth of its share of the matmul. Y[m][n] = ork_vec_dot_act(W[n], X[m]). */
+ * ORK_ACT_QUANT (ork_matmul_act, ork_matmul_act_multi): for Q8_0/Q4_0/Q4_K/Q6_K weights X is
+ * quantized ONCE per call into the pool's scratch buffer (ork_pool_scratch), the threads
+ * quantizing rows ith::nth in a first pool run when X is large enough to pay for it, and then
+ * all threads read it: on x86-64 as packed rows for the register-tiled kernel (gemm_q8.c),
+ * elsewhere as Q8_0 / Q8_K blocks for the one-row dots (qdot.c). With no pool, X is quantized
+ * a tile of rows at a time into a stack buffer. F16/BF16 weights round X per thread into a
+ * stack tile. Y[m][n] = ork_vec_dot_act(W[n], X[m]) bit for bit in every case.
+ *
+ * ork_matmul_act_multi: several matrices with the same K and one X; their rows are laid end
+ * to end and split over the threads as one matrix, with one quantization of X. */
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -39,12 +45,36 @@
  * unpacked once for all of them). */
 #define MM_NR ORK_Q8_ROWS_MAX
 
+/* Form of the X copy shared by the threads (ORK_ACT_QUANT). */
+enum xform {
+    XF_NONE = 0,    /* none: each thread converts X itself (F16/BF16 rounding, F32 X) */
+    XF_Q8_0,        /* Q8_0 blocks, rq bytes a row */
+    XF_Q8_K,        /* Q8_K blocks */
+    XF_PACK,        /* packed rows of the tiled kernel (ork__xpack_rows) */
+};
+
 struct mm_job {
     const struct ork_mat *w;
     const float *x;
     int64_t m;
     float *y;
     enum ork_act act;
+};
+
+/* Several matrices against one X, rows split over the threads (ork_matmul_act_multi). */
+struct mm_multi {
+    const struct ork_mat *const *w;
+    float *const *y;
+    int n_w;
+    int64_t rows;           /* sum of the matrices' rows */
+    const float *x;
+    int64_t m, k;
+    enum xform xf;
+    enum kisa isa;
+    uint8_t *xs;            /* shared X (xf != XF_NONE) */
+    size_t xrow;            /* bytes per row of xs */
+    uint8_t *panels;        /* XF_PACK: one panel buffer per thread */
+    size_t panel_bytes;
 };
 
 /* Per output element through the chunked single-dot path (rows too long for the tiles). */
@@ -82,9 +112,9 @@ static void mm_rows_q8(const struct mm_job *j, int64_t r0, int64_t r1)
         int64_t mc = j->m - m0 < mt ? j->m - m0 : mt;
         for (int64_t i = 0; i < mc; i++) {
             if (kq)
-                ork_quantize_row_q8_k(j->x + (m0 + i) * k, xq + (size_t)i * rq, k);
+                ork__quantize_q8_k(isa, j->x + (m0 + i) * k, xq + (size_t)i * rq, k);
             else
-                ork_quantize_row_q8_0(j->x + (m0 + i) * k, xq + (size_t)i * rq, k);
+                ork__quantize_q8_0(isa, j->x + (m0 + i) * k, xq + (size_t)i * rq, k);
         }
         for (int64_t r = r0; r < r1; r++) {
             const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
@@ -178,15 +208,186 @@ static void mm_rows(const struct mm_job *j, int64_t r0, int64_t r1)
         mm_rows_f32act(j, r0, r1);
 }
 
-static void mm_thread(void *ctx, int ith, int nth)
+/* ---- X quantized once, shared by the threads ---------------------------------------------- */
+
+/* Fewest X rows for the tiled kernel: with fewer the weight panel's repacking is not paid
+ * back and the one-row dots read the weights directly (measured, docs/kernels.md). */
+#define MM_GEMM_M_MIN 2
+
+static enum xform xform_of(uint32_t type, enum ork_act act, enum kisa isa, int64_t m)
 {
-    const struct mm_job *j = ctx;
-    int64_t n = j->w->n_rows;
-    int64_t per = (n + nth - 1) / nth;
-    int64_t r0 = per * ith;
-    int64_t r1 = r0 + per < n ? r0 + per : n;
-    if (r0 < r1)
-        mm_rows(j, r0, r1);
+    if (act != ORK_ACT_QUANT)
+        return XF_NONE;
+    if (type == ORK_TYPE_Q8_0 || type == ORK_TYPE_Q4_0)
+        return ork__gemm_q8_ok(isa) && m >= MM_GEMM_M_MIN ? XF_PACK : XF_Q8_0;
+    if (type == ORK_TYPE_Q4_K || type == ORK_TYPE_Q6_K)
+        return XF_Q8_K;
+    return XF_NONE;
+}
+
+static size_t xrow_bytes(enum xform xf, int64_t k)
+{
+    switch (xf) {
+    case XF_PACK: return ork__xpack_row_bytes(k);
+    case XF_Q8_0: return (size_t)(k / Q8_0_BLOCK) * Q8_0_BYTES;
+    case XF_Q8_K: return (size_t)(k / ORK_Q8_K_BLOCK) * ORK_Q8_K_BYTES;
+    default: return 0;
+    }
+}
+
+static size_t align_up(size_t v)
+{
+    return (v + ORK_GEMM_ALIGN - 1) / ORK_GEMM_ALIGN * ORK_GEMM_ALIGN;
+}
+
+/* Quantize X rows [i0, i1) into the shared copy (rows xrow bytes apart from xs). */
+static void quant_rows(const struct mm_multi *j, const float *x, int64_t i0, int64_t i1,
+                       uint8_t *xs)
+{
+    if (j->xf == XF_PACK) {
+        ork__xpack_rows(j->isa, x + i0 * j->k, j->k, i1 - i0, xs + (size_t)i0 * j->xrow);
+        return;
+    }
+    for (int64_t i = i0; i < i1; i++) {
+        if (j->xf == XF_Q8_0)
+            ork__quantize_q8_0(j->isa, x + i * j->k, xs + (size_t)i * j->xrow, j->k);
+        else
+            ork__quantize_q8_k(j->isa, x + i * j->k, xs + (size_t)i * j->xrow, j->k);
+    }
+}
+
+static void quant_thread(void *ctx, int ith, int nth)
+{
+    const struct mm_multi *j = ctx;
+    int64_t per = (j->m + nth - 1) / nth;
+    int64_t i0 = per * ith, i1 = i0 + per < j->m ? i0 + per : j->m;
+    if (i0 < i1)
+        quant_rows(j, j->x, i0, i1, j->xs);
+}
+
+/* Weight rows [r0, r1) of w against the m quantized X rows at xs; Y row stride ldy. */
+static void shared_rows(const struct mm_multi *j, const struct ork_mat *w, const uint8_t *xs,
+                        int64_t m, float *y, int64_t ldy, int64_t r0, int64_t r1, uint8_t *panel)
+{
+    if (j->xf == XF_PACK) {
+        ork__gemm_q8(j->isa, w, r0, r1, xs, m, y, ldy, panel);
+        return;
+    }
+    const int64_t blk = j->xf == XF_Q8_K ? ORK_Q8_K_BLOCK : Q8_0_BLOCK, nb = j->k / blk;
+    const size_t rq = j->xrow;
+    /* X in tiles of MM_XQ_BYTES so a tile stays in L2 while the rows meet it */
+    int64_t mt = rq ? (int64_t)(MM_XQ_BYTES / rq) : 1;
+    mt = mt < 1 ? 1 : mt;
+    for (int64_t m0 = 0; m0 < m; m0 += mt) {
+        int64_t mc = m - m0 < mt ? m - m0 : mt;
+        const uint8_t *xt = xs + (size_t)m0 * rq;
+        for (int64_t r = r0; r < r1; r++) {
+            const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+            if (j->xf == XF_Q8_K) {
+                for (int64_t i = 0; i < mc; i++) {
+                    float sum = 0.0f;
+                    ork__q8k_blocks(j->isa, w->type, row, xt + (size_t)i * rq, nb, &sum);
+                    y[(m0 + i) * ldy + r] = sum;
+                }
+                continue;
+            }
+            for (int64_t i = 0; i < mc; i += MM_NR) {
+                int nr = mc - i < MM_NR ? (int)(mc - i) : MM_NR;
+                float out[MM_NR];
+                ork__q8_rows(j->isa, w->type, row, xt + (size_t)i * rq, rq, nr, nb, out);
+                for (int t = 0; t < nr; t++)
+                    y[(m0 + i + t) * ldy + r] = out[t];
+            }
+        }
+    }
+}
+
+/* Global rows [g0, g1) of the matrices laid end to end. */
+static void multi_rows(const struct mm_multi *j, int64_t g0, int64_t g1, uint8_t *panel)
+{
+    int64_t off = 0;
+    for (int q = 0; q < j->n_w && off < g1; q++) {
+        const struct ork_mat *w = j->w[q];
+        int64_t lo = g0 > off ? g0 : off, hi = g1 < off + w->n_rows ? g1 : off + w->n_rows;
+        if (lo < hi) {
+            if (j->xf == XF_NONE) {
+                struct mm_job job = { .w = w, .x = j->x, .m = j->m, .y = j->y[q],
+                                      .act = ORK_ACT_QUANT };
+                mm_rows(&job, lo - off, hi - off);
+            } else {
+                shared_rows(j, w, j->xs, j->m, j->y[q], w->n_rows, lo - off, hi - off, panel);
+            }
+        }
+        off += w->n_rows;
+    }
+}
+
+static void multi_thread(void *ctx, int ith, int nth)
+{
+    const struct mm_multi *j = ctx;
+    /* ranges in whole panels, so only a matrix's last panel can be ragged */
+    int64_t per = (j->rows + nth - 1) / nth;
+    per = (per + ORK_GEMM_NW - 1) / ORK_GEMM_NW * ORK_GEMM_NW;
+    int64_t g0 = per * ith, g1 = g0 + per < j->rows ? g0 + per : j->rows;
+    if (g0 < g1)
+        multi_rows(j, g0, g1, j->panels ? j->panels + (size_t)ith * j->panel_bytes : NULL);
+}
+
+/* Below this many X elements (M * K) the caller's thread quantizes X alone: a pool run costs
+ * more than the work (decode, M = 1). */
+#define MM_QUANT_PAR_MIN 32768
+/* Weight panel on the stack when there is no pool scratch (ork__gemm_panel_bytes: 4 rows of
+ * K = 8192 take ~37 KiB); longer rows go through the one-row kernels. */
+#define MM_PANEL_STACK (40u << 10)
+
+/* No shared scratch (no pool, or no memory): X tiles on this thread's stack. */
+static void multi_stack(struct mm_multi *j)
+{
+    if (j->xf == XF_PACK && ork__gemm_panel_bytes(j->k) <= MM_PANEL_STACK &&
+        ork__xpack_row_bytes(j->k) * ORK_GEMM_MX <= MM_XQ_BYTES) {
+        _Alignas(ORK_GEMM_ALIGN) uint8_t xt[MM_XQ_BYTES];
+        _Alignas(ORK_GEMM_ALIGN) uint8_t panel[MM_PANEL_STACK];
+        int64_t mt = (int64_t)(MM_XQ_BYTES / j->xrow);
+        mt -= mt % ORK_GEMM_MX;
+        for (int64_t m0 = 0; m0 < j->m; m0 += mt) {
+            int64_t mc = j->m - m0 < mt ? j->m - m0 : mt;
+            quant_rows(j, j->x + m0 * j->k, 0, mc, xt);
+            for (int q = 0; q < j->n_w; q++)
+                ork__gemm_q8(j->isa, j->w[q], 0, j->w[q]->n_rows, xt, mc,
+                             j->y[q] + m0 * j->w[q]->n_rows, j->w[q]->n_rows, panel);
+        }
+        return;
+    }
+    for (int q = 0; q < j->n_w; q++) {
+        struct mm_job job = { .w = j->w[q], .x = j->x, .m = j->m, .y = j->y[q],
+                              .act = ORK_ACT_QUANT };
+        mm_rows(&job, 0, j->w[q]->n_rows);
+    }
+}
+
+static void run_multi(struct ork_pool *pool, struct mm_multi *j)
+{
+    const int nth = pool ? ork_pool_threads(pool) : 1;
+    if (j->xf != XF_NONE) {
+        j->xrow = xrow_bytes(j->xf, j->k);
+        j->panel_bytes = j->xf == XF_PACK ? align_up(ork__gemm_panel_bytes(j->k)) : 0;
+        size_t xbytes = align_up(j->xrow * (size_t)j->m);
+        uint8_t *s = pool ? ork_pool_scratch(pool, xbytes + (size_t)nth * j->panel_bytes) : NULL;
+        if (!s) {
+            multi_stack(j);
+            return;
+        }
+        j->xs = s;
+        j->panels = j->xf == XF_PACK ? s + xbytes : NULL;
+        if (nth > 1 && j->m * j->k >= MM_QUANT_PAR_MIN && j->m > 1)
+            ork_pool_run(pool, quant_thread, j);
+        else
+            quant_rows(j, j->x, 0, j->m, j->xs);
+    }
+    if (nth > 1 && j->rows > 1)
+        ork_pool_run(pool, multi_thread, j);
+    else
+        multi_thread(j, 0, 1);
 }
 
 static int check_mat(const struct ork_mat *w)
@@ -205,24 +406,67 @@ static int check_mat(const struct ork_mat *w)
     return 0;
 }
 
+static void mm_thread(void *ctx, int ith, int nth)
+{
+    const struct mm_job *j = ctx;
+    int64_t n = j->w->n_rows;
+    int64_t per = (n + nth - 1) / nth;
+    int64_t r0 = per * ith;
+    int64_t r1 = r0 + per < n ? r0 + per : n;
+    if (r0 < r1)
+        mm_rows(j, r0, r1);
+}
+
+int ork_matmul_act_multi(struct ork_pool *pool, const struct ork_mat *const *w, int n_w,
+                         const float *x, int64_t m, float *const *y, enum ork_act act)
+{
+    if (!w || !y || n_w < 1)
+        return ork_errorf(ORK_EINVAL, "matmul of %d matrices", n_w);
+    if (m < 0)
+        return ork_errorf(ORK_EINVAL, "matmul with M = %lld", (long long)m);
+    if (act != ORK_ACT_F32 && act != ORK_ACT_QUANT)
+        return ork_errorf(ORK_EINVAL, "matmul: unknown activation mode %d", (int)act);
+    const enum kisa isa = ork__kisa();
+    int64_t rows = 0;
+    bool same = true;
+    for (int q = 0; q < n_w; q++) {
+        int ret = check_mat(w[q]);
+        if (ret < 0)
+            return ret;
+        if (!y[q])
+            return ork_errorf(ORK_EINVAL, "matmul: output %d is NULL", q);
+        if (w[q]->n_cols != w[0]->n_cols)
+            return ork_errorf(ORK_EINVAL, "matmul: matrix %d has K = %lld, matrix 0 K = %lld", q,
+                              (long long)w[q]->n_cols, (long long)w[0]->n_cols);
+        same = same && xform_of(w[q]->type, act, isa, m) == xform_of(w[0]->type, act, isa, m);
+        rows += w[q]->n_rows;
+    }
+    if (m == 0 || rows == 0)
+        return 0;
+    enum xform xf = xform_of(w[0]->type, act, isa, m);
+    if (xf == XF_NONE || !same) {
+        /* nothing to share (f32 / 16-bit X) or different X forms: one matrix at a time */
+        for (int q = 0; q < n_w; q++) {
+            if (w[q]->n_rows == 0)
+                continue;
+            struct mm_job job = { .w = w[q], .x = x, .m = m, .y = y[q], .act = act };
+            if (pool && ork_pool_threads(pool) > 1 && w[q]->n_rows > 1)
+                ork_pool_run(pool, mm_thread, &job);
+            else
+                mm_rows(&job, 0, w[q]->n_rows);
+        }
+        return 0;
+    }
+    struct mm_multi j = { .w = w, .y = y, .n_w = n_w, .rows = rows, .x = x, .m = m,
+                          .k = w[0]->n_cols, .xf = xf, .isa = isa };
+    run_multi(pool, &j);
+    return 0;
+}
+
 int ork_matmul_act(struct ork_pool *pool, const struct ork_mat *w, const float *x, int64_t m,
                    float *y, enum ork_act act)
 {
-    int ret = check_mat(w);
-    if (ret < 0)
-        return ret;
-    if (m < 0)
-        return ork_errorf(ORK_EINVAL, "matmul with M = %lld", (long long)m);
-    if (m == 0 || w->n_rows == 0)
-        return 0;
-    if (act != ORK_ACT_F32 && act != ORK_ACT_QUANT)
-        return ork_errorf(ORK_EINVAL, "matmul: unknown activation mode %d", (int)act);
-    struct mm_job job = { .w = w, .x = x, .m = m, .y = y, .act = act };
-    if (pool && ork_pool_threads(pool) > 1 && w->n_rows > 1)
-        ork_pool_run(pool, mm_thread, &job);
-    else
-        mm_rows(&job, 0, w->n_rows);
-    return 0;
+    return ork_matmul_act_multi(pool, &w, 1, x, m, &y, act);
 }
 
 int ork_matmul(struct ork_pool *pool, const struct ork_mat *w, const float *x, int64_t m, float *y)

@@ -44,7 +44,6 @@
 #define Q8_0_BYTES 34           /* f16 d, int8 q[32] */
 #define Q4_0_BYTES 18           /* f16 d, 4-bit qs[16] */
 #define Q4_0_OFFSET 8           /* Q4_0 nibble bias */
-#define Q8_QMAX 127.0f          /* symmetric int8 range of the activation quantizers */
 #define QK_K 256                /* elements per K-quant block */
 #define Q4_K_BYTES 144          /* f16 d, f16 dmin, scales[12], qs[128] */
 #define Q4_K_SCALES 4
@@ -408,29 +407,8 @@ int ork_quantize_row_q8_k(const float *x, void *dst, int64_t n)
     if (n < 0 || n % QK_K)
         return ork_errorf(ORK_EINVAL, "Q8_K quantization of %lld elements (not a multiple of 256)",
                           (long long)n);
-    uint8_t *out = dst;
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        const float *xb = x + b * QK_K;
-        uint8_t *ob = out + b * ORK_Q8_K_BYTES;
-        float amax = 0.0f;
-        for (int i = 0; i < QK_K; i++) {
-            float a = fabsf(xb[i]);
-            if (a > amax)
-                amax = a;
-        }
-        float d = amax / Q8_QMAX;
-        float id = d != 0.0f ? 1.0f / d : 0.0f;
-        memcpy(ob, &d, sizeof d);
-        int8_t *q = (int8_t *)(ob + Q8_K_Q);
-        for (int i = 0; i < QK_K; i++)
-            q[i] = (int8_t)roundf(xb[i] * id);
-        for (int g = 0; g < QK_K / 16; g++) {
-            int16_t s = 0;
-            for (int i = 0; i < 16; i++)
-                s = (int16_t)(s + q[16 * g + i]);
-            memcpy(ob + Q8_K_BSUMS + 2 * g, &s, sizeof s);
-        }
-    }
+    /* scalar arithmetic in gemm_q8.c; the SIMD paths give the same bits */
+    ork__quantize_q8_k(ork__kisa(), x, dst, n);
     return 0;
 }
 

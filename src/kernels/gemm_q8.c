@@ -1,0 +1,701 @@
+/* gemm_q8.c -- register-tiled Q8_0 / Q4_0 weights x Q8_0 activations for ORK_ACT_QUANT
+ * matmuls on x86-64 (AVX-512 VNNI, AVX-VNNI, AVX2), and the vectorized activation quantizers
+ * (Q8_0 and Q8_K; AVX2, AVX-512, NEON) that match the scalar ones bit for bit. Not here: the
+ * thread split and the shared activation buffer (matmul.c), the one-row dots (qdot.c).
+ *
+ * Arithmetic: every output is exactly what ork__q8_blocks + ork__q8_end give (kern_priv.h,
+ * struct q8_acc): the same int32 partial p_j per group of four products, the same f32 scale
+ * d = d_w * d_x, the same fmaf into the same lane, the same reduction tree. Only where the
+ * lanes live in the registers changes.
+ *
+ * Layouts. A block pair (blocks 2q and 2q + 1 of a row) is 64 int8 values interleaved by
+ * groups of four: bytes 8j..8j+3 are elements 4j..4j+3 of the even block, bytes 8j+4..8j+7
+ * the same elements of the odd block (j = 0..7). A dot-product instruction then leaves the
+ * partial of group j of the even block in int32 lane 2j and of the odd block in lane 2j+1,
+ * so lane 2j is accumulator lane j and lane 2j+1 is lane j + 8, and the pair's two scales
+ * form the 64-bit pattern (d_even, d_odd) broadcast over the register. A missing odd block
+ * (odd block count) is all zeros with scale 0: fmaf(0, 0, lane) = lane (lanes are never -0).
+ *
+ *   packed X row (xpack_*): q[np][64] int8, bias[np][16] int32 = -128 * (sum of the group's
+ *     four x), d[np][2] f32 (the f16 scales widened), rows GEMM_XROW_ALIGN aligned.
+ *   weight panel (panel_pack): GEMM_NW rows; per row q[np][64] and d[np][2]. With the VNNI
+ *     paths the weights are stored as w + 128 (unsigned; vpdpbusd multiplies u8 by s8) and
+ *     the X bias removes the 128 * sum(x) again, exactly: sum (w + 128) x - 128 sum x.
+ *     AVX2 has no u8 x s8 dot without int16 saturation on such values, so there the panel keeps
+ *     signed w and the kernel multiplies |w| by sign(w) * x (vpmaddubsw cannot saturate:
+ *     |w| <= 128, |x| <= 127, a pair <= 32512).
+ *
+ * Blocking: a panel of GEMM_NW weight rows (a few KiB, stays in L1) meets every X row of a
+ * chunk that fits in L2 (GEMM_L2_X_BYTES), in tiles of up to GEMM_NW x GEMM_MX outputs with
+ * independent accumulators. Ragged M uses the same kernel with fewer X rows (compile-time
+ * counts 1..GEMM_MX); ragged N repeats the panel's last row and drops its outputs. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <ork-kernels/kernels.h>
+
+#include "kern_priv.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define GQ_X86 1
+#include <immintrin.h>
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+#define GQ_NEON 1
+#include <arm_neon.h>
+#endif
+
+#define Q8_0_BLOCK 32
+#define Q8_0_BYTES 34           /* f16 d, int8 q[32] */
+#define Q4_0_BYTES 18           /* f16 d, 4-bit qs[16] */
+#define Q4_0_OFFSET 8           /* Q4_0 nibble bias */
+#define Q8_QMAX 127.0f          /* symmetric int8 range of the activation quantizers */
+#define QK_K 256
+#define Q8_K_Q 4                /* byte offsets inside a Q8_K block */
+#define Q8_K_BSUMS 260
+#define PAIR_Q 64               /* int8 values of a block pair */
+#define PAIR_BIAS 64            /* bytes of a pair's 16 int32 biases */
+#define PAIR_D 8                /* bytes of a pair's two f32 scales */
+#define U8_OFFSET 128           /* w + 128: signed int8 weight as the u8 operand of vpdpbusd */
+/* X bytes per L2-resident chunk: a quarter of the 1 MiB L2 of the Zen 4 / Zen 5 cores this was
+ * tuned on, leaving room for the weight panels and Y. */
+#define GEMM_L2_X_BYTES (256u << 10)
+
+/* ---- activation quantizers ---------------------------------------------------------------- */
+
+static inline void put_f16(uint8_t *p, float d)
+{
+    uint16_t h = ork_f32_to_fp16(d);
+    p[0] = (uint8_t)h;
+    p[1] = (uint8_t)(h >> 8);
+}
+
+/* One Q8_0 block in scalar code (the arithmetic of ork_quantize_row_q8_0 in dot.c). */
+static void q8_0_block_scalar(const float *xb, uint8_t *ob)
+{
+    float amax = 0.0f;
+    for (int i = 0; i < Q8_0_BLOCK; i++) {
+        float a = xb[i] < 0 ? -xb[i] : xb[i];
+        if (a > amax)
+            amax = a;
+    }
+    float d = amax / Q8_QMAX;
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    put_f16(ob, d);
+    for (int i = 0; i < Q8_0_BLOCK; i++)
+        ob[2 + i] = (uint8_t)(int8_t)roundf(xb[i] * id);
+}
+
+/* One Q8_K block in scalar code (ork_quantize_row_q8_k's arithmetic). */
+static void q8_k_block_scalar(const float *xb, uint8_t *ob)
+{
+    float amax = 0.0f;
+    for (int i = 0; i < QK_K; i++) {
+        float a = fabsf(xb[i]);
+        if (a > amax)
+            amax = a;
+    }
+    float d = amax / Q8_QMAX;
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    memcpy(ob, &d, sizeof d);
+    int8_t *q = (int8_t *)(ob + Q8_K_Q);
+    for (int i = 0; i < QK_K; i++)
+        q[i] = (int8_t)roundf(xb[i] * id);
+    for (int g = 0; g < QK_K / 16; g++) {
+        int16_t s = 0;
+        for (int i = 0; i < 16; i++)
+            s = (int16_t)(s + q[16 * g + i]);
+        memcpy(ob + Q8_K_BSUMS + 2 * g, &s, sizeof s);
+    }
+}
+
+#ifdef GQ_X86
+#define TGT_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define TGT_AVXVNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
+#define TGT_AVX512 \
+    __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+
+/* roundf (half away from zero) of v, exactly: t = trunc(v) and v - t are exact, so adding
+ * sign(v) when |v - t| >= 0.5 gives the rounded value. Then to int32 (exact, in range). */
+TGT_AVX2 static inline __m256i round_away_avx2(__m256 v)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m256 f = _mm256_andnot_ps(sign, _mm256_sub_ps(v, t));
+    __m256 one = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_and_ps(sign, v));
+    __m256 up = _mm256_and_ps(_mm256_cmp_ps(f, _mm256_set1_ps(0.5f), _CMP_GE_OQ), one);
+    return _mm256_cvttps_epi32(_mm256_add_ps(t, up));
+}
+
+/* Largest |x| of n (multiple of 8) values; NaN elements are skipped like the scalar's
+ * "a > amax" test (vmaxps returns its second operand when either is NaN). */
+TGT_AVX2 static inline float amax_avx2(const float *x, int n)
+{
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 m = _mm256_setzero_ps();
+    for (int i = 0; i < n; i += 8)
+        m = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + i), abs_mask), m);
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
+/* 32 values times id, rounded, as int8 in element order. */
+TGT_AVX2 static inline __m256i q32_avx2(const float *x, float id)
+{
+    __m256 vid = _mm256_set1_ps(id);
+    __m256i q[4];
+    for (int i = 0; i < 4; i++)
+        q[i] = round_away_avx2(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), vid));
+    /* keep the low byte of each int32 (the truncating conversion of the scalar cast) */
+    const __m256i low = _mm256_set1_epi32(0xff);
+    for (int i = 0; i < 4; i++)
+        q[i] = _mm256_and_si256(q[i], low);
+    __m256i a = _mm256_packus_epi32(q[0], q[1]), b = _mm256_packus_epi32(q[2], q[3]);
+    __m256i c = _mm256_packus_epi16(a, b);
+    /* packs work per 128-bit lane: restore element order (dwords 0 4 1 5 2 6 3 7) */
+    return _mm256_permutevar8x32_epi32(c, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+TGT_AVX2 static void quant_q8_0_avx2(const float *x, uint8_t *dst, int64_t nb)
+{
+    for (int64_t b = 0; b < nb; b++) {
+        const float *xb = x + b * Q8_0_BLOCK;
+        uint8_t *ob = dst + b * Q8_0_BYTES;
+        float d = amax_avx2(xb, Q8_0_BLOCK) / Q8_QMAX;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        put_f16(ob, d);
+        _mm256_storeu_si256((__m256i *)(ob + 2), q32_avx2(xb, id));
+    }
+}
+
+TGT_AVX2 static void quant_q8_k_avx2(const float *x, uint8_t *dst, int64_t nb)
+{
+    for (int64_t b = 0; b < nb; b++) {
+        const float *xb = x + b * QK_K;
+        uint8_t *ob = dst + b * ORK_Q8_K_BYTES;
+        float d = amax_avx2(xb, QK_K) / Q8_QMAX;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        memcpy(ob, &d, sizeof d);
+        for (int c = 0; c < QK_K / 32; c++) {
+            __m256i q = q32_avx2(xb + 32 * c, id);
+            _mm256_storeu_si256((__m256i *)(ob + Q8_K_Q + 32 * c), q);
+            /* group sums of 16: widen to int16, add pairs, fold */
+            __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q);
+            __m256i s32 = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+            __m128i lo = _mm256_castsi256_si128(s32), hi = _mm256_extracti128_si256(s32, 1);
+            lo = _mm_hadd_epi32(lo, hi);                /* 2+2 quads of 4 */
+            lo = _mm_hadd_epi32(lo, lo);                /* group 2c, 2c + 1 */
+            int16_t g0 = (int16_t)_mm_cvtsi128_si32(lo);
+            int16_t g1 = (int16_t)_mm_extract_epi32(lo, 1);
+            memcpy(ob + Q8_K_BSUMS + 4 * c, &g0, 2);
+            memcpy(ob + Q8_K_BSUMS + 4 * c + 2, &g1, 2);
+        }
+    }
+}
+
+TGT_AVX512 static inline __m512i round_away_512(__m512 v)
+{
+    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
+    __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m512 f = _mm512_abs_ps(_mm512_sub_ps(v, t));
+    __mmask16 up = _mm512_cmp_ps_mask(f, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+    __m512 one = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(_mm512_set1_ps(1.0f)),
+                                                     _mm512_and_si512(sign, _mm512_castps_si512(v))));
+    return _mm512_cvttps_epi32(_mm512_mask_add_ps(t, up, t, one));
+}
+
+TGT_AVX512 static inline float amax_512(const float *x, int n)
+{
+    __m512 m = _mm512_setzero_ps();
+    for (int i = 0; i < n; i += 16)
+        m = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + i)), m);
+    return _mm512_reduce_max_ps(m);
+}
+
+TGT_AVX512 static void quant_q8_0_512(const float *x, uint8_t *dst, int64_t nb)
+{
+    for (int64_t b = 0; b < nb; b++) {
+        const float *xb = x + b * Q8_0_BLOCK;
+        uint8_t *ob = dst + b * Q8_0_BYTES;
+        float d = amax_512(xb, Q8_0_BLOCK) / Q8_QMAX;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        put_f16(ob, d);
+        __m512 vid = _mm512_set1_ps(id);
+        __m128i q0 = _mm512_cvtepi32_epi8(round_away_512(_mm512_mul_ps(_mm512_loadu_ps(xb), vid)));
+        __m128i q1 = _mm512_cvtepi32_epi8(
+            round_away_512(_mm512_mul_ps(_mm512_loadu_ps(xb + 16), vid)));
+        _mm_storeu_si128((__m128i *)(ob + 2), q0);
+        _mm_storeu_si128((__m128i *)(ob + 18), q1);
+    }
+}
+
+TGT_AVX512 static void quant_q8_k_512(const float *x, uint8_t *dst, int64_t nb)
+{
+    for (int64_t b = 0; b < nb; b++) {
+        const float *xb = x + b * QK_K;
+        uint8_t *ob = dst + b * ORK_Q8_K_BYTES;
+        float d = amax_512(xb, QK_K) / Q8_QMAX;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        memcpy(ob, &d, sizeof d);
+        __m512 vid = _mm512_set1_ps(id);
+        for (int g = 0; g < QK_K / 16; g++) {
+            __m512i q = round_away_512(_mm512_mul_ps(_mm512_loadu_ps(xb + 16 * g), vid));
+            _mm_storeu_si128((__m128i *)(ob + Q8_K_Q + 16 * g), _mm512_cvtepi32_epi8(q));
+            int16_t s = (int16_t)_mm512_reduce_add_epi32(q);
+            memcpy(ob + Q8_K_BSUMS + 2 * g, &s, sizeof s);
+        }
+    }
+}
+#endif
+
+#ifdef GQ_NEON
+/* vcvtaq_s32_f32 rounds to nearest with ties away from zero: roundf itself. */
+static inline float amax_neon(const float *x, int n)
+{
+    float32x4_t m = vdupq_n_f32(0.0f);
+    for (int i = 0; i < n; i += 4) {
+        float32x4_t a = vabsq_f32(vld1q_f32(x + i));
+        m = vbslq_f32(vcgtq_f32(a, m), a, m);   /* NaN compares false: skipped */
+    }
+    return vmaxvq_f32(m);
+}
+
+static inline int8x16_t q16_neon(const float *x, float32x4_t vid)
+{
+    int32x4_t q[4];
+    for (int i = 0; i < 4; i++)
+        q[i] = vcvtaq_s32_f32(vmulq_f32(vld1q_f32(x + 4 * i), vid));
+    int16x8_t a = vcombine_s16(vmovn_s32(q[0]), vmovn_s32(q[1]));
+    int16x8_t b = vcombine_s16(vmovn_s32(q[2]), vmovn_s32(q[3]));
+    return vcombine_s8(vmovn_s16(a), vmovn_s16(b));
+}
+
+static void quant_q8_0_neon(const float *x, uint8_t *dst, int64_t nb)
+{
+    for (int64_t b = 0; b < nb; b++) {
+        const float *xb = x + b * Q8_0_BLOCK;
+        uint8_t *ob = dst + b * Q8_0_BYTES;
+        float d = amax_neon(xb, Q8_0_BLOCK) / Q8_QMAX;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        put_f16(ob, d);
+        float32x4_t vid = vdupq_n_f32(id);
+        vst1q_s8((int8_t *)ob + 2, q16_neon(xb, vid));
+        vst1q_s8((int8_t *)ob + 18, q16_neon(xb + 16, vid));
+    }
+}
+
+static void quant_q8_k_neon(const float *x, uint8_t *dst, int64_t nb)
+{
+    for (int64_t b = 0; b < nb; b++) {
+        const float *xb = x + b * QK_K;
+        uint8_t *ob = dst + b * ORK_Q8_K_BYTES;
+        float d = amax_neon(xb, QK_K) / Q8_QMAX;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        memcpy(ob, &d, sizeof d);
+        float32x4_t vid = vdupq_n_f32(id);
+        for (int g = 0; g < QK_K / 16; g++) {
+            int8x16_t q = q16_neon(xb + 16 * g, vid);
+            vst1q_s8((int8_t *)ob + Q8_K_Q + 16 * g, q);
+            int16_t s = (int16_t)vaddlvq_s8(q);
+            memcpy(ob + Q8_K_BSUMS + 2 * g, &s, sizeof s);
+        }
+    }
+}
+#endif
+
+void ork__quantize_q8_0(enum kisa k, const float *x, uint8_t *dst, int64_t n)
+{
+    int64_t nb = n / Q8_0_BLOCK;
+    switch (k) {
+#ifdef GQ_X86
+    case KISA_AVX2:
+    case KISA_AVXVNNI: quant_q8_0_avx2(x, dst, nb); return;
+    case KISA_AVX512VNNI: quant_q8_0_512(x, dst, nb); return;
+#endif
+#ifdef GQ_NEON
+    case KISA_NEON:
+    case KISA_NEON_DOT: quant_q8_0_neon(x, dst, nb); return;
+#endif
+    default:
+        for (int64_t b = 0; b < nb; b++)
+            q8_0_block_scalar(x + b * Q8_0_BLOCK, dst + b * Q8_0_BYTES);
+        return;
+    }
+}
+
+void ork__quantize_q8_k(enum kisa k, const float *x, uint8_t *dst, int64_t n)
+{
+    int64_t nb = n / QK_K;
+    switch (k) {
+#ifdef GQ_X86
+    case KISA_AVX2:
+    case KISA_AVXVNNI: quant_q8_k_avx2(x, dst, nb); return;
+    case KISA_AVX512VNNI: quant_q8_k_512(x, dst, nb); return;
+#endif
+#ifdef GQ_NEON
+    case KISA_NEON:
+    case KISA_NEON_DOT: quant_q8_k_neon(x, dst, nb); return;
+#endif
+    default:
+        for (int64_t b = 0; b < nb; b++)
+            q8_k_block_scalar(x + b * QK_K, dst + b * ORK_Q8_K_BYTES);
+        return;
+    }
+}
+
+/* ---- packed activations -------------------------------------------------------------------- */
+
+static inline int64_t n_pairs(int64_t k)
+{
+    return (k / Q8_0_BLOCK + 1) / 2;
+}
+
+size_t ork__xpack_row_bytes(int64_t k)
+{
+    size_t b = (size_t)n_pairs(k) * (PAIR_Q + PAIR_BIAS + PAIR_D);
+    return (b + ORK_GEMM_ALIGN - 1) / ORK_GEMM_ALIGN * ORK_GEMM_ALIGN;
+}
+
+/* Interleave blocks a and b (32 int8 each; b may be NULL: zeros) into a pair. */
+static inline void interleave_pair(const int8_t *a, const int8_t *b, int8_t *out)
+{
+    for (int j = 0; j < 8; j++) {
+        memcpy(out + 8 * j, a + 4 * j, 4);
+        if (b)
+            memcpy(out + 8 * j + 4, b + 4 * j, 4);
+        else
+            memset(out + 8 * j + 4, 0, 4);
+    }
+}
+
+void ork__xpack_rows(enum kisa k, const float *x, int64_t k_cols, int64_t rows, uint8_t *dst)
+{
+    const int64_t nb = k_cols / Q8_0_BLOCK, np = n_pairs(k_cols);
+    const size_t rb = ork__xpack_row_bytes(k_cols);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * k_cols;
+        uint8_t *o = dst + (size_t)r * rb;
+        int8_t *q = (int8_t *)o;
+        int32_t *bias = (int32_t *)(o + (size_t)np * PAIR_Q);
+        float *d = (float *)(o + (size_t)np * (PAIR_Q + PAIR_BIAS));
+        for (int64_t p = 0; p < np; p++) {
+            uint8_t blk[2][Q8_0_BYTES];
+            bool two = 2 * p + 1 < nb;
+            ork__quantize_q8_0(k, xr + 2 * p * Q8_0_BLOCK, blk[0],
+                               (two ? 2 : 1) * Q8_0_BLOCK);
+            int8_t *qp = q + p * PAIR_Q;
+            interleave_pair((const int8_t *)blk[0] + 2, two ? (const int8_t *)blk[1] + 2 : NULL,
+                            qp);
+            for (int l = 0; l < 16; l++) {
+                int32_t s = 0;
+                for (int e = 0; e < 4; e++)
+                    s += qp[4 * l + e];
+                bias[p * 16 + l] = -U8_OFFSET * s;
+            }
+            d[2 * p] = ork_fp16_to_f32((uint16_t)(blk[0][0] | blk[0][1] << 8));
+            d[2 * p + 1] = two ? ork_fp16_to_f32((uint16_t)(blk[1][0] | blk[1][1] << 8)) : 0.0f;
+        }
+    }
+}
+
+/* ---- x86 tiles ------------------------------------------------------------------------------ */
+
+#ifdef GQ_X86
+/* 32 signed weight values of a Q8_0 / Q4_0 block (Q4_0: element i < 16 the low nibble of
+ * qs[i] minus 8, element i + 16 the high nibble minus 8). */
+static inline void unpack32(uint32_t type, const uint8_t *wq, int8_t *out)
+{
+    if (type == ORK_TYPE_Q8_0) {
+        memcpy(out, wq, Q8_0_BLOCK);
+        return;
+    }
+    for (int i = 0; i < Q8_0_BLOCK / 2; i++) {
+        out[i] = (int8_t)((wq[i] & 15) - Q4_0_OFFSET);
+        out[i + 16] = (int8_t)((wq[i] >> 4) - Q4_0_OFFSET);
+    }
+}
+
+TGT_AVX2 static inline __m256i unpack32_avx2(uint32_t type, const uint8_t *wq)
+{
+    if (type == ORK_TYPE_Q8_0)
+        return _mm256_loadu_si256((const __m256i *)wq);
+    __m128i b = _mm_loadu_si128((const __m128i *)wq);
+    __m128i lo = _mm_and_si128(b, _mm_set1_epi8(15));
+    __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(15));
+    return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(Q4_0_OFFSET));
+}
+
+/* One weight row into panel slot: interleaved pairs (+128 when unsign) and widened scales. */
+TGT_AVX2 static void panel_row(uint32_t type, const uint8_t *row, int64_t nb, bool unsign,
+                               int8_t *q, float *d)
+{
+    const size_t wbytes = type == ORK_TYPE_Q8_0 ? Q8_0_BYTES : Q4_0_BYTES;
+    const __m256i flip = _mm256_set1_epi8(unsign ? (char)0x80 : 0);
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        const uint8_t *w0 = row + (size_t)b * wbytes, *w1 = w0 + wbytes;
+        __m256i a = unpack32_avx2(type, w0 + 2), c = unpack32_avx2(type, w1 + 2);
+        __m256i lo = _mm256_unpacklo_epi32(a, c), hi = _mm256_unpackhi_epi32(a, c);
+        __m256i o0 = _mm256_permute2x128_si256(lo, hi, 0x20);
+        __m256i o1 = _mm256_permute2x128_si256(lo, hi, 0x31);
+        _mm256_storeu_si256((__m256i *)(q + b * 32), _mm256_xor_si256(o0, flip));
+        _mm256_storeu_si256((__m256i *)(q + b * 32 + 32), _mm256_xor_si256(o1, flip));
+        d[b] = _cvtsh_ss((unsigned short)(w0[0] | w0[1] << 8));
+        d[b + 1] = _cvtsh_ss((unsigned short)(w1[0] | w1[1] << 8));
+    }
+    if (b < nb) {
+        const uint8_t *w0 = row + (size_t)b * wbytes;
+        int8_t v[Q8_0_BLOCK];
+        unpack32(type, w0 + 2, v);
+        interleave_pair(v, NULL, q + b * 32);
+        if (unsign)
+            for (int i = 0; i < PAIR_Q; i++)
+                q[b * 32 + i] = (int8_t)(q[b * 32 + i] ^ 0x80);
+        d[b] = _cvtsh_ss((unsigned short)(w0[0] | w0[1] << 8));
+        d[b + 1] = 0.0f;
+    }
+}
+
+struct gemm_args {
+    const int8_t *wq;       /* panel quants: GEMM_NW rows of np * 64 */
+    const float *wd;        /* panel scales: GEMM_NW rows of np * 2 */
+    int64_t np;
+    const uint8_t *x[ORK_GEMM_MX];  /* packed X rows */
+    float *y[ORK_GEMM_MX];  /* output rows (Y + m * ldy + first column of the panel) */
+    int nw;                 /* valid panel rows */
+};
+
+TGT_AVX2 static inline __m256 bcast_pair256(const void *p)
+{
+    double v;
+    memcpy(&v, p, sizeof v);
+    return _mm256_castpd_ps(_mm256_set1_pd(v));
+}
+
+/* Reduction in ork__q8_end's order from two 8-lane halves in pair layout: h0 holds lanes
+ * (l0, l8, l1, l9, l2, l10, l3, l11), h1 the same for j = 4..7. */
+TGT_AVX2 static inline float reduce_pair256(__m256 h0, __m256 h1)
+{
+    /* r8[j] = l[j] + l[j + 8]: even + odd positions */
+    __m256 ev = _mm256_shuffle_ps(h0, h1, 0x88), od = _mm256_shuffle_ps(h0, h1, 0xdd);
+    /* ev = (l0 l1 | l4 l5 | l2 l3 | l6 l7) by 128-bit lane; fix to r8[0..3] low, r8[4..7] high */
+    __m256 r8 = _mm256_add_ps(ev, od);
+    r8 = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(r8), 0xd8));
+    __m128 r4 = _mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1));
+    __m128 r2 = _mm_add_ps(r4, _mm_movehl_ps(r4, r4));
+    return _mm_cvtss_f32(_mm_add_ss(r2, _mm_movehdup_ps(r2)));
+}
+
+TGT_AVX512 static inline float reduce_pair512(__m512 a)
+{
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0);
+    __m256 r8 = _mm512_castps512_ps256(
+        _mm512_add_ps(_mm512_permutexvar_ps(ev, a), _mm512_permutexvar_ps(od, a)));
+    __m128 r4 = _mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1));
+    __m128 r2 = _mm_add_ps(r4, _mm_movehl_ps(r4, r4));
+    return _mm_cvtss_f32(_mm_add_ss(r2, _mm_movehdup_ps(r2)));
+}
+
+#define NW ORK_GEMM_NW
+
+/* AVX-512 VNNI tile: NW weight rows x MX X rows, one zmm accumulator each. */
+#define TILE512(MX)                                                                            \
+    TGT_AVX512 static void tile512_##MX(const struct gemm_args *g)                             \
+    {                                                                                          \
+        const int64_t np = g->np;                                                              \
+        __m512 acc[NW][MX];                                                                    \
+        for (int i = 0; i < NW; i++)                                                           \
+            for (int t = 0; t < MX; t++)                                                       \
+                acc[i][t] = _mm512_setzero_ps();                                               \
+        const uint8_t *xb[MX];                                                                 \
+        const uint8_t *xd[MX];                                                                 \
+        for (int t = 0; t < MX; t++) {                                                         \
+            xb[t] = g->x[t] + (size_t)np * PAIR_Q;                                             \
+            xd[t] = g->x[t] + (size_t)np * (PAIR_Q + PAIR_BIAS);                               \
+        }                                                                                      \
+        for (int64_t p = 0; p < np; p++) {                                                     \
+            __m512i wv[NW];                                                                    \
+            __m512 dw[NW];                                                                     \
+            for (int i = 0; i < NW; i++) {                                                     \
+                wv[i] = _mm512_loadu_si512(g->wq + ((size_t)i * np + p) * PAIR_Q);            \
+                double dd;                                                                     \
+                memcpy(&dd, g->wd + ((size_t)i * np + p) * 2, sizeof dd);                      \
+                dw[i] = _mm512_castpd_ps(_mm512_set1_pd(dd));                                  \
+            }                                                                                  \
+            for (int t = 0; t < MX; t++) {                                                     \
+                __m512i xv = _mm512_loadu_si512(g->x[t] + p * PAIR_Q);                         \
+                __m512i bias = _mm512_loadu_si512(xb[t] + p * PAIR_BIAS);                      \
+                double dd;                                                                     \
+                memcpy(&dd, xd[t] + p * PAIR_D, sizeof dd);                                    \
+                __m512 dx = _mm512_castpd_ps(_mm512_set1_pd(dd));                              \
+                for (int i = 0; i < NW; i++) {                                                 \
+                    __m512i s = _mm512_dpbusd_epi32(bias, wv[i], xv);                          \
+                    __m512 d = _mm512_mul_ps(dw[i], dx);                                       \
+                    acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), d, acc[i][t]);          \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+        for (int t = 0; t < MX; t++)                                                           \
+            for (int i = 0; i < g->nw; i++)                                                    \
+                g->y[t][i] = reduce_pair512(acc[i][t]);                                        \
+    }
+
+TILE512(1)
+TILE512(2)
+TILE512(3)
+TILE512(4)
+
+/* 256-bit tiles: each pair is two halves (groups 0-3, 4-7) with one accumulator each.
+ * VNNI: vpdpbusd on (w + 128, x) from the bias; AVX2: vpmaddubsw on (|w|, sign(w) * x). */
+#define NW2 2
+TGT_AVXVNNI static inline __m256i part_vnni(__m256i bias, __m256i w, __m256i x)
+{
+    return _mm256_dpbusd_avx_epi32(bias, w, x);
+}
+
+TGT_AVX2 static inline __m256i part_avx2(__m256i bias, __m256i w, __m256i x)
+{
+    (void)bias;
+    __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+    return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+
+#define TILE256(NAME, TGT, PART, MX)                                                           \
+    TGT static void NAME##_##MX(const struct gemm_args *g, int r0)                             \
+    {                                                                                          \
+        const int64_t np = g->np;                                                              \
+        __m256 acc[NW2][MX][2];                                                                \
+        for (int i = 0; i < NW2; i++)                                                          \
+            for (int t = 0; t < MX; t++)                                                       \
+                acc[i][t][0] = acc[i][t][1] = _mm256_setzero_ps();                             \
+        for (int64_t p = 0; p < np; p++) {                                                     \
+            __m256i wv[NW2][2];                                                                \
+            __m256 dw[NW2];                                                                    \
+            for (int i = 0; i < NW2; i++) {                                                    \
+                const int8_t *wp = g->wq + ((size_t)(r0 + i) * np + p) * PAIR_Q;               \
+                wv[i][0] = _mm256_loadu_si256((const __m256i *)wp);                            \
+                wv[i][1] = _mm256_loadu_si256((const __m256i *)(wp + 32));                     \
+                dw[i] = bcast_pair256(g->wd + ((size_t)(r0 + i) * np + p) * 2);                \
+            }                                                                                  \
+            for (int t = 0; t < MX; t++) {                                                     \
+                const uint8_t *xp = g->x[t];                                                   \
+                __m256i x0 = _mm256_loadu_si256((const __m256i *)(xp + p * PAIR_Q));           \
+                __m256i x1 = _mm256_loadu_si256((const __m256i *)(xp + p * PAIR_Q + 32));      \
+                const uint8_t *bp = xp + (size_t)np * PAIR_Q + p * PAIR_BIAS;                  \
+                __m256i b0 = _mm256_loadu_si256((const __m256i *)bp);                          \
+                __m256i b1 = _mm256_loadu_si256((const __m256i *)(bp + 32));                   \
+                __m256 dx = bcast_pair256(xp + (size_t)np * (PAIR_Q + PAIR_BIAS) + p * PAIR_D); \
+                for (int i = 0; i < NW2; i++) {                                                \
+                    __m256 d = _mm256_mul_ps(dw[i], dx);                                       \
+                    acc[i][t][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(PART(b0, wv[i][0], x0)), \
+                                                   d, acc[i][t][0]);                           \
+                    acc[i][t][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(PART(b1, wv[i][1], x1)), \
+                                                   d, acc[i][t][1]);                           \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+        for (int t = 0; t < MX; t++)                                                           \
+            for (int i = 0; i < NW2 && r0 + i < g->nw; i++)                                    \
+                g->y[t][r0 + i] = reduce_pair256(acc[i][t][0], acc[i][t][1]);                  \
+    }
+
+TILE256(tile_vnni, TGT_AVXVNNI, part_vnni, 1)
+TILE256(tile_vnni, TGT_AVXVNNI, part_vnni, 2)
+TILE256(tile_avx2, TGT_AVX2, part_avx2, 1)
+TILE256(tile_avx2, TGT_AVX2, part_avx2, 2)
+
+static void run_tile(enum kisa k, const struct gemm_args *g, int mx)
+{
+    if (k == KISA_AVX512VNNI) {
+        switch (mx) {
+        case 1: tile512_1(g); return;
+        case 2: tile512_2(g); return;
+        case 3: tile512_3(g); return;
+        default: tile512_4(g); return;
+        }
+    }
+    /* 256-bit: NW2 x 2 tiles over the panel */
+    for (int r0 = 0; r0 < g->nw; r0 += NW2) {
+        for (int t0 = 0; t0 < mx; t0 += 2) {
+            struct gemm_args h = *g;
+            for (int t = 0; t < 2 && t0 + t < mx; t++) {
+                h.x[t] = g->x[t0 + t];
+                h.y[t] = g->y[t0 + t];
+            }
+            bool one = mx - t0 == 1;
+            if (k == KISA_AVXVNNI) {
+                if (one)
+                    tile_vnni_1(&h, r0);
+                else
+                    tile_vnni_2(&h, r0);
+            } else {
+                if (one)
+                    tile_avx2_1(&h, r0);
+                else
+                    tile_avx2_2(&h, r0);
+            }
+        }
+    }
+}
+#endif
+
+bool ork__gemm_q8_ok(enum kisa k)
+{
+#ifdef GQ_X86
+    return k == KISA_AVX2 || k == KISA_AVXVNNI || k == KISA_AVX512VNNI;
+#else
+    (void)k;
+    return false;
+#endif
+}
+
+size_t ork__gemm_panel_bytes(int64_t k)
+{
+    return (size_t)ORK_GEMM_NW * (size_t)n_pairs(k) * (PAIR_Q + PAIR_D) + ORK_GEMM_ALIGN;
+}
+
+int64_t ork__gemm_chunk_rows(int64_t k)
+{
+    int64_t c = (int64_t)(GEMM_L2_X_BYTES / ork__xpack_row_bytes(k));
+    c -= c % ORK_GEMM_MX;
+    return c < ORK_GEMM_MX ? ORK_GEMM_MX : c;
+}
+
+void ork__gemm_q8(enum kisa k, const struct ork_mat *w, int64_t r0, int64_t r1,
+                  const uint8_t *xp, int64_t m, float *y, int64_t ldy, uint8_t *panel)
+{
+#ifdef GQ_X86
+    const int64_t kc = w->n_cols, nb = kc / Q8_0_BLOCK, np = n_pairs(kc);
+    const size_t xrb = ork__xpack_row_bytes(kc);
+    const bool unsign = k != KISA_AVX2;
+    int8_t *pq = (int8_t *)(((uintptr_t)panel + ORK_GEMM_ALIGN - 1) & ~(uintptr_t)(ORK_GEMM_ALIGN - 1));
+    float *pd = (float *)(pq + (size_t)NW * np * PAIR_Q);
+    const int64_t mc = ork__gemm_chunk_rows(kc);
+    for (int64_t m0 = 0; m0 < m; m0 += mc) {
+        const int64_t m1 = m0 + mc < m ? m0 + mc : m;
+        for (int64_t n0 = r0; n0 < r1; n0 += NW) {
+            int nw = r1 - n0 < NW ? (int)(r1 - n0) : NW;
+            for (int i = 0; i < NW; i++) {
+                int64_t r = n0 + (i < nw ? i : nw - 1);
+                panel_row(w->type, (const uint8_t *)w->data + (size_t)r * w->row_bytes, nb,
+                          unsign, pq + (size_t)i * np * PAIR_Q, pd + (size_t)i * np * 2);
+            }
+            struct gemm_args g = { .wq = pq, .wd = pd, .np = np, .nw = nw };
+            for (int64_t t0 = m0; t0 < m1; t0 += ORK_GEMM_MX) {
+                int mx = m1 - t0 < ORK_GEMM_MX ? (int)(m1 - t0) : ORK_GEMM_MX;
+                for (int t = 0; t < mx; t++) {
+                    g.x[t] = xp + (size_t)(t0 + t) * xrb;
+                    g.y[t] = y + (t0 + t) * ldy + n0;
+                }
+                run_tile(k, &g, mx);
+            }
+        }
+    }
+#else
+    (void)k, (void)w, (void)r0, (void)r1, (void)xp, (void)m, (void)y, (void)ldy, (void)panel;
+#endif
+}
