@@ -99,6 +99,12 @@ struct ork_npu_exec_stats {
     double model_npu_ms;        /* modelled NPU time of every submit (critical path) */
     double model_core_busy_ms[3]; /* modelled busy time per NPU core */
     double sect_ms[6];          /* wall per section: qkv, o, gate_up, down, lm_head, cpu rest */
+    /* Decode overlap (CPU work while an asynchronous submit is in flight). Modelled time per
+     * batch = model_npu_ms + (wall_ms - npu_wall_ms) - cpu_overlap_ms. */
+    uint64_t n_overlapped;      /* asynchronous submits with CPU work of the forward behind them */
+    double cpu_inflight_ms;     /* CPU wall time (outside NPU runs) while they were in flight */
+    double cpu_overlap_ms;      /* the part of it hidden: per submit, up to its modelled duration
+                                 * (sim; 0 on hardware, which has no modelled clock) */
 };
 /* 0 and the counters, or ORK_ENOENT when the model runs on the CPU. */
 int ork_model_npu_stats(const struct ork_model *m, struct ork_npu_exec_stats *out);

@@ -23,7 +23,9 @@
 extern "C" {
 #endif
 
-#define ORK_ORKPACK_VERSION 2u          /* 2: NPU-tiled weights, npu_max_m in the header */
+#define ORK_ORKPACK_VERSION 3u          /* 2: NPU-tiled weights, npu_max_m in the header;
+                                         * 3: the O projection as two halves by attention
+                                         * heads (blk.L.attn_output.a / .b) */
 #define ORK_ORKPACK_NAME_MAX 48         /* tensor names, NUL included */
 
 /* Identity of the source GGUF: a pack built from other bytes is stale. */

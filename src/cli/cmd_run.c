@@ -138,6 +138,9 @@ void ork_cli_npu_report(FILE *out, const struct ork_model *m)
             (unsigned long long)st.n_submits, (double)st.n_submits / rows, st.wall_ms,
             st.npu_wall_ms, st.model_npu_ms, st.model_core_busy_ms[0],
             st.model_core_busy_ms[1], st.model_core_busy_ms[2]);
+    fprintf(out, "npu: CPU overlapped %.2f ms (%.2f ms per row; %llu asynchronous submits with "
+            "%.2f ms of CPU work in flight)\n", st.cpu_overlap_ms, st.cpu_overlap_ms / rows,
+            (unsigned long long)st.n_overlapped, st.cpu_inflight_ms);
     fprintf(out, "profile (wall ms):");
     for (int k = 0; k < 6; k++)
         fprintf(out, " %s %.1f", sect[k], st.sect_ms[k]);

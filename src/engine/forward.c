@@ -74,6 +74,7 @@ struct attn_job {
     const struct fwd_rows *rows;
     int32_t layer;
     int32_t n_heads, n_kv_heads, head_dim;
+    int32_t h0, h1;         /* the heads to compute: [h0, h1) */
     const float *q;         /* (n, n_heads * head_dim) */
     float *out;             /* (n, n_heads * head_dim) */
     float *scores;          /* (nth, ctx) */
@@ -87,9 +88,10 @@ static void attn_worker(void *ctx, int ith, int nth)
     int32_t q_dim = j->n_heads * j->head_dim;
     int32_t group = j->n_heads / j->n_kv_heads;
     float *sc = j->scores + (size_t)ith * (size_t)j->ctx;
-    int32_t n_items = j->rows->n * j->n_heads;
+    int32_t nh = j->h1 - j->h0;
+    int32_t n_items = j->rows->n * nh;
     for (int32_t it = ith; it < n_items; it += nth) {
-        int32_t i = it / j->n_heads, h = it % j->n_heads;
+        int32_t i = it / nh, h = j->h0 + it % nh;
         const struct ork_kv_cache *kv = row_kv(j->rows, i);
         int32_t n_pos = row_pos(j->rows, i) + 1;            /* causal: keys 0 .. pos */
         int32_t off = (h / group) * j->head_dim;            /* GQA: the shared kv head */
@@ -99,6 +101,14 @@ static void attn_worker(void *ctx, int ith, int nth)
         ork__kv_weighted_sum(kv, j->layer, off, j->head_dim, sc, n_pos,
                              j->out + (size_t)i * q_dim + (size_t)h * j->head_dim);
     }
+}
+
+static void attention(struct attn_job *j, struct ork_pool *pool)
+{
+    if (pool)
+        ork_pool_run(pool, attn_worker, j);
+    else
+        attn_worker(j, 0, 1);
 }
 
 /* ---- helpers ----------------------------------------------------------------------------- */
@@ -116,16 +126,17 @@ static void rmsnorm_rows(float *out, const float *x, const float *w, int32_t m, 
         ork_rmsnorm(out + (size_t)i * n, x + (size_t)i * n, w, n, eps);
 }
 
-/* Per-head RMSNorm (qwen3) then RoPE, for the rows of n_h heads at their positions. */
-static void norm_rope_heads(float *x, int32_t n_h, const float *norm, const struct ork_model *md,
-                            const struct fwd_rows *r)
+/* Per-head RMSNorm (qwen3) then RoPE, for heads [h0, h1) of the rows of n_h heads at their
+ * positions. */
+static void norm_rope_heads(float *x, int32_t n_h, int32_t h0, int32_t h1, const float *norm,
+                            const struct ork_model *md, const struct fwd_rows *r)
 {
     int32_t m = r->n;
     const struct ork_model_config *c = &md->cfg;
     int neox = c->arch != ORK_ARCH_LLAMA;
     int32_t hd = c->head_dim;
     for (int32_t i = 0; i < m; i++)
-        for (int32_t h = 0; h < n_h; h++) {
+        for (int32_t h = h0; h < h1; h++) {
             float *v = x + ((size_t)i * n_h + h) * hd;
             if (norm)
                 ork_rmsnorm(v, v, norm, hd, c->rms_eps);
@@ -227,19 +238,34 @@ static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, flo
             add_rows(k, L->bk, n, kv_dim);
             add_rows(v, L->bv, n, kv_dim);
         }
-        norm_rope_heads(q, c->n_heads, L->q_norm, md, r);
-        norm_rope_heads(k, c->n_kv_heads, L->k_norm, md, r);
+        /* heads of the O projection's first half when the NPU executor overlaps it with the
+         * second half's attention (0: one O projection after all heads) */
+        int32_t ha = ork__npu_exec_o_split(md->npu, l, n, c->n_heads);
+        norm_rope_heads(k, c->n_kv_heads, 0, c->n_kv_heads, L->k_norm, md, r);
         for (int32_t i = 0; i < n; i++)
             ork__kv_store(row_kv(r, i), l, row_pos(r, i), k + (size_t)i * kv_dim,
                           v + (size_t)i * kv_dim);
         job.layer = l;
-        if (attn_pool)
-            ork_pool_run(attn_pool, attn_worker, &job);
-        else
-            attn_worker(&job, 0, 1);
-        NPU_RUN(ORK__NPU_O, l, att, n, xb);
-        if (!npu_done)
-            MATMUL(L->wo, att, n, xb);
+        job.h0 = 0;
+        job.h1 = ha ? ha : c->n_heads;
+        norm_rope_heads(q, c->n_heads, job.h0, job.h1, L->q_norm, md, r);
+        attention(&job, attn_pool);
+        if (ha) {
+            int ret = ork__npu_exec_o_submit(md->npu, l, att, n);
+            if (ret < 0)
+                return ret;
+            /* the other heads while the first half's O projection runs on the NPU */
+            job.h0 = ha;
+            job.h1 = c->n_heads;
+            norm_rope_heads(q, c->n_heads, job.h0, job.h1, L->q_norm, md, r);
+            attention(&job, attn_pool);
+            if ((ret = ork__npu_exec_o_finish(md->npu, l, att, n, xb)) < 0)
+                return ret;
+        } else {
+            NPU_RUN(ORK__NPU_O, l, att, n, xb);
+            if (!npu_done)
+                MATMUL(L->wo, att, n, xb);
+        }
         for (size_t i = 0; i < (size_t)n * dim; i++)
             x[i] += xb[i];
 

@@ -69,6 +69,17 @@ void ork__npu_exec_destroy(struct ork__npu_exec *ex);
  * caller must run it on the CPU, or a negative error. */
 int ork__npu_exec_run(struct ork__npu_exec *ex, enum ork__npu_op op, int32_t layer,
                       const float *x, int32_t m, float *const *outs);
+/* Decode overlap of the O projection, split along its input by attention heads (npu_exec.c):
+ * _o_split gives the heads of the first half (0: the op is not split, not on the NPU or m is
+ * more rows than one plan run takes; run ORK__NPU_O as usual then). _o_submit quantises that
+ * half of att (m rows of n_heads * head_dim) and submits it asynchronously; the caller computes
+ * the other heads' attention meanwhile; _o_finish runs the second half and writes y (m, dim),
+ * the sum of both. Nothing may run on the executor between the two calls. */
+int32_t ork__npu_exec_o_split(struct ork__npu_exec *ex, int32_t layer, int32_t m,
+                              int32_t n_heads);
+int ork__npu_exec_o_submit(struct ork__npu_exec *ex, int32_t layer, const float *att, int32_t m);
+int ork__npu_exec_o_finish(struct ork__npu_exec *ex, int32_t layer, const float *att, int32_t m,
+                           float *y);
 /* Bracket one forward batch of m rows (wall time and counters). */
 void ork__npu_exec_batch_begin(struct ork__npu_exec *ex);
 void ork__npu_exec_batch_end(struct ork__npu_exec *ex, int32_t m);

@@ -48,8 +48,23 @@
 #define NPU_DEFAULT_MAX_M 64            /* prefill rows per NPU matmul (M-tile cap at K=3072..4096
                                          * is 64, docs/npu.md) */
 
-/* Pack tensors per layer, in this order, then the LM head. */
-enum { PK_QKV, PK_O, PK_GATE_UP, PK_DOWN, PK_PER_LAYER };
+/* Pack tensors per layer, in this order, then the LM head. The O projection is stored as two
+ * halves along K, split by attention heads (o_split_cols): O_A takes the first half of the
+ * heads' attention output, O_B the rest, each quantised with its own per-channel scales, so the
+ * executor can submit O_A while the CPU still computes the second half's attention. */
+enum { PK_QKV, PK_O_A, PK_O_B, PK_GATE_UP, PK_DOWN, PK_PER_LAYER };
+/* Executor ops per layer (enum ork__npu_op before the LM head). */
+#define OPS_PER_LAYER ORK__NPU_LM_HEAD
+
+/* What one pack tensor holds: the stacked rows of 1..3 model matrices, columns [c0, c0 + k)
+ * of each, for op `op`; `half` is 1 for O_B. ns = 0: no such tensor for this model. */
+struct pack_src {
+    int ns;
+    const struct ork_mat *src[3];
+    uint32_t c0, k, n;
+    enum ork__npu_op op;
+    int half;
+};
 
 /* One NPU matrix (a pack tensor, or in the baseline a row range of one) with its plans. */
 struct npu_mat {
@@ -58,6 +73,7 @@ struct npu_mat {
     struct ork_npu_matmul *pre;         /* M = max_m; NULL when max_m == 1 (dec serves) */
     uint32_t n, k;
     int dev;                            /* device (domain) index */
+    uint32_t c0;                        /* first input column (the second O half: its K offset) */
     const float *scales;                /* (n) */
     struct ork_npu_matmul_info dinfo, pinfo;
 };
@@ -68,6 +84,8 @@ struct npu_opmat {
     struct npu_mat mat[3];
     int n_parts;
     uint32_t part_n[3];                 /* output columns of each part (sum = total rows) */
+    bool k_split;                       /* mat[0], mat[1] = the op's input columns split in two
+                                         * (the O projection by heads): y = sum of both */
     bool on_npu;
 };
 
@@ -95,6 +113,10 @@ struct ork__npu_exec {
     struct ork_npu_model_time model_base[NPU_MAX_DOMAINS];
     uint64_t switches_base;
     bool is_sim;                        /* the devices are simulators (modelled clocks) */
+    /* the O projection's first half in flight (ork__npu_exec_o_submit .. _o_finish) */
+    struct ork_npu_job *o_job;
+    int64_t o_sub_ns;                   /* wall clock when the submit returned */
+    int64_t o_model0_ns;                /* its device's model clock before the submit */
 };
 
 static int64_t now_ns(void)
@@ -107,58 +129,94 @@ static int64_t now_ns(void)
 static struct npu_opmat *op_at(struct ork__npu_exec *ex, enum ork__npu_op op, int32_t layer)
 {
     if (op == ORK__NPU_LM_HEAD)
-        return &ex->ops[(size_t)ex->n_layers * PK_PER_LAYER];
-    return &ex->ops[(size_t)layer * PK_PER_LAYER + (size_t)op];
+        return &ex->ops[(size_t)ex->n_layers * OPS_PER_LAYER];
+    return &ex->ops[(size_t)layer * OPS_PER_LAYER + (size_t)op];
 }
 
 /* ---- pack building ------------------------------------------------------------------------ */
 
-/* Source matrices of pack tensor t (up to 3), and its name. */
-static int pack_sources(const struct ork_model *m, uint32_t t, const struct ork_mat **src,
-                        char *name, size_t cap)
+/* Columns of the O projection's first half: the attention output of the first n_heads / 2
+ * heads (head-major layout, forward.c). 0 when there is one head (no split). */
+static uint32_t o_split_cols(const struct ork_model_config *c)
 {
-    int32_t nl = m->cfg.n_layers;
-    if ((int32_t)(t / PK_PER_LAYER) >= nl) {
-        src[0] = &m->w.output;
-        snprintf(name, cap, "output");
-        return 1;
-    }
-    const struct ork_layer_weights *L = &m->w.layers[t / PK_PER_LAYER];
-    int l = (int)(t / PK_PER_LAYER);
-    switch (t % PK_PER_LAYER) {
-    case PK_QKV:
-        src[0] = &L->wq; src[1] = &L->wk; src[2] = &L->wv;
-        snprintf(name, cap, "blk.%d.attn_qkv", l);
-        return 3;
-    case PK_O:
-        src[0] = &L->wo;
-        snprintf(name, cap, "blk.%d.attn_output", l);
-        return 1;
-    case PK_GATE_UP:
-        src[0] = &L->w_gate; src[1] = &L->w_up;
-        snprintf(name, cap, "blk.%d.ffn_gate_up", l);
-        return 2;
-    default:
-        src[0] = &L->w_down;
-        snprintf(name, cap, "blk.%d.ffn_down", l);
-        return 1;
-    }
+    return c->n_heads >= 2 ? (uint32_t)(c->n_heads / 2) * (uint32_t)c->head_dim : 0;
 }
 
-/* Quantise the rows of src[0..ns) (stacked) into q [n][k] and scales [n]. */
-static int quantize_sources(const struct ork_mat *const *src, int ns, float *row, int8_t *q,
-                            float *scales)
+/* Pack tensor t of model m into *ps, and its name. whole_o: the O projection as one tensor in
+ * O_A's slot and none in O_B's (the per-matmul baseline, which never reads a pack). */
+static void pack_sources(const struct ork_model *m, uint32_t t, bool whole_o,
+                         struct pack_src *ps, char *name, size_t cap)
+{
+    int32_t nl = m->cfg.n_layers;
+    memset(ps, 0, sizeof(*ps));
+    ps->ns = 1;
+    if ((int32_t)(t / PK_PER_LAYER) >= nl) {
+        ps->src[0] = &m->w.output;
+        ps->op = ORK__NPU_LM_HEAD;
+        snprintf(name, cap, "output");
+    } else {
+        const struct ork_layer_weights *L = &m->w.layers[t / PK_PER_LAYER];
+        int l = (int)(t / PK_PER_LAYER);
+        uint32_t ka = whole_o ? 0 : o_split_cols(&m->cfg);
+        switch (t % PK_PER_LAYER) {
+        case PK_QKV:
+            ps->src[0] = &L->wq; ps->src[1] = &L->wk; ps->src[2] = &L->wv;
+            ps->ns = 3;
+            ps->op = ORK__NPU_QKV;
+            snprintf(name, cap, "blk.%d.attn_qkv", l);
+            break;
+        case PK_O_A:
+            ps->src[0] = &L->wo;
+            ps->op = ORK__NPU_O;
+            if (ka) {
+                ps->k = ka;
+                snprintf(name, cap, "blk.%d.attn_output.a", l);
+            } else {
+                snprintf(name, cap, "blk.%d.attn_output", l);
+            }
+            break;
+        case PK_O_B:
+            ps->src[0] = &L->wo;
+            ps->op = ORK__NPU_O;
+            ps->half = 1;
+            ps->ns = ka ? 1 : 0;
+            ps->c0 = ka;
+            ps->k = (uint32_t)L->wo.n_cols - ka;
+            snprintf(name, cap, "blk.%d.attn_output.b", l);
+            break;
+        case PK_GATE_UP:
+            ps->src[0] = &L->w_gate; ps->src[1] = &L->w_up;
+            ps->ns = 2;
+            ps->op = ORK__NPU_GATE_UP;
+            snprintf(name, cap, "blk.%d.ffn_gate_up", l);
+            break;
+        default:
+            ps->src[0] = &L->w_down;
+            ps->op = ORK__NPU_DOWN;
+            snprintf(name, cap, "blk.%d.ffn_down", l);
+            break;
+        }
+    }
+    if (!ps->k)
+        ps->k = (uint32_t)ps->src[0]->n_cols;
+    for (int i = 0; i < ps->ns; i++)
+        ps->n += (uint32_t)ps->src[i]->n_rows;
+}
+
+/* Quantise columns [c0, c0 + k) of the rows of ps's sources (stacked) into q [n][k] and
+ * scales [n]; row holds one whole source row. */
+static int quantize_sources(const struct pack_src *ps, float *row, int8_t *q, float *scales)
 {
     size_t r = 0;
-    for (int i = 0; i < ns; i++) {
-        const struct ork_mat *w = src[i];
+    for (int i = 0; i < ps->ns; i++) {
+        const struct ork_mat *w = ps->src[i];
         for (int64_t j = 0; j < w->n_rows; j++, r++) {
             const uint8_t *p = (const uint8_t *)w->data + (size_t)j * w->row_bytes;
             int ret = ork_dequant_row(w->type, p, row, w->n_cols);
             if (ret < 0)
                 return ret;
-            ret = ork_npu_quantize_weights_i8(row, 1, (uint32_t)w->n_cols,
-                                              q + r * (size_t)w->n_cols, scales + r);
+            ret = ork_npu_quantize_weights_i8(row + ps->c0, 1, ps->k, q + r * (size_t)ps->k,
+                                              scales + r);
             if (ret < 0)
                 return ret;
         }
@@ -166,9 +224,34 @@ static int quantize_sources(const struct ork_mat *const *src, int ns, float *row
     return 0;
 }
 
-static uint32_t n_pack_tensors(const struct ork_model *m)
+static uint32_t n_pack_slots(const struct ork_model *m)
 {
     return (uint32_t)m->cfg.n_layers * PK_PER_LAYER + 1;
+}
+
+/* Tensors the pack of m holds (slots with a tensor). */
+static uint32_t n_pack_tensors(const struct ork_model *m)
+{
+    return n_pack_slots(m) - (o_split_cols(&m->cfg) ? 0 : (uint32_t)m->cfg.n_layers);
+}
+
+/* Largest rows, cols and whole source row (for scratch sizing) over the pack slots. */
+static void pack_max_dims(const struct ork_model *m, bool whole_o, size_t *max_q, size_t *max_n,
+                          size_t *max_k, size_t *max_row)
+{
+    *max_q = *max_n = *max_k = *max_row = 0;
+    for (uint32_t t = 0; t < n_pack_slots(m); t++) {
+        struct pack_src ps;
+        char name[ORK_ORKPACK_NAME_MAX];
+        pack_sources(m, t, whole_o, &ps, name, sizeof name);
+        if (!ps.ns)
+            continue;
+        size_t q = (size_t)ps.n * ps.k, row = (size_t)ps.src[0]->n_cols;
+        *max_q = q > *max_q ? q : *max_q;
+        *max_n = ps.n > *max_n ? ps.n : *max_n;
+        *max_k = ps.k > *max_k ? ps.k : *max_k;
+        *max_row = row > *max_row ? row : *max_row;
+    }
 }
 
 /* A progress bar on stderr: redrawn in place on a terminal when the percentage moves, else
@@ -192,18 +275,6 @@ static void progress(bool show, const char *what, uint64_t done, uint64_t total,
     fflush(stderr);
 }
 
-/* Largest rows/cols over the pack tensors (for scratch sizing). */
-static void pack_dims(const struct ork_model *m, uint32_t t, uint32_t *n, uint32_t *k)
-{
-    const struct ork_mat *src[3];
-    char name[ORK_ORKPACK_NAME_MAX];
-    int ns = pack_sources(m, t, src, name, sizeof name);
-    *n = 0;
-    *k = (uint32_t)src[0]->n_cols;
-    for (int i = 0; i < ns; i++)
-        *n += (uint32_t)src[i]->n_rows;
-}
-
 /* Build the pack of model m: each tensor quantised, tiled for the NPU by creating its weights
  * on npu with plans of max_m rows, and the tiled bytes exported into the pack (a tensor the NPU
  * cannot take is stored with 0 tiled bytes and runs on the CPU). */
@@ -214,21 +285,20 @@ static int build_pack(const struct ork_model *m, const char *path,
     struct ork_orkpack_caps caps;
     ork_orkpack_caps_default(&caps);
     caps.npu_max_m = max_m;
-    uint32_t nt = n_pack_tensors(m);
+    uint32_t nt = n_pack_tensors(m), ns = n_pack_slots(m);
     uint64_t total = 0, done = 0, tcap = 0;
     int last = -1;
-    size_t max_q = 0, max_n = 0, max_k = 0;
-    for (uint32_t t = 0; t < nt; t++) {
-        uint32_t n, k;
-        pack_dims(m, t, &n, &k);
-        total += (uint64_t)n * k;
-        max_q = (size_t)n * k > max_q ? (size_t)n * k : max_q;
-        max_n = n > max_n ? n : max_n;
-        max_k = k > max_k ? k : max_k;
+    size_t max_q, max_n, max_k, max_row;
+    pack_max_dims(m, false, &max_q, &max_n, &max_k, &max_row);
+    for (uint32_t t = 0; t < ns; t++) {
+        struct pack_src ps;
+        char name[ORK_ORKPACK_NAME_MAX];
+        pack_sources(m, t, false, &ps, name, sizeof name);
+        total += ps.ns ? (uint64_t)ps.n * ps.k : 0;
     }
     int8_t *q = ork_malloc(max_q);
     float *scales = ork_malloc(max_n * sizeof(float));
-    float *row = ork_malloc(max_k * sizeof(float));
+    float *row = ork_malloc(max_row * sizeof(float));
     void *tiled = NULL;
     struct ork_orkpack_writer *w = NULL;
     int ret = ORK_ENOMEM;
@@ -236,13 +306,14 @@ static int build_pack(const struct ork_model *m, const char *path,
         goto out;
     if ((ret = ork_orkpack_writer_open(path, src_id, &caps, nt, &w)) < 0)
         goto out;
-    for (uint32_t t = 0; t < nt; t++) {
-        const struct ork_mat *src[3];
+    for (uint32_t t = 0; t < ns; t++) {
+        struct pack_src ps;
         char name[ORK_ORKPACK_NAME_MAX];
-        uint32_t n, k;
-        int ns = pack_sources(m, t, src, name, sizeof name);
-        pack_dims(m, t, &n, &k);
-        if ((ret = quantize_sources(src, ns, row, q, scales)) < 0)
+        pack_sources(m, t, false, &ps, name, sizeof name);
+        if (!ps.ns)
+            continue;
+        uint32_t n = ps.n, k = ps.k;
+        if ((ret = quantize_sources(&ps, row, q, scales)) < 0)
             goto fail;
         struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8,
                                            .k = k, .n = n, .w = q, .scales = scales,
@@ -475,18 +546,17 @@ static void drop_op(struct ork__npu_exec *ex, struct npu_opmat *o)
     o->n_mats = 0;
 }
 
-/* Place pack tensor t (rows q [n][k]) as op o on device dev. */
-static int place_op(struct ork__npu_exec *ex, const struct ork_model *m, uint32_t t,
-                    struct npu_opmat *o, int dev, const int8_t *q, const void *tiled,
-                    uint64_t tiled_bytes, const float *scales)
+/* Place pack tensor ps (rows q [n][k], or the pack's tiled bytes) into op o on device dev:
+ * the fused executor makes it o->mat[ps->half] (the two O halves are two K-split matrices of
+ * one op); the baseline cuts it into one matrix per source. */
+static int place_op(struct ork__npu_exec *ex, const struct pack_src *ps, struct npu_opmat *o,
+                    int dev, const int8_t *q, const void *tiled, uint64_t tiled_bytes,
+                    const float *scales)
 {
-    const struct ork_mat *src[3];
-    char name[ORK_ORKPACK_NAME_MAX];
-    int ns = pack_sources(m, t, src, name, sizeof name);
-    uint32_t k = (uint32_t)src[0]->n_cols;
-    o->n_parts = ns;
-    for (int i = 0; i < ns; i++)
-        o->part_n[i] = (uint32_t)src[i]->n_rows;
+    uint32_t k = ps->k;
+    o->n_parts = ps->ns;
+    for (int i = 0; i < ps->ns; i++)
+        o->part_n[i] = (uint32_t)ps->src[i]->n_rows;
     bool per_matmul = (ex->flags & ORK_NPU_EXEC_PER_MATMUL) != 0;
     /* cores: 0 lets libork's core budget pick per shape (sched.h); the baseline stays on one
      * core. Split plans run as one job with a task range per core (ORK_NPU_MATMUL_ONE_JOB):
@@ -494,24 +564,64 @@ static int place_op(struct ork__npu_exec *ex, const struct ork_model *m, uint32_
     uint32_t cores = per_matmul ? 1 : 0;
     int ret;
     if (per_matmul) {
-        o->n_mats = ns;
+        o->n_mats = ps->ns;
         size_t r0 = 0;
-        for (int i = 0; i < ns; i++) {
+        for (int i = 0; i < ps->ns; i++) {
             if ((ret = make_mat(ex, &o->mat[i], dev, q + r0 * k, NULL, 0, scales + r0,
                                 o->part_n[i], k, cores)) < 0)
                 return ret;
             r0 += o->part_n[i];
         }
     } else {
-        uint32_t n = 0;
-        for (int i = 0; i < ns; i++)
-            n += o->part_n[i];
-        o->n_mats = 1;
-        if ((ret = make_mat(ex, &o->mat[0], dev, tiled ? NULL : q, tiled, tiled_bytes, scales,
-                            n, k, cores)) < 0)
+        o->n_mats = ps->half + 1;
+        o->k_split = ps->half > 0;
+        if ((ret = make_mat(ex, &o->mat[ps->half], dev, tiled ? NULL : q, tiled, tiled_bytes,
+                            scales, ps->n, k, cores)) < 0)
             return ret;
+        o->mat[ps->half].c0 = ps->c0;
     }
     o->on_npu = true;
+    return 0;
+}
+
+/* Place the pack tensors of one op, slots [t0, t0 + nt), on device dev: from the pack's tiled
+ * bytes, or quantised here into qbuf/sbuf. */
+static int place_tensors(struct ork__npu_exec *ex, const struct ork_model *m, uint32_t t0,
+                         uint32_t nt, struct ork_orkpack *pack, int dev, int8_t *qbuf,
+                         float *sbuf, float *row)
+{
+    bool whole_o = (ex->flags & ORK_NPU_EXEC_PER_MATMUL) != 0;
+    int ret = 0;
+    for (uint32_t t = t0; t < t0 + nt; t++) {
+        struct pack_src ps;
+        char name[ORK_ORKPACK_NAME_MAX];
+        pack_sources(m, t, whole_o, &ps, name, sizeof name);
+        if (!ps.ns)
+            continue;
+        struct npu_opmat *o = op_at(ex, ps.op, (int32_t)(t / PK_PER_LAYER));
+        const int8_t *q = NULL;
+        const void *tiled = NULL;
+        uint64_t tiled_bytes = 0;
+        const float *sc;
+        if (pack) {
+            struct ork_orkpack_tensor pt;
+            if ((ret = ork_orkpack_tensor_find(pack, name, &pt)) < 0)
+                return ret;
+            if (pt.n != ps.n || pt.k != ps.k)
+                return ork_errorf(ORK_EFORMAT, "orkpack tensor '%s' is %ux%u, the model "
+                                  "wants %ux%u", name, pt.n, pt.k, ps.n, ps.k);
+            tiled = pt.q;
+            tiled_bytes = pt.q_bytes;
+            sc = pt.scales;
+        } else {
+            if ((ret = quantize_sources(&ps, row, qbuf, sbuf)) < 0)
+                return ret;
+            q = qbuf;
+            sc = sbuf;
+        }
+        if ((ret = place_op(ex, &ps, o, dev, q, tiled, tiled_bytes, sc)) < 0)
+            return ret;
+    }
     return 0;
 }
 
@@ -581,8 +691,7 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
         }
         goto err;
     }
-    uint32_t nt = n_pack_tensors(m);
-    ex->ops = ork_calloc(nt, sizeof(*ex->ops));
+    ex->ops = ork_calloc((size_t)m->cfg.n_layers * OPS_PER_LAYER + 1, sizeof(*ex->ops));
     if (!ex->ops) {
         ret = ORK_ENOMEM;
         goto err;
@@ -598,24 +707,18 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
         pack = NULL;
     }
 
-    size_t max_q = 0, max_n = 0, max_k = 0;
-    for (uint32_t t = 0; t < nt; t++) {
-        uint32_t n, k;
-        pack_dims(m, t, &n, &k);
-        max_q = (size_t)n * k > max_q ? (size_t)n * k : max_q;
-        max_n = n > max_n ? n : max_n;
-        max_k = k > max_k ? k : max_k;
-    }
+    size_t max_q, max_n, max_k, max_row;
+    pack_max_dims(m, (ex->flags & ORK_NPU_EXEC_PER_MATMUL) != 0, &max_q, &max_n, &max_k, &max_row);
     if (!pack) {
         qbuf = ork_malloc(max_q);
         sbuf = ork_malloc(max_n * sizeof(float));
-        row = ork_malloc(max_k * sizeof(float));
+        row = ork_malloc(max_row * sizeof(float));
         if (!qbuf || !sbuf || !row) {
             ret = ORK_ENOMEM;
             goto err;
         }
     }
-    ex->a8 = ork_malloc((size_t)ex->max_m * max_k);
+    ex->a8 = ork_malloc(2 * (size_t)ex->max_m * max_k);
     ex->a_scales = ork_malloc(2 * (size_t)ex->max_m * sizeof(float));
     ex->c32_half = (size_t)ex->max_m * max_n;
     ex->c32 = ork_malloc(2 * ex->c32_half * sizeof(int32_t));
@@ -632,14 +735,20 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
     uint64_t used = 0;
     int n_fallback = 0, last = -1;
     char fb_names[256] = "";
+    bool whole_o = (ex->flags & ORK_NPU_EXEC_PER_MATMUL) != 0;
+    /* pack slots of each op of a layer (QKV, O_A + O_B, GATE_UP, DOWN), from the layer's first */
+    static const uint32_t op_slot[OPS_PER_LAYER] = { PK_QKV, PK_O_A, PK_GATE_UP, PK_DOWN };
+    static const uint32_t op_nslots[OPS_PER_LAYER] = { 1, 2, 1, 1 };
     for (int32_t l = 0; l <= m->cfg.n_layers; l++) {
         uint32_t t0 = (uint32_t)l * PK_PER_LAYER;
-        uint32_t t1 = l < m->cfg.n_layers ? t0 + PK_PER_LAYER : t0 + 1;
+        bool head = l == m->cfg.n_layers;
+        uint32_t t1 = head ? t0 + 1 : t0 + PK_PER_LAYER;
         uint64_t need = 0;
         for (uint32_t t = t0; t < t1; t++) {
-            uint32_t n, k;
-            pack_dims(m, t, &n, &k);
-            need += est_bytes(n, k, ex->max_m);
+            struct pack_src ps;
+            char name[ORK_ORKPACK_NAME_MAX];
+            pack_sources(m, t, whole_o, &ps, name, sizeof name);
+            need += ps.ns ? est_bytes(ps.n, ps.k, ex->max_m) : 0;
         }
         if (used > 0 && used + need > cap) {
             if ((ret = open_device(ex, dev_name, p->sim_timing, p->npu_domain_bytes)) < 0)
@@ -648,37 +757,14 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
             used = 0;
         }
         used += need;
-        for (uint32_t t = t0; t < t1; t++) {
-            const int8_t *q;
-            const void *tiled = NULL;
-            uint64_t tiled_bytes = 0;
-            const float *sc;
-            const struct ork_mat *src[3];
+        for (int opi = 0; opi < (head ? 1 : OPS_PER_LAYER); opi++) {
+            uint32_t ts = head ? t0 : t0 + op_slot[opi], tn = head ? 1 : op_nslots[opi];
+            struct npu_opmat *o = head ? op_at(ex, ORK__NPU_LM_HEAD, 0)
+                                       : op_at(ex, (enum ork__npu_op)opi, l);
+            struct pack_src ps;
             char name[ORK_ORKPACK_NAME_MAX];
-            int ns = pack_sources(m, t, src, name, sizeof name);
-            if (pack) {
-                struct ork_orkpack_tensor pt;
-                if ((ret = ork_orkpack_tensor_find(pack, name, &pt)) < 0)
-                    goto err;
-                uint32_t n, k;
-                pack_dims(m, t, &n, &k);
-                if (pt.n != n || pt.k != k) {
-                    ret = ork_errorf(ORK_EFORMAT, "orkpack tensor '%s' is %ux%u, the model "
-                                     "wants %ux%u", name, pt.n, pt.k, n, k);
-                    goto err;
-                }
-                q = NULL;
-                tiled = pt.q;
-                tiled_bytes = pt.q_bytes;
-                sc = pt.scales;
-            } else {
-                if ((ret = quantize_sources(src, ns, row, qbuf, sbuf)) < 0)
-                    goto err;
-                q = qbuf;
-                sc = sbuf;
-            }
-            struct npu_opmat *o = &ex->ops[t];
-            ret = place_op(ex, m, t, o, cur, q, tiled, tiled_bytes, sc);
+            pack_sources(m, ts, whole_o, &ps, name, sizeof name);
+            ret = place_tensors(ex, m, ts, tn, pack, cur, qbuf, sbuf, row);
             if (ret == ORK_ENOMEM && ex->dev_bytes[cur] > 0) {
                 /* the estimate was short and the domain is full: this op (and the rest of
                  * the layer) starts a new domain */
@@ -687,17 +773,19 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
                     goto err;
                 cur = ex->n_dev - 1;
                 used = need;
-                ret = place_op(ex, m, t, o, cur, q, tiled, tiled_bytes, sc);
+                ret = place_tensors(ex, m, ts, tn, pack, cur, qbuf, sbuf, row);
             }
+            if (ret == ORK_EFORMAT || (pack && ret == ORK_ENOENT))
+                goto err;       /* a pack that does not fit the model */
             if (ret < 0) {
                 /* shapes or memory the NPU cannot take: this op stays on the CPU */
                 drop_op(ex, o);
                 if (n_fallback++ < 4)
                     snprintf(fb_names + strlen(fb_names), sizeof fb_names - strlen(fb_names),
                              "%s%s (%s)", n_fallback > 1 ? ", " : "", name, ork_error_message());
-                ex->st.n_cpu_mats += ns;
+                ex->st.n_cpu_mats += ps.ns;
             } else {
-                ex->st.n_npu_mats += ns;
+                ex->st.n_npu_mats += ps.ns;
             }
         }
         progress(show, "loading NPU weights", (uint64_t)l + 1, (uint64_t)m->cfg.n_layers + 1,
@@ -736,7 +824,7 @@ void ork__npu_exec_destroy(struct ork__npu_exec *ex)
     if (!ex)
         return;
     if (ex->ops) {
-        uint32_t nt = (uint32_t)ex->n_layers * PK_PER_LAYER + 1;
+        uint32_t nt = (uint32_t)ex->n_layers * OPS_PER_LAYER + 1;
         for (uint32_t t = 0; t < nt; t++)
             for (int i = 0; i < 3; i++)
                 if (ex->ops[t].mat[i].w)
@@ -859,6 +947,163 @@ static int run_mat(struct ork__npu_exec *ex, struct npu_mat *mt, uint32_t m)
     return 0;
 }
 
+/* ---- the K-split O projection ------------------------------------------------------------
+ * The O projection's input (the attention output, head-major) is split by heads into columns
+ * [0, ka) and [ka, K). Each half is its own int8 matrix with per-output-channel scales ws_h,
+ * and each row of each half of the input is quantised with its own scale as_h, so
+ *   y[i][j] = sum_h as_h[i] * ws_h[j] * C_h[i][j],  C_h = A_h . W_h^T (int32, exact),
+ * which is the same w8a8 formula applied to two shorter dot products and then summed in f32:
+ * each half is quantised over its own range (at least as fine as one scale over the row). */
+
+/* Quantise columns [c0, c0 + k) of rows [0, mr) of x (row stride ldx) into dense a8 [mr][k]. */
+static int quantize_cols(const float *x, uint32_t ldx, uint32_t c0, uint32_t k, uint32_t mr,
+                         int8_t *a8, float *a_s)
+{
+    for (uint32_t i = 0; i < mr; i++) {
+        int ret = ork_npu_quantize_rows_i8(x + (size_t)i * ldx + c0, 1, k, a8 + (size_t)i * k,
+                                           a_s + i);
+        if (ret < 0)
+            return ret;
+    }
+    return 0;
+}
+
+/* y (+)= dequantised C [m][n] (add: accumulate into y). */
+static void dequant_add(const int32_t *c, uint32_t n, uint32_t m, const float *a_s,
+                        const float *w_s, float *y, bool add)
+{
+    for (uint32_t i = 0; i < m; i++) {
+        const int32_t *ci = c + (size_t)i * n;
+        float *yi = y + (size_t)i * n;
+        float as = a_s[i];
+        if (add)
+            for (uint32_t j = 0; j < n; j++)
+                yi[j] += (float)ci[j] * as * w_s[j];
+        else
+            for (uint32_t j = 0; j < n; j++)
+                yi[j] = (float)ci[j] * as * w_s[j];
+    }
+}
+
+/* A K-split op over m rows, synchronously: per M-chunk, each half quantised, run and summed. */
+static int run_ksplit(struct ork__npu_exec *ex, struct npu_opmat *o, const float *x, int32_t m,
+                      float *y)
+{
+    uint32_t kx = o->mat[0].k + o->mat[1].k, n = o->mat[0].n;
+    for (int32_t r0 = 0; r0 < m; r0 += (int32_t)ex->max_m) {
+        uint32_t mr = (uint32_t)(m - r0 < (int32_t)ex->max_m ? m - r0 : (int32_t)ex->max_m);
+        for (int h = 0; h < 2; h++) {
+            struct npu_mat *mt = &o->mat[h];
+            int ret = quantize_cols(x + (size_t)r0 * kx, kx, mt->c0, mt->k, mr, ex->a8,
+                                    ex->a_scales);
+            if (ret < 0 || (ret = run_mat(ex, mt, mr)) < 0)
+                return ret;
+            dequant_add(ex->c32, n, mr, ex->a_scales, mt->scales, y + (size_t)r0 * n, h > 0);
+        }
+    }
+    return 0;
+}
+
+/* Model clock of device dev (0 on hardware). */
+static int64_t model_now(const struct ork__npu_exec *ex, int dev)
+{
+    struct ork_npu_model_time t;
+    if (!ex->is_sim || ork_npu_model_time(ex->dev[dev], &t) < 0)
+        return 0;
+    return t.now_ns;
+}
+
+int32_t ork__npu_exec_o_split(struct ork__npu_exec *ex, int32_t layer, int32_t m,
+                              int32_t n_heads)
+{
+    if (!ex || m < 1 || m > (int32_t)ex->max_m)
+        return 0;
+    const struct npu_opmat *o = op_at(ex, ORK__NPU_O, layer);
+    if (!o->on_npu || !o->k_split)
+        return 0;
+    uint32_t kx = o->mat[0].k + o->mat[1].k;
+    return (int32_t)((uint64_t)o->mat[0].k * (uint64_t)n_heads / kx);
+}
+
+int ork__npu_exec_o_submit(struct ork__npu_exec *ex, int32_t layer, const float *att, int32_t m)
+{
+    struct npu_opmat *o = op_at(ex, ORK__NPU_O, layer);
+    struct npu_mat *mt = &o->mat[0];
+    uint32_t kx = mt->k + o->mat[1].k;
+    int64_t t0 = now_ns();
+    ork_npu_exec_traced("npu o (first half, async)");
+    bool dec = m == 1 || !mt->pre;
+    int ret = quantize_cols(att, kx, mt->c0, mt->k, (uint32_t)m, ex->a8, ex->a_scales);
+    ex->o_model0_ns = model_now(ex, mt->dev);
+    if (ret == 0)
+        ret = ork_npu_matmul_submit_async(dec ? mt->dec : mt->pre, ex->a8, (uint32_t)m, ex->c32,
+                                          &ex->o_job);
+    ork_npu_exec_untraced();
+    if (ret < 0) {
+        ex->o_job = NULL;
+        return ret;
+    }
+    count_run(ex, dec ? &mt->dinfo : &mt->pinfo, (uint32_t)m, mt->dev);
+    ex->o_sub_ns = now_ns();
+    double ms = (double)(ex->o_sub_ns - t0) / 1e6;
+    ex->st.npu_wall_ms += ms;
+    ex->batch_npu_ms += ms;
+    ex->st.sect_ms[ORK__NPU_O] += ms;
+    /* the caller's work from here to _o_finish runs while the first half is on the NPU */
+    ork_npu_exec_traced("cpu overlapped (npu o first half in flight)");
+    return 0;
+}
+
+/* Wait for the first O half; account the caller's CPU time since its submit as overlapped,
+ * up to the submit's modelled duration. */
+static int o_wait_first(struct ork__npu_exec *ex, const struct npu_mat *mt)
+{
+    int64_t t = now_ns();
+    ork_npu_exec_untraced();
+    int ret = ork_npu_job_wait(ex->o_job);
+    ex->o_job = NULL;
+    double cpu_ms = (double)(t - ex->o_sub_ns) / 1e6;
+    double npu_ms = (double)(model_now(ex, mt->dev) - ex->o_model0_ns) / 1e6;
+    ex->st.n_overlapped++;
+    ex->st.cpu_inflight_ms += cpu_ms;
+    ex->st.cpu_overlap_ms += cpu_ms < npu_ms ? cpu_ms : npu_ms;
+    return ret;
+}
+
+int ork__npu_exec_o_finish(struct ork__npu_exec *ex, int32_t layer, const float *att, int32_t m,
+                           float *y)
+{
+    struct npu_opmat *o = op_at(ex, ORK__NPU_O, layer);
+    struct npu_mat *ma = &o->mat[0], *mb = &o->mat[1];
+    uint32_t kx = ma->k + mb->k, n = ma->n, mr = (uint32_t)m;
+    int ret = o_wait_first(ex, ma);
+    int64_t t0 = now_ns();
+    ork_npu_exec_traced("npu o (second half)");
+    /* the second half: its own row scales and C buffer; the first half's dequantisation
+     * overlaps it on the NPU */
+    float *as_b = ex->a_scales + ex->max_m;
+    int32_t *c_b = ex->c32 + ex->c32_half;
+    struct ork_npu_job *job = NULL;
+    bool dec = m == 1 || !mb->pre;
+    if (ret == 0)
+        ret = quantize_cols(att, kx, mb->c0, mb->k, mr, ex->a8, as_b);
+    if (ret == 0)
+        ret = ork_npu_matmul_submit_async(dec ? mb->dec : mb->pre, ex->a8, mr, c_b, &job);
+    if (ret == 0) {
+        count_run(ex, dec ? &mb->dinfo : &mb->pinfo, mr, mb->dev);
+        dequant_add(ex->c32, n, mr, ex->a_scales, ma->scales, y, false);
+        ret = ork_npu_job_wait(job);
+    }
+    if (ret == 0)
+        dequant_add(c_b, n, mr, as_b, mb->scales, y, true);
+    ork_npu_exec_untraced();
+    double ms = (double)(now_ns() - t0) / 1e6;
+    ex->st.npu_wall_ms += ms;
+    ex->batch_npu_ms += ms;
+    ex->st.sect_ms[ORK__NPU_O] += ms;
+    return ret;
+}
+
 int ork__npu_exec_run(struct ork__npu_exec *ex, enum ork__npu_op op, int32_t layer,
                       const float *x, int32_t m, float *const *outs)
 {
@@ -873,6 +1118,10 @@ int ork__npu_exec_run(struct ork__npu_exec *ex, enum ork__npu_op op, int32_t lay
     int64_t t0 = now_ns();
     uint32_t k = o->mat[0].k;
     int ret = ork_npu_exec_traced(trace_names[op]);
+    if (o->k_split) {
+        ret = run_ksplit(ex, o, x, m, outs[0]);
+        m = 0;      /* done */
+    }
     if (o->n_mats == 1 && m > (int32_t)ex->max_m) {
         ret = run_pipelined(ex, o, x, m, outs);
         m = 0;      /* done */
@@ -921,6 +1170,11 @@ void ork__npu_exec_batch_end(struct ork__npu_exec *ex, int32_t m)
 {
     if (!ex)
         return;
+    if (ex->o_job) {        /* a forward that failed between _o_submit and _o_finish */
+        ork_npu_exec_untraced();
+        ork_npu_job_wait(ex->o_job);
+        ex->o_job = NULL;
+    }
     double wall = (double)(now_ns() - ex->batch_t0) / 1e6;
     ex->st.wall_ms += wall;
     ex->st.sect_ms[5] += wall - ex->batch_npu_ms;
@@ -967,6 +1221,8 @@ void ork_model_npu_stats_reset(struct ork_model *m)
     struct ork_npu_exec_stats *s = &m->npu->st;
     s->n_forward = s->n_rows = s->n_submits = 0;
     s->wall_ms = s->npu_wall_ms = s->model_npu_ms = 0;
+    s->n_overlapped = 0;
+    s->cpu_inflight_ms = s->cpu_overlap_ms = 0;
     memset(s->model_core_busy_ms, 0, sizeof s->model_core_busy_ms);
     memset(s->sect_ms, 0, sizeof s->sect_ms);
     model_base_reset(m->npu);

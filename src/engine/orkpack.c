@@ -368,6 +368,17 @@ static int fail(enum ork_orkpack_problem *why, enum ork_orkpack_problem p, int c
     return ork_errorf(code, "orkpack '%s' is %s: %s", path, ork_orkpack_problem_name(p), detail);
 }
 
+/* What an older pack lacks, for the rebuild message (orkpack.h, ORK_ORKPACK_VERSION). */
+static const char *version_note(uint32_t ver)
+{
+    switch (ver) {
+    case 1: return " (int8 rows, not tiled for the NPU)";
+    case 2: return " (one O projection; version 3 stores it as two halves by attention heads "
+                   "for the decode overlap)";
+    default: return "";
+    }
+}
+
 static int check_pack(const char *path, const uint8_t *b, uint64_t size,
                       const struct ork_orkpack_source *expect, const struct ork_orkpack_caps *caps,
                       enum ork_orkpack_problem *why)
@@ -380,8 +391,8 @@ static int check_pack(const char *path, const uint8_t *b, uint64_t size,
         return fail(why, ORK_ORKPACK_BAD_MAGIC, ORK_EFORMAT, path, "bad magic");
     uint32_t ver = get32(b + H_VERSION);
     if (ver != ORK_ORKPACK_VERSION) {
-        snprintf(msg, sizeof msg, "format version %u, this build reads version %u", ver,
-                 ORK_ORKPACK_VERSION);
+        snprintf(msg, sizeof msg, "format version %u%s, this build reads version %u", ver,
+                 version_note(ver), ORK_ORKPACK_VERSION);
         return fail(why, ORK_ORKPACK_WRONG_VERSION, ORK_ESTALE, path, msg);
     }
     uint32_t n = get32(b + H_NTENSORS);
