@@ -60,7 +60,7 @@
 #define U8_OFFSET 128           /* w + 128: signed int8 weight as the u8 operand of vpdpbusd */
 /* X bytes per L2-resident chunk: a quarter of the 1 MiB L2 of the Zen 4 / Zen 5 cores this was
  * tuned on, leaving room for the weight panels and Y. */
-#define GEMM_L2_X_BYTES (256u << 10)
+#define GEMM_L2_X_BYTES (512u << 10)
 
 /* ---- activation quantizers ---------------------------------------------------------------- */
 
@@ -608,6 +608,82 @@ TILE256(tile_vnni, TGT_AVXVNNI, part_vnni, 2)
 TILE256(tile_avx2, TGT_AVX2, part_avx2, 1)
 TILE256(tile_avx2, TGT_AVX2, part_avx2, 2)
 
+/* Decode (one X row): up to ORK_WROWS weight rows read straight from the matrix, the X pair
+ * loaded once for all of them; lanes in struct q8_acc order (even block 0-7, odd 8-15).
+ * Weights as u8 (Q8_0: w + 128; Q4_0: the nibble itself, 0..15) with the matching X bias
+ * (-128 or -8 times the group sum of x), so each partial is exact. */
+TGT_AVX512 static inline __m512i pair_x512(const uint8_t *x0, bool two)
+{
+    __m256i a = _mm256_loadu_si256((const __m256i *)(x0 + 2));
+    __m256i b = two ? _mm256_loadu_si256((const __m256i *)(x0 + Q8_0_BYTES + 2))
+                    : _mm256_setzero_si256();
+    return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+}
+
+TGT_AVX512 static inline __m512 pair_d512(const uint8_t *p0, const uint8_t *p1)
+{
+    __m128i h0 = _mm_set1_epi16((short)(p0[0] | p0[1] << 8));
+    __m128i h1 = p1 ? _mm_set1_epi16((short)(p1[0] | p1[1] << 8)) : _mm_setzero_si128();
+    return _mm512_cvtph_ps(_mm256_set_m128i(h1, h0));
+}
+
+TGT_AVX512 static inline __m512i pair_w512(uint32_t type, const uint8_t *w0, size_t wbytes,
+                                           bool two)
+{
+    if (type == ORK_TYPE_Q8_0) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(w0 + 2));
+        __m256i b = two ? _mm256_loadu_si256((const __m256i *)(w0 + wbytes + 2))
+                        : _mm256_set1_epi8((char)0x80);
+        __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+        return _mm512_xor_si512(v, _mm512_set1_epi8((char)0x80));
+    }
+    __m128i a = _mm_loadu_si128((const __m128i *)(w0 + 2));
+    __m128i b = two ? _mm_loadu_si128((const __m128i *)(w0 + wbytes + 2)) : _mm_setzero_si128();
+    __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(a, a)),
+                                   _mm256_set_m128i(b, b), 1);
+    /* 128-bit lanes: (lo nibbles a, hi nibbles a, lo b, hi b) */
+    __m512i sh = _mm512_srli_epi16(v, 4);
+    v = _mm512_mask_blend_epi64(0xcc, v, sh);
+    return _mm512_and_si512(v, _mm512_set1_epi8(15));
+}
+
+TGT_AVX512 static inline float reduce_acc512(__m512 a)
+{
+    __m256 r8 = _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
+    __m128 r4 = _mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1));
+    __m128 r2 = _mm_add_ps(r4, _mm_movehl_ps(r4, r4));
+    return _mm_cvtss_f32(_mm_add_ss(r2, _mm_movehdup_ps(r2)));
+}
+
+TGT_AVX512 static void wrows512(uint32_t type, const uint8_t *w, size_t row_bytes, int nr,
+                                const uint8_t *xq, int64_t nb, float *out)
+{
+    const size_t wbytes = type == ORK_TYPE_Q8_0 ? Q8_0_BYTES : Q4_0_BYTES;
+    const __m512i off = _mm512_set1_epi8(type == ORK_TYPE_Q8_0 ? (char)U8_OFFSET
+                                                               : (char)Q4_0_OFFSET);
+    __m512 acc[ORK_WROWS];
+    for (int i = 0; i < ORK_WROWS; i++)
+        acc[i] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b += 2) {
+        const bool two = b + 1 < nb;
+        const uint8_t *x0 = xq + (size_t)b * Q8_0_BYTES;
+        __m512i xv = pair_x512(x0, two);
+        __m512 dx = pair_d512(x0, two ? x0 + Q8_0_BYTES : NULL);
+        __m512i bias = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                        _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, xv));
+        for (int i = 0; i < ORK_WROWS; i++) {
+            if (i >= nr)
+                break;
+            const uint8_t *w0 = w + (size_t)i * row_bytes + (size_t)b * wbytes;
+            __m512i p = _mm512_dpbusd_epi32(bias, pair_w512(type, w0, wbytes, two), xv);
+            __m512 d = _mm512_mul_ps(pair_d512(w0, two ? w0 + wbytes : NULL), dx);
+            acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), d, acc[i]);
+        }
+    }
+    for (int i = 0; i < nr; i++)
+        out[i] = reduce_acc512(acc[i]);
+}
+
 static void run_tile(enum kisa k, const struct gemm_args *g, int mx)
 {
     if (k == KISA_AVX512VNNI) {
@@ -642,6 +718,19 @@ static void run_tile(enum kisa k, const struct gemm_args *g, int mx)
     }
 }
 #endif
+
+bool ork__q8_wrows(enum kisa k, uint32_t type, const uint8_t *w, size_t row_bytes, int nr,
+                   const uint8_t *xq, int64_t nb, float *out)
+{
+#ifdef GQ_X86
+    if (k == KISA_AVX512VNNI) {
+        wrows512(type, w, row_bytes, nr, xq, nb, out);
+        return true;
+    }
+#endif
+    (void)k, (void)type, (void)w, (void)row_bytes, (void)nr, (void)xq, (void)nb, (void)out;
+    return false;
+}
 
 bool ork__gemm_q8_ok(enum kisa k)
 {

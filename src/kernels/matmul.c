@@ -275,6 +275,17 @@ static void shared_rows(const struct mm_multi *j, const struct ork_mat *w, const
     }
     const int64_t blk = j->xf == XF_Q8_K ? ORK_Q8_K_BLOCK : Q8_0_BLOCK, nb = j->k / blk;
     const size_t rq = j->xrow;
+    if (j->xf == XF_Q8_0 && m == 1) {
+        /* decode: several weight rows per call, each X block loaded once for all */
+        int64_t r = r0;
+        for (; r < r1; r += ORK_WROWS) {
+            int nr = r1 - r < ORK_WROWS ? (int)(r1 - r) : ORK_WROWS;
+            if (!ork__q8_wrows(j->isa, w->type, (const uint8_t *)w->data + (size_t)r * w->row_bytes,
+                               w->row_bytes, nr, xs, nb, y + r))
+                break;
+        }
+        r0 = r;
+    }
     /* X in tiles of MM_XQ_BYTES so a tile stays in L2 while the rows meet it */
     int64_t mt = rq ? (int64_t)(MM_XQ_BYTES / rq) : 1;
     mt = mt < 1 ? 1 : mt;
