@@ -1,5 +1,6 @@
 /* ork-kernels/pool.h -- one persistent thread pool: threads are created once and fed work
- * through a condition variable; running a job allocates nothing and creates no thread. */
+ * through an atomic generation counter; between jobs the threads spin for a bounded time and
+ * then sleep on a condition variable. Running a job allocates nothing and creates no thread. */
 #ifndef ORK_KERNELS_POOL_H
 #define ORK_KERNELS_POOL_H
 
@@ -14,8 +15,28 @@ struct ork_pool;
 /* Job body: called once per thread with ith in [0, nth); the caller's thread runs ith 0. */
 typedef void (*ork_pool_fn)(void *ctx, int ith, int nth);
 
-/* n_threads <= 0: number of online CPUs. */
+/* Spin bound used by ork_pool_create and by opts with spin_us < 0 (microseconds). Measured on
+ * a 2-vCPU VM (tools/pool_probe.c; docs/engine.md "Threading"): the engine's gaps between
+ * pool jobs are a few to ~60 us, so this covers them with margin; longer idle periods fall
+ * back to sleeping. */
+#define ORK_POOL_SPIN_US_DEFAULT 200
+/* Most spin accepted (a sanity bound: an idle pool must fall asleep soon). */
+#define ORK_POOL_SPIN_US_MAX 100000
+
+struct ork_pool_opts {
+    int n_threads;      /* <= 0: number of online CPUs */
+    /* After finishing a job (workers) or its own share (caller), a thread polls for the next
+     * event this long before sleeping on a condition variable. 0: sleep at once (condvar only);
+     * < 0: ORK_POOL_SPIN_US_DEFAULT; at most ORK_POOL_SPIN_US_MAX. */
+    int spin_us;
+};
+
+/* n_threads <= 0: number of online CPUs; spin bound ORK_POOL_SPIN_US_DEFAULT. */
 int ork_pool_create(int n_threads, struct ork_pool **out);
+/* opts NULL: all defaults. ORK_EINVAL for too many threads or spin_us > ORK_POOL_SPIN_US_MAX. */
+int ork_pool_create_opts(const struct ork_pool_opts *opts, struct ork_pool **out);
+/* The spin bound in effect (microseconds); 0 without a pool. */
+int ork_pool_spin_us(const struct ork_pool *p);
 void ork_pool_destroy(struct ork_pool *p);
 int ork_pool_threads(const struct ork_pool *p);
 /* Run fn on all threads and return when all have finished. */
@@ -30,6 +51,16 @@ void *ork_pool_scratch(struct ork_pool *p, size_t bytes);
  * adds n - 1; running jobs adds nothing): lets tests check that no thread is created per op
  * or per token. */
 uint64_t ork_pool_threads_created(void);
+
+/* Counters of one pool since its creation, for tests and probes (read while no run is in
+ * progress, or approximately from another thread). */
+struct ork_pool_stats {
+    uint64_t runs;              /* ork_pool_run calls that used the workers */
+    uint64_t worker_sleeps;     /* times a worker gave up spinning and waited on the condvar */
+    uint64_t caller_sleeps;     /* times the caller waited on the condvar for the workers */
+    int workers_asleep;         /* workers waiting on the condvar right now */
+};
+void ork_pool_get_stats(const struct ork_pool *p, struct ork_pool_stats *st);
 
 #ifdef __cplusplus
 }

@@ -1,13 +1,26 @@
 /* pool.c -- a persistent thread pool: n - 1 worker threads created once, the caller's thread
- * acting as thread 0. A run publishes (fn, ctx) under the mutex, bumps a generation counter and
- * wakes the workers; each runs fn once for the new generation and the last to finish wakes the
- * caller. Running allocates nothing and creates no thread. Runs must not overlap: one caller
+ * acting as thread 0. A run publishes (fn, ctx), sets the pending count and bumps an atomic
+ * generation counter; each worker runs fn once for the new generation and decrements pending.
+ * Between runs a worker polls the generation for up to spin_us before sleeping on a condvar,
+ * and the caller polls pending for up to spin_us before sleeping on another, so back-to-back
+ * jobs (a decode token runs ~200) never enter the kernel, while an idle pool is asleep after
+ * spin_us. Running allocates nothing and creates no thread. Runs must not overlap: one caller
  * thread at a time (the engine's decode thread). Not here: how work is split (the job does it
- * from ith/nth). */
+ * from ith/nth).
+ *
+ * Sleeping without lost wake-ups: a sleeper announces itself (a seq_cst increment of asleep /
+ * caller_asleep) under the mutex and re-checks the condition before waiting; the waker changes
+ * the condition (seq_cst) and then reads the announcement, taking the mutex to signal only when
+ * someone announced. Sequential consistency guarantees at least one side sees the other. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 #include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #include <ork/alloc.h>
 #include <ork/error.h>
@@ -21,6 +34,10 @@
 
 /* Alignment of the pool's scratch buffer: a cache line and an AVX-512 register (64 bytes). */
 #define POOL_SCRATCH_ALIGN 64
+/* Polls between two clock reads while spinning: a pause is ~40-140 cycles, so the deadline is
+ * checked every few microseconds at most while the clock (vDSO) is read rarely. */
+#define POOL_SPIN_CHECK_EVERY 32
+#define NS_PER_US 1000
 
 /* Worker threads ever started by any pool of the process (ork_pool_threads_created). */
 static atomic_uint_fast64_t g_threads_created;
@@ -33,49 +50,119 @@ struct pool_worker {
 
 struct ork_pool {
     int n;                          /* threads including the caller */
+    int64_t spin_ns;                /* poll this long before sleeping (0: never poll) */
     pthread_mutex_t mu;
     pthread_cond_t start;           /* workers wait here for a new generation or stop */
     pthread_cond_t done;            /* the caller waits here for pending == 0 */
-    uint64_t gen;                   /* incremented once per run */
-    int pending;                    /* workers still running the current generation */
-    int stop;
-    ork_pool_fn fn;
+    atomic_uint_fast64_t gen;       /* incremented once per run, after fn/ctx/pending are set */
+    atomic_int pending;             /* workers still running the current generation */
+    atomic_int stop;
+    atomic_int asleep;              /* workers announced as (about to be) waiting on start */
+    atomic_int caller_asleep;       /* the caller announced as waiting on done */
+    ork_pool_fn fn;                 /* written by the caller before gen is bumped */
     void *ctx;
     int n_started;                  /* workers successfully created */
     struct pool_worker *workers;    /* n - 1 entries: ith 1 .. n-1 */
     void *scratch;                  /* ork_pool_scratch: grown on demand, never shrunk */
     size_t scratch_bytes;
+    atomic_uint_fast64_t n_runs, n_worker_sleeps, n_caller_sleeps;     /* ork_pool_get_stats */
 };
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Poll until a new generation (or stop) is published or spin_ns has passed. True if one was. */
+static int spin_for_gen(struct ork_pool *p, uint_fast64_t seen)
+{
+    if (p->spin_ns <= 0)
+        return 0;
+    int64_t deadline = now_ns() + p->spin_ns;
+    for (unsigned k = 1;; k++) {
+        if (atomic_load_explicit(&p->gen, memory_order_acquire) != seen ||
+            atomic_load_explicit(&p->stop, memory_order_relaxed))
+            return 1;
+        cpu_relax();
+        if (k % POOL_SPIN_CHECK_EVERY == 0 && now_ns() >= deadline)
+            return 0;
+    }
+}
+
+/* Poll until pending reaches 0 or spin_ns has passed. True if it did. */
+static int spin_for_done(struct ork_pool *p)
+{
+    if (atomic_load_explicit(&p->pending, memory_order_acquire) == 0)
+        return 1;
+    if (p->spin_ns <= 0)
+        return 0;
+    int64_t deadline = now_ns() + p->spin_ns;
+    for (unsigned k = 1;; k++) {
+        if (atomic_load_explicit(&p->pending, memory_order_acquire) == 0)
+            return 1;
+        cpu_relax();
+        if (k % POOL_SPIN_CHECK_EVERY == 0 && now_ns() >= deadline)
+            return 0;
+    }
+}
+
+/* Wait for a generation newer than `seen`; returns it, or `seen` when the pool stops. */
+static uint_fast64_t wait_for_gen(struct ork_pool *p, uint_fast64_t seen)
+{
+    if (!spin_for_gen(p, seen)) {
+        pthread_mutex_lock(&p->mu);
+        atomic_fetch_add(&p->asleep, 1);
+        if (atomic_load(&p->gen) == seen && !atomic_load(&p->stop)) {
+            atomic_fetch_add_explicit(&p->n_worker_sleeps, 1, memory_order_relaxed);
+            do
+                pthread_cond_wait(&p->start, &p->mu);
+            while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop));
+        }
+        atomic_fetch_sub(&p->asleep, 1);
+        pthread_mutex_unlock(&p->mu);
+    }
+    if (atomic_load(&p->stop))
+        return seen;
+    return atomic_load_explicit(&p->gen, memory_order_acquire);
+}
 
 static void *worker_main(void *arg)
 {
     struct pool_worker *w = arg;
     struct ork_pool *p = w->pool;
-    uint64_t seen = 0;
+    uint_fast64_t seen = 0;
 
-    pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (p->gen == seen && !p->stop)
-            pthread_cond_wait(&p->start, &p->mu);
-        if (p->stop)
-            break;
-        seen = p->gen;
-        ork_pool_fn fn = p->fn;
-        void *ctx = p->ctx;
-        pthread_mutex_unlock(&p->mu);
-        fn(ctx, w->ith, p->n);
-        pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0)
+        uint_fast64_t g = wait_for_gen(p, seen);
+        if (g == seen)
+            break;                  /* stop */
+        seen = g;
+        p->fn(p->ctx, w->ith, p->n);
+        /* the last worker out wakes the caller if it went to sleep */
+        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_asleep)) {
+            pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
-    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
 static void stop_workers(struct ork_pool *p)
 {
+    atomic_store(&p->stop, 1);
     pthread_mutex_lock(&p->mu);
-    p->stop = 1;
     pthread_cond_broadcast(&p->start);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->n_started; i++)
@@ -84,6 +171,17 @@ static void stop_workers(struct ork_pool *p)
 
 int ork_pool_create(int n_threads, struct ork_pool **out)
 {
+    struct ork_pool_opts o = { .n_threads = n_threads, .spin_us = -1 };
+    return ork_pool_create_opts(&o, out);
+}
+
+int ork_pool_create_opts(const struct ork_pool_opts *opts, struct ork_pool **out)
+{
+    int n_threads = opts ? opts->n_threads : 0;
+    int spin_us = opts && opts->spin_us >= 0 ? opts->spin_us : ORK_POOL_SPIN_US_DEFAULT;
+    if (spin_us > ORK_POOL_SPIN_US_MAX)
+        return ork_errorf(ORK_EINVAL, "thread pool: spin %d us > %d", spin_us,
+                          ORK_POOL_SPIN_US_MAX);
     if (n_threads <= 0) {
         long c = sysconf(_SC_NPROCESSORS_ONLN);
         n_threads = c > 0 ? (int)(c < POOL_MAX_THREADS ? c : POOL_MAX_THREADS) : 1;
@@ -95,6 +193,15 @@ int ork_pool_create(int n_threads, struct ork_pool **out)
     if (!p)
         return ork_errorf(ORK_ENOMEM, "thread pool: out of memory");
     p->n = n_threads;
+    p->spin_ns = (int64_t)spin_us * NS_PER_US;
+    atomic_init(&p->gen, 0);
+    atomic_init(&p->pending, 0);
+    atomic_init(&p->stop, 0);
+    atomic_init(&p->asleep, 0);
+    atomic_init(&p->caller_asleep, 0);
+    atomic_init(&p->n_runs, 0);
+    atomic_init(&p->n_worker_sleeps, 0);
+    atomic_init(&p->n_caller_sleeps, 0);
     int ret;
     if (n_threads > 1) {
         p->workers = ork_calloc((size_t)(n_threads - 1), sizeof(*p->workers));
@@ -196,24 +303,52 @@ int ork_pool_threads(const struct ork_pool *p)
     return p ? p->n : 1;
 }
 
+int ork_pool_spin_us(const struct ork_pool *p)
+{
+    return p ? (int)(p->spin_ns / NS_PER_US) : 0;
+}
+
+void ork_pool_get_stats(const struct ork_pool *p, struct ork_pool_stats *st)
+{
+    if (!p) {
+        *st = (struct ork_pool_stats){ 0 };
+        return;
+    }
+    st->runs = (uint64_t)atomic_load_explicit(&p->n_runs, memory_order_relaxed);
+    st->worker_sleeps = (uint64_t)atomic_load_explicit(&p->n_worker_sleeps, memory_order_relaxed);
+    st->caller_sleeps = (uint64_t)atomic_load_explicit(&p->n_caller_sleeps, memory_order_relaxed);
+    st->workers_asleep = atomic_load(&p->asleep);
+}
+
 void ork_pool_run(struct ork_pool *p, ork_pool_fn fn, void *ctx)
 {
     if (!p || p->n == 1) {
         fn(ctx, 0, 1);
         return;
     }
-    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add_explicit(&p->n_runs, 1, memory_order_relaxed);
     p->fn = fn;
     p->ctx = ctx;
-    p->pending = p->n - 1;
-    p->gen++;
-    pthread_cond_broadcast(&p->start);
-    pthread_mutex_unlock(&p->mu);
+    atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed);
+    atomic_fetch_add(&p->gen, 1);   /* seq_cst: publishes fn/ctx/pending, orders the load below */
+    if (atomic_load(&p->asleep) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->start);
+        pthread_mutex_unlock(&p->mu);
+    }
 
     fn(ctx, 0, p->n);
 
+    if (spin_for_done(p))
+        return;
     pthread_mutex_lock(&p->mu);
-    while (p->pending > 0)
-        pthread_cond_wait(&p->done, &p->mu);
+    atomic_store(&p->caller_asleep, 1);
+    if (atomic_load(&p->pending) > 0) {
+        atomic_fetch_add_explicit(&p->n_caller_sleeps, 1, memory_order_relaxed);
+        do
+            pthread_cond_wait(&p->done, &p->mu);
+        while (atomic_load(&p->pending) > 0);
+    }
+    atomic_store(&p->caller_asleep, 0);
     pthread_mutex_unlock(&p->mu);
 }

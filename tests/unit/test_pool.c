@@ -1,10 +1,13 @@
 /* test_pool.c -- the persistent thread pool: every thread runs each job exactly once with the
  * right ith/nth, many runs in a row give correct sums, results of one run are visible to the
- * caller after ork_pool_run returns, threads = 1 and n <= 0 work, and a run allocates nothing.
- * Run under ASan/TSan via the sanitizer builds. */
+ * caller after ork_pool_run returns, threads = 1 and n <= 0 work, and a run allocates nothing;
+ * the same with spinning off (spin_us = 0) and long; the spin/sleep transitions: idle workers
+ * fall asleep after the spin bound and wake for the next run, runs separated by sleeps longer
+ * than the bound, destroy while workers spin. Run under ASan/TSan via the sanitizer builds. */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include <ork/alloc.h>
 #include <ork/error.h>
@@ -36,11 +39,17 @@ static void sum_fn(void *ctx, int ith, int nth)
 
 static int64_t data[DATA_N];
 
-static void check_pool(int n, int runs)
+static void check_pool_opts(int n, int spin_us, int runs)
 {
     struct ork_pool *p = NULL;
     uint64_t created0 = ork_pool_threads_created();
-    REQUIRE(ork_pool_create(n, &p) == 0);
+    if (spin_us < 0) {
+        REQUIRE(ork_pool_create(n, &p) == 0);
+    } else {
+        struct ork_pool_opts o = { .n_threads = n, .spin_us = spin_us };
+        REQUIRE(ork_pool_create_opts(&o, &p) == 0);
+        CHECK_EQ_INT(ork_pool_spin_us(p), spin_us);
+    }
     int nth = ork_pool_threads(p);
     CHECK(ork_pool_threads_created() == created0 + (uint64_t)(nth - 1));
     if (n > 0)
@@ -78,11 +87,139 @@ static void check_pool(int n, int runs)
     ork_pool_destroy(p);
 }
 
+static void check_pool(int n, int runs) { check_pool_opts(n, -1, runs); }
+
 static void test_pool_threads_1(void) { check_pool(1, 200); }
 static void test_pool_threads_2(void) { check_pool(2, 2000); }
 static void test_pool_threads_3(void) { check_pool(3, 2000); }
 static void test_pool_threads_8(void) { check_pool(8, 300); }
 static void test_pool_default(void)   { check_pool(0, 100); }
+static void test_pool_nospin(void)    { check_pool_opts(2, 0, 2000); check_pool_opts(3, 0, 500); }
+/* many back-to-back runs with a long spin (the workers poll between them) */
+static void test_pool_longspin(void)  { check_pool_opts(2, 50000, 20000); }
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* Poll (up to ~5 s, a bound only a stuck pool reaches) until all workers of p wait on the
+ * condvar. True if they did. */
+static int wait_all_asleep(const struct ork_pool *p)
+{
+    struct ork_pool_stats st;
+    for (int i = 0; i < 5000; i++) {
+        ork_pool_get_stats(p, &st);
+        if (st.workers_asleep == ork_pool_threads(p) - 1)
+            return 1;
+        sleep_ms(1);
+    }
+    return 0;
+}
+
+static void add_one_fn(void *ctx, int ith, int nth)
+{
+    (void)nth;
+    int64_t *slots = ctx;
+    slots[ith] += ith + 1;
+}
+
+/* Runs separated by idle periods much longer than the spin bound: after each idle period every
+ * worker has gone to sleep (an idle pool does not keep polling), and the next run wakes them
+ * all and completes correctly. */
+static void check_sleep_wake(int n, int spin_us)
+{
+    struct ork_pool_opts o = { .n_threads = n, .spin_us = spin_us };
+    struct ork_pool *p = NULL;
+    REQUIRE(ork_pool_create_opts(&o, &p) == 0);
+    int64_t slots[MAX_T] = { 0 };
+    const int rounds = 6;
+    struct ork_pool_stats st0, st1;
+    ork_pool_get_stats(p, &st0);
+    for (int r = 0; r < rounds; r++) {
+        CHECK(wait_all_asleep(p));
+        ork_pool_run(p, add_one_fn, slots);
+        for (int t = 0; t < n; t++)
+            CHECK(slots[t] == (int64_t)(r + 1) * (t + 1));
+        sleep_ms(spin_us / 1000 * 3 + 5);
+    }
+    CHECK(wait_all_asleep(p));
+    ork_pool_get_stats(p, &st1);
+    CHECK(st1.runs - st0.runs == (uint64_t)rounds);
+    /* each worker slept before every run and after the last one */
+    CHECK(st1.worker_sleeps - st0.worker_sleeps >= (uint64_t)(rounds + 1) * (uint64_t)(n - 1));
+    ork_pool_destroy(p);
+}
+
+static void test_pool_sleep_wake(void)
+{
+    check_sleep_wake(2, 0);
+    check_sleep_wake(2, 1000);
+    check_sleep_wake(4, 2000);
+}
+
+/* Bursts of back-to-back runs separated by idle periods: alternating spin and sleep phases. */
+static void test_pool_bursts(void)
+{
+    struct ork_pool_opts o = { .n_threads = 3, .spin_us = 500 };
+    struct ork_pool *p = NULL;
+    REQUIRE(ork_pool_create_opts(&o, &p) == 0);
+    int64_t slots[MAX_T] = { 0 };
+    int64_t runs = 0;
+    for (int b = 0; b < 5; b++) {
+        for (int i = 0; i < 300; i++, runs++)
+            ork_pool_run(p, add_one_fn, slots);
+        for (int t = 0; t < 3; t++)
+            CHECK(slots[t] == runs * (t + 1));
+        sleep_ms(b % 2 ? 10 : 0);
+    }
+    ork_pool_destroy(p);
+}
+
+/* Destroying while the workers poll for the next run (right after a run, long spin) stops
+ * them at once; so does destroying a pool whose workers sleep. */
+static void test_pool_destroy_while_spinning(void)
+{
+    for (int i = 0; i < 20; i++) {
+        struct ork_pool_opts o = { .n_threads = 3, .spin_us = ORK_POOL_SPIN_US_MAX };
+        struct ork_pool *p = NULL;
+        REQUIRE(ork_pool_create_opts(&o, &p) == 0);
+        int64_t slots[MAX_T] = { 0 };
+        ork_pool_run(p, add_one_fn, slots);
+        CHECK(slots[2] == 3);
+        ork_pool_destroy(p);
+    }
+    struct ork_pool_opts o = { .n_threads = 2, .spin_us = 0 };
+    struct ork_pool *p = NULL;
+    REQUIRE(ork_pool_create_opts(&o, &p) == 0);
+    CHECK(wait_all_asleep(p));
+    ork_pool_destroy(p);
+}
+
+static void test_pool_opts(void)
+{
+    struct ork_pool *p = NULL;
+    REQUIRE(ork_pool_create_opts(NULL, &p) == 0);       /* all defaults */
+    CHECK(ork_pool_threads(p) >= 1);
+    CHECK_EQ_INT(ork_pool_spin_us(p), ORK_POOL_SPIN_US_DEFAULT);
+    ork_pool_destroy(p);
+    REQUIRE(ork_pool_create(2, &p) == 0);
+    CHECK_EQ_INT(ork_pool_spin_us(p), ORK_POOL_SPIN_US_DEFAULT);
+    ork_pool_destroy(p);
+    struct ork_pool_opts o = { .n_threads = 2, .spin_us = -5 };
+    REQUIRE(ork_pool_create_opts(&o, &p) == 0);
+    CHECK_EQ_INT(ork_pool_spin_us(p), ORK_POOL_SPIN_US_DEFAULT);
+    ork_pool_destroy(p);
+    p = NULL;
+    o.spin_us = ORK_POOL_SPIN_US_MAX + 1;
+    CHECK_EQ_INT(ork_pool_create_opts(&o, &p), ORK_EINVAL);
+    CHECK(p == NULL);
+    CHECK_EQ_INT(ork_pool_spin_us(NULL), 0);
+    struct ork_pool_stats st;
+    ork_pool_get_stats(NULL, &st);
+    CHECK(st.runs == 0 && st.workers_asleep == 0);
+}
 
 /* The caller is thread 0. */
 static _Thread_local int tl_marker;
@@ -170,6 +307,12 @@ int main(void)
     RUN(test_pool_threads_3);
     RUN(test_pool_threads_8);
     RUN(test_pool_default);
+    RUN(test_pool_nospin);
+    RUN(test_pool_longspin);
+    RUN(test_pool_sleep_wake);
+    RUN(test_pool_bursts);
+    RUN(test_pool_destroy_while_spinning);
+    RUN(test_pool_opts);
     RUN(test_pool_caller_is_thread_0);
     RUN(test_pool_null_and_errors);
     RUN(test_pool_oom);
