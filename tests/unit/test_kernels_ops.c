@@ -1,8 +1,12 @@
 /* test_kernels_ops.c -- RMSNorm, softmax, SiLU*up and RoPE (normal and NEOX) against
  * straightforward double-precision formulas, plus their edge cases (masked -inf entries,
- * partial rotation, position 0, in-place RMSNorm). */
+ * partial rotation, position 0, in-place RMSNorm); and every SIMD path available on this CPU
+ * against the scalar path over random inputs of many lengths (not multiples of the vector
+ * width included) and edge values, within the tolerances stated in src/kernels/ops.c. */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <ork-kernels/kernels.h>
@@ -183,6 +187,248 @@ static void test_rope_ext(void)
         }
 }
 
+/* ---- SIMD paths against the scalar reference ---- */
+
+/* Tolerances of src/kernels/ops.c's header: rmsnorm within 1 ulp; softmax and silu_mul within
+ * 1e-6 relative or 2^-124 absolute (the vector exp flushes results below ~2^-124 to 0). */
+#define OPS_REL_TOL 1e-6
+#define OPS_ABS_TOL 0x1p-124
+#define RMS_ULPS 1
+#define LONG_N 4100
+
+static int64_t ulp_diff(float a, float b)
+{
+    int32_t ia, ib;
+    memcpy(&ia, &a, 4);
+    memcpy(&ib, &b, 4);
+    int64_t la = ia < 0 ? (int64_t)INT32_MIN - ia : ia;  /* monotonic integer order */
+    int64_t lb = ib < 0 ? (int64_t)INT32_MIN - ib : ib;
+    return la > lb ? la - lb : lb - la;
+}
+
+/* a (SIMD) agrees with b (scalar): same bits, both NaN, or within the tolerance. */
+static int close_rel(float a, float b)
+{
+    if (isnan(a) || isnan(b))
+        return isnan(a) && isnan(b);
+    if (a == b)
+        return 1;
+    if (isinf(a) || isinf(b))
+        return 0;
+    return fabs((double)a - (double)b) <= OPS_REL_TOL * fabs((double)b) + OPS_ABS_TOL;
+}
+
+static int close_ulp(float a, float b, int64_t ulps)
+{
+    if (isnan(a) || isnan(b))
+        return isnan(a) && isnan(b);
+    return a == b || ulp_diff(a, b) <= ulps;
+}
+
+/* A random value of magnitude 10^e, e uniform in [lo, hi] decades, either sign. */
+static float rand_mag(int lo, int hi)
+{
+    int e = lo + (int)(rnd() % (uint32_t)(hi - lo + 1));
+    return frand() * powf(10.0f, (float)e);
+}
+
+enum op { OP_RMS, OP_SOFTMAX, OP_SILU, OP_COUNT };
+
+/* Inputs for case k of op: lengths 1..40, then around vector multiples, then long rows;
+ * magnitudes from tiny to huge; masked (-inf) entries for softmax. */
+static int64_t fill_case(enum op op, int k, float *x, float *w)
+{
+    static const int64_t lens[] = { 1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 127,
+                                    128, 129, 517, 1000, LONG_N };
+    int64_t n = k < 40 ? k + 1 : lens[k % (int)(sizeof lens / sizeof lens[0])];
+    int kind = k % 6;
+    for (int64_t i = 0; i < n; i++) {
+        switch (kind) {
+        case 0: x[i] = frand(); break;
+        case 1: x[i] = frand() * 30.0f; break;
+        case 2: x[i] = rand_mag(-38, 18); break;            /* tiny .. large (squares finite) */
+        case 3: x[i] = frand() * 200.0f; break;             /* exp under/overflow */
+        case 4: x[i] = rand_mag(-3, 3); break;
+        default: x[i] = 1e-3f * frand() + 5.0f; break;      /* nearly equal values */
+        }
+        w[i] = 0.5f + frand();
+        if (op == OP_SOFTMAX && kind >= 3 && rnd() % 3 == 0)
+            x[i] = -INFINITY;                               /* masked positions */
+    }
+    return n;
+}
+
+static void run_op(enum op op, float *y, const float *x, const float *w, int64_t n)
+{
+    memcpy(y, x, (size_t)n * sizeof(float));
+    if (op == OP_RMS)
+        ork_rmsnorm(y, y, w, n, 1e-6f);
+    else if (op == OP_SOFTMAX)
+        ork_softmax(y, n);
+    else
+        ork_silu_mul(y, w, n);
+}
+
+/* Every available non-scalar path, each op, many cases: SIMD vs scalar element by element. */
+static void test_ops_simd_vs_scalar(void)
+{
+    static float x[LONG_N], w[LONG_N], ys[LONG_N], yv[LONG_N];
+    int paths = 0;
+    for (int pi = 0; ork_kernels_path_name(pi); pi++) {
+        const char *name = ork_kernels_path_name(pi);
+        if (!strcmp(name, "scalar") || ork_kernels_set_path(name) < 0)
+            continue;
+        paths++;
+        for (int op = 0; op < OP_COUNT; op++) {
+            int bad = 0;
+            for (int k = 0; k < 120; k++) {
+                int64_t n = fill_case((enum op)op, k, x, w);
+                REQUIRE(ork_kernels_set_path("scalar") == 0);
+                run_op((enum op)op, ys, x, w, n);
+                REQUIRE(ork_kernels_set_path(name) == 0);
+                run_op((enum op)op, yv, x, w, n);
+                for (int64_t i = 0; i < n; i++) {
+                    int ok = op == OP_RMS ? close_ulp(yv[i], ys[i], RMS_ULPS)
+                                          : close_rel(yv[i], ys[i]);
+                    if (!ok && bad++ < 5)
+                        fprintf(stderr, "  %s op %d case %d n %lld [%lld]: x %a simd %a scalar %a\n",
+                                name, op, k, (long long)n, (long long)i, x[i], yv[i], ys[i]);
+                }
+            }
+            CHECK_EQ_INT(bad, 0);
+        }
+    }
+    ork_kernels_set_path(NULL);
+    if (!paths)
+        fprintf(stderr, "  (no SIMD path on this CPU: scalar only)\n");
+}
+
+/* Edge values through the SIMD path, against the scalar: exp overflow/underflow boundaries,
+ * +-inf, NaN, +-0, denormals, an all -inf row (NaN), a single unmasked entry. */
+static void test_ops_simd_edges(void)
+{
+    static const float edge[] = { 0.0f, -0.0f, 1e-45f, -1e-45f, FLT_MIN, 88.7f, 88.73f, -88.7f,
+                                  -86.0f, -86.01f, -87.4f, -103.0f, -104.0f, 89.0f, -89.0f,
+                                  1e30f, -1e30f, INFINITY, -INFINITY, NAN, 0.5f, -0.5f,
+                                  100.0f, -100.0f, 1.0f };
+    enum { NE = sizeof edge / sizeof edge[0] };
+    float up[64], ys[64], yv[64];
+    for (int i = 0; i < 64; i++)
+        up[i] = 1.0f + 0.1f * (float)i;
+    for (int pi = 0; ork_kernels_path_name(pi); pi++) {
+        const char *name = ork_kernels_path_name(pi);
+        if (!strcmp(name, "scalar") || ork_kernels_set_path(name) < 0)
+            continue;
+        /* silu over the edge values (every position, so each lands in a vector and a tail) */
+        for (int shift = 0; shift < 8; shift++) {
+            float g[NE];
+            for (int i = 0; i < NE; i++)
+                g[i] = edge[(i + shift) % NE];
+            REQUIRE(ork_kernels_set_path("scalar") == 0);
+            run_op(OP_SILU, ys, g, up, NE);
+            REQUIRE(ork_kernels_set_path(name) == 0);
+            run_op(OP_SILU, yv, g, up, NE);
+            for (int i = 0; i < NE; i++)
+                CHECK(close_rel(yv[i], ys[i]));
+        }
+        /* softmax: scores x - max spanning the exp range around the 0 flush point */
+        float sx[64];
+        for (int i = 0; i < 64; i++)
+            sx[i] = -(float)i * 1.75f;                     /* 0 .. -110 */
+        REQUIRE(ork_kernels_set_path("scalar") == 0);
+        run_op(OP_SOFTMAX, ys, sx, up, 40);
+        REQUIRE(ork_kernels_set_path(name) == 0);
+        run_op(OP_SOFTMAX, yv, sx, up, 40);
+        for (int i = 0; i < 40; i++)
+            CHECK(close_rel(yv[i], ys[i]));
+        float allinf[19];
+        for (int i = 0; i < 19; i++)
+            allinf[i] = -INFINITY;
+        ork_softmax(allinf, 19);
+        for (int i = 0; i < 19; i++)
+            CHECK(isnan(allinf[i]));
+        float one_valid[19];
+        for (int i = 0; i < 19; i++)
+            one_valid[i] = i == 11 ? 3.0f : -INFINITY;
+        ork_softmax(one_valid, 19);
+        for (int i = 0; i < 19; i++)
+            CHECK(one_valid[i] == (i == 11 ? 1.0f : 0.0f));
+        /* rmsnorm of huge values (squares overflow to inf) and of zeros */
+        float big[21], bw[21], bs[21], bv[21];
+        for (int i = 0; i < 21; i++) {
+            big[i] = i % 2 ? 3e20f : -1e-40f;
+            bw[i] = 1.0f;
+        }
+        REQUIRE(ork_kernels_set_path("scalar") == 0);
+        run_op(OP_RMS, bs, big, bw, 21);
+        REQUIRE(ork_kernels_set_path(name) == 0);
+        run_op(OP_RMS, bv, big, bw, 21);
+        for (int i = 0; i < 21; i++)
+            CHECK(close_ulp(bv[i], bs[i], RMS_ULPS));
+    }
+    ork_kernels_set_path(NULL);
+}
+
+/* RoPE: the same bits on every path, and the per-thread cos/sin table never serves a stale
+ * row: changing the position, base, n_rot, frequency factors (even in place) or scale gives
+ * the bits of a call that could not have hit the table. */
+static void rope_fresh(float *x, int64_t hd, int64_t n_rot, int64_t pos, float base, int neox,
+                       const float *ff, float fs)
+{
+    float dummy[4] = { 1, 2, 3, 4 };
+    ork_rope_ext(dummy, 4, 4, pos + 12345, 77.0f, 0, NULL, 1.0f);   /* evict */
+    ork_rope_ext(x, hd, n_rot, pos, base, neox, ff, fs);
+}
+
+static void test_rope_paths_and_table(void)
+{
+    enum { HD = 128 };
+    float x0[HD], a[HD], b[HD], ff[HD / 2];
+    for (int i = 0; i < HD; i++)
+        x0[i] = frand();
+    for (int i = 0; i < HD / 2; i++)
+        ff[i] = 1.0f + (float)i * 0.25f;
+    /* path independence */
+    memcpy(a, x0, sizeof a);
+    REQUIRE(ork_kernels_set_path("scalar") == 0);
+    rope_fresh(a, HD, HD, 1234, 1e6f, 1, ff, 0.5f);
+    ork_kernels_set_path(NULL);
+    memcpy(b, x0, sizeof b);
+    rope_fresh(b, HD, HD, 1234, 1e6f, 1, ff, 0.5f);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    /* repeated calls (table hits) equal fresh ones; every key field invalidates */
+    struct { int64_t pos, n_rot; float base, fs; int mutate_ff; } v[] = {
+        { 7, HD, 1e4f, 1.0f, 0 }, { 7, HD, 1e4f, 1.0f, 0 }, { 8, HD, 1e4f, 1.0f, 0 },
+        { 8, HD, 5e5f, 1.0f, 0 }, { 8, 64, 5e5f, 1.0f, 0 }, { 8, 64, 5e5f, 0.25f, 0 },
+        { 8, 64, 5e5f, 0.25f, 1 }, { 8, 64, 5e5f, 0.25f, 0 },
+    };
+    for (int use_ff = 0; use_ff < 2; use_ff++)
+        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+            if (v[k].mutate_ff)
+                ff[3] += 1.0f;                              /* same pointer, new contents */
+            const float *f = use_ff ? ff : NULL;
+            memcpy(a, x0, sizeof a);
+            ork_rope_ext(a, HD, v[k].n_rot, v[k].pos, v[k].base, 1, f, v[k].fs);
+            memcpy(b, x0, sizeof b);
+            rope_fresh(b, HD, v[k].n_rot, v[k].pos, v[k].base, 1, f, v[k].fs);
+            CHECK(memcmp(a, b, sizeof a) == 0);
+            /* and a hit right after gives the same bits again */
+            memcpy(a, x0, sizeof a);
+            ork_rope_ext(a, HD, v[k].n_rot, v[k].pos, v[k].base, 1, f, v[k].fs);
+            CHECK(memcmp(a, b, sizeof a) == 0);
+        }
+    /* a row wider than the table (bypass) matches the double reference like the others */
+    enum { WIDE = 600 };
+    static float wx[WIDE];
+    static double wr[WIDE];
+    for (int i = 0; i < WIDE; i++)
+        wr[i] = wx[i] = frand();
+    ork_rope(wx, WIDE, WIDE, 33, 1e4f, 1);
+    rope_ref(wr, WIDE, WIDE, 33, 1e4, 1);
+    for (int i = 0; i < WIDE; i++)
+        CHECK_NEAR(wx[i], wr[i], 2e-4);
+}
+
 int main(void)
 {
     RUN(test_rmsnorm);
@@ -190,5 +436,8 @@ int main(void)
     RUN(test_silu_mul);
     RUN(test_rope);
     RUN(test_rope_ext);
+    RUN(test_ops_simd_vs_scalar);
+    RUN(test_ops_simd_edges);
+    RUN(test_rope_paths_and_table);
     return ork_test_done();
 }
