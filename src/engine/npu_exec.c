@@ -573,6 +573,12 @@ static int place_op(struct ork__npu_exec *ex, const struct pack_src *ps, struct 
             r0 += o->part_n[i];
         }
     } else {
+        /* a K-split half gets the cores the budget picks for the whole matrix: on its own
+         * shape it may pick fewer (half the bytes per run), and the halves run one after the
+         * other, so each would then stream at a single core's bandwidth */
+        if (ps->op == ORK__NPU_O && ps->k < (uint32_t)ps->src[0]->n_cols)
+            cores = ork_npu_budget_pick(ORK_NPU_I8, 1, (uint32_t)ps->src[0]->n_cols, ps->n,
+                                        ORK_NPU_MODEL_MAX_CORES);
         o->n_mats = ps->half + 1;
         o->k_split = ps->half > 0;
         if ((ret = make_mat(ex, &o->mat[ps->half], dev, tiled ? NULL : q, tiled, tiled_bytes,
