@@ -50,6 +50,13 @@ void ork_silu_mul(float *gate, const float *up, int64_t n);     /* gate = silu(g
 /* RoPE on one head vector of length head_dim (rotating the first n_rot dims). neox = false:
  * pairs (2i, 2i+1) (GGML "normal", llama); neox = true: pairs (i, i + n_rot/2) (qwen2/3). */
 void ork_rope(float *x, int64_t head_dim, int64_t n_rot, int64_t pos, float base, int neox);
+/* Attention over a KV cache of F32 or F16 rows, row_stride elements apart: out[r] gets the
+ * bits of ork_vec_dot(type, row r, x, n) for r in [0, nr); ork_vec_mad_rows adds a[r] * row r
+ * into y for r = 0 .. nr-1, the bits of nr ork_vec_mad calls. ORK_EUNSUPPORTED otherwise. */
+int ork_vec_dot_rows(uint32_t type, const void *rows, size_t row_stride, const float *x,
+                     int64_t n, int64_t nr, float *out);
+int ork_vec_mad_rows(float *y, const void *v, size_t row_stride, uint32_t type, const float *a,
+                     int64_t nr, int64_t n);
 
 /* fp16/bf16 conversions (round-to-nearest-even). */
 float ork_fp16_to_f32(uint16_t h);

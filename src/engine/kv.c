@@ -69,20 +69,20 @@ void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t off, i
                     const float *q, float scale, int32_t n_pos, float *scores)
 {
     size_t base = row_index(kv, layer, 0) + (size_t)off;
-    if (kv->type == ORK_KV_F32) {
-        const float *k = (const float *)kv->k + base;
-        for (int32_t t = 0; t < n_pos; t++, k += kv->kv_dim)
-            scores[t] = ork_vec_dot_f32(q, k, n) * scale;
+    if (kv->type == ORK_KV_F32 || n <= KV_PIECE) {
+        /* several keys per pass (ork_vec_dot_rows: the bits of one ork_vec_dot per key; F16
+         * widened in registers, the same bits as converting the row first) */
+        const void *k = kv->type == ORK_KV_F32 ? (const void *)((const float *)kv->k + base)
+                                               : (const void *)((const uint16_t *)kv->k + base);
+        uint32_t type = kv->type == ORK_KV_F32 ? ORK_TYPE_F32 : ORK_TYPE_F16;
+        ork_vec_dot_rows(type, k, (size_t)kv->kv_dim, q, n, n_pos, scores);
+        for (int32_t t = 0; t < n_pos; t++)
+            scores[t] *= scale;
         return;
     }
     const uint16_t *k = (const uint16_t *)kv->k + base;
     float tmp[KV_PIECE];
     for (int32_t t = 0; t < n_pos; t++, k += kv->kv_dim) {
-        if (n <= KV_PIECE) {
-            /* one piece: the F16 row widened in registers (same bits as converting it first) */
-            scores[t] = ork_vec_dot(ORK_TYPE_F16, k, q, n) * scale;
-            continue;
-        }
         float sum = 0.0f;
         for (int32_t c = 0; c < n; c += KV_PIECE) {
             int32_t m = n - c < KV_PIECE ? n - c : KV_PIECE;
@@ -99,15 +99,13 @@ void ork__kv_weighted_sum(const struct ork_kv_cache *kv, int32_t layer, int32_t 
     size_t base = row_index(kv, layer, 0) + (size_t)off;
     for (int32_t i = 0; i < n; i++)
         out[i] = 0.0f;
-    /* out += w[t] * v_t, element by element as out[i] += w[t] * v[i] (ork_vec_mad: the same bits
-     * as the plain loop on every kernel path) */
-    if (kv->type == ORK_KV_F32) {
-        const float *v = (const float *)kv->v + base;
-        for (int32_t t = 0; t < n_pos; t++, v += kv->kv_dim)
-            ork_vec_mad(out, v, ORK_TYPE_F32, w[t], n);
-        return;
-    }
-    const uint16_t *v = (const uint16_t *)kv->v + base;
-    for (int32_t t = 0; t < n_pos; t++, v += kv->kv_dim)
-        ork_vec_mad(out, v, ORK_TYPE_F16, w[t], n);
+    /* out += w[t] * v_t for t in order, element by element as out[i] += w[t] * v[i]
+     * (ork_vec_mad_rows: the bits of one ork_vec_mad per position, with out kept in registers
+     * across positions) */
+    if (kv->type == ORK_KV_F32)
+        ork_vec_mad_rows(out, (const float *)kv->v + base, (size_t)kv->kv_dim, ORK_TYPE_F32, w,
+                         n_pos, n);
+    else
+        ork_vec_mad_rows(out, (const uint16_t *)kv->v + base, (size_t)kv->kv_dim, ORK_TYPE_F16,
+                         w, n_pos, n);
 }

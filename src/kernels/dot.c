@@ -661,6 +661,238 @@ int ork_vec_mad(float *y, const void *v, uint32_t type, float a, int64_t n)
     return 0;
 }
 
+/* ---- several rows at once (attention over a KV cache) ----
+ * ork_vec_dot_rows: each row's dot takes exactly the lanes, operations and reduction of
+ * ork_vec_dot (a lane's FMA chain does not depend on how wide the register holding it is), so
+ * the bits are the same; the x values are loaded once for several rows and several independent
+ * FMA chains are in flight. ork_vec_mad_rows: each element of y gets y + a_r * v_r (product
+ * rounded, then the add) for r = 0, 1, ... in order, as nr ork_vec_mad calls would, while y
+ * stays in registers across the rows. AVX-512 is used on the avx512vnni path (which implies
+ * AVX-512 F), AVX2 on the other x86 paths; elsewhere the one-row kernels are called. */
+
+/* Rows per pass: AVX-512 keeps 4 rows x 2 zmm accumulators + 2 x registers (of 32); AVX2
+ * 2 rows x 4 ymm + 4 x registers (of 16). */
+#define ROWS_512 4
+#define ROWS_256 2
+/* Floats of y kept in registers by ork_vec_mad_rows: 8 zmm or 8 ymm (enough independent
+ * add chains for two adds per cycle at a 4-cycle latency). */
+#define MAD_REGS 8
+
+/* y[i] += a * v[i] for one element: the ork_vec_mad reference step. */
+static inline float mad_elem(float y, const uint8_t *v, uint32_t type, float a, int64_t i)
+{
+    float w;
+    if (type == ORK_TYPE_F16)
+        w = ork_fp16_to_f32((uint16_t)(v[2 * i] | (v[2 * i + 1] << 8)));
+    else
+        memcpy(&w, v + 4 * i, sizeof w);
+    float pr = a * w;
+    return y + pr;
+}
+
+/* The in-order f32 tail of one row's dot (elements [from, n)), as the one-row kernels add it. */
+static float dot_tail(const uint8_t *row, uint32_t type, const float *x, int64_t from, int64_t n)
+{
+    float t = 0.0f;
+    for (int64_t i = from; i < n; i++) {
+        float w;
+        if (type == ORK_TYPE_F16)
+            w = ork_fp16_to_f32((uint16_t)(row[2 * i] | (row[2 * i + 1] << 8)));
+        else
+            memcpy(&w, row + 4 * i, sizeof w);
+        float pr = w * x[i];
+        t += pr;
+    }
+    return t;
+}
+
+#ifdef ORK_HAVE_X86_DISPATCH
+#define TGT_X86_512 __attribute__((target("avx512f,avx2,fma,f16c")))
+
+TGT_X86_512 static inline __m512 load16_512(const uint8_t *row, uint32_t type, int64_t i)
+{
+    return type == ORK_TYPE_F16
+               ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(row + 2 * i)))
+               : _mm512_loadu_ps((const float *)(const void *)row + i);
+}
+
+TGT_X86 static inline __m256 load8_256(const uint8_t *row, uint32_t type, int64_t i)
+{
+    return type == ORK_TYPE_F16 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * i)))
+                                : _mm256_loadu_ps((const float *)(const void *)row + i);
+}
+
+/* ROWS_512 rows r[0..3] (repeats allowed) against x: out[k] = the row's dot. */
+TGT_X86_512 static void dot4_avx512(uint32_t type, const uint8_t *const *r, const float *x,
+                                    int64_t n, float *out)
+{
+    __m512 s[ROWS_512][2];
+    for (int k = 0; k < ROWS_512; k++)
+        s[k][0] = s[k][1] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + DOT_LANES <= n; i += DOT_LANES) {
+        __m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
+        for (int k = 0; k < ROWS_512; k++) {
+            s[k][0] = _mm512_fmadd_ps(load16_512(r[k], type, i), x0, s[k][0]);
+            s[k][1] = _mm512_fmadd_ps(load16_512(r[k], type, i + 16), x1, s[k][1]);
+        }
+    }
+    for (int k = 0; k < ROWS_512; k++) {
+        struct dot_acc acc;
+        _mm512_storeu_ps(acc.lane, s[k][0]);
+        _mm512_storeu_ps(acc.lane + 16, s[k][1]);
+        acc.tail = dot_tail(r[k], type, x, i, n);
+        out[k] = acc_end(&acc, KPATH_SIMD);
+    }
+}
+
+TGT_X86 static void dot2_avx2(uint32_t type, const uint8_t *const *r, const float *x, int64_t n,
+                              float *out)
+{
+    __m256 s[ROWS_256][4];
+    for (int k = 0; k < ROWS_256; k++)
+        for (int g = 0; g < 4; g++)
+            s[k][g] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + DOT_LANES <= n; i += DOT_LANES)
+        for (int g = 0; g < 4; g++) {
+            __m256 xv = _mm256_loadu_ps(x + i + 8 * g);
+            for (int k = 0; k < ROWS_256; k++)
+                s[k][g] = _mm256_fmadd_ps(load8_256(r[k], type, i + 8 * g), xv, s[k][g]);
+        }
+    for (int k = 0; k < ROWS_256; k++) {
+        struct dot_acc acc;
+        for (int g = 0; g < 4; g++)
+            _mm256_storeu_ps(acc.lane + 8 * g, s[k][g]);
+        acc.tail = dot_tail(r[k], type, x, i, n);
+        out[k] = acc_end(&acc, KPATH_SIMD);
+    }
+}
+
+TGT_X86_512 static void mad_rows_avx512(float *y, const uint8_t *v, size_t stride, uint32_t type,
+                                        const float *a, int64_t nr, int64_t n)
+{
+    const int64_t W = 16;
+    int64_t i = 0;
+    for (; i + MAD_REGS * W <= n; i += MAD_REGS * W) {
+        __m512 acc[MAD_REGS];
+        for (int g = 0; g < MAD_REGS; g++)
+            acc[g] = _mm512_loadu_ps(y + i + W * g);
+        for (int64_t t = 0; t < nr; t++) {
+            __m512 va = _mm512_set1_ps(a[t]);
+            const uint8_t *row = v + (size_t)t * stride;
+            for (int g = 0; g < MAD_REGS; g++)
+                acc[g] = _mm512_add_ps(acc[g], _mm512_mul_ps(va, load16_512(row, type, i + W * g)));
+        }
+        for (int g = 0; g < MAD_REGS; g++)
+            _mm512_storeu_ps(y + i + W * g, acc[g]);
+    }
+    for (; i + W <= n; i += W) {
+        __m512 acc = _mm512_loadu_ps(y + i);
+        for (int64_t t = 0; t < nr; t++)
+            acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_set1_ps(a[t]),
+                                                   load16_512(v + (size_t)t * stride, type, i)));
+        _mm512_storeu_ps(y + i, acc);
+    }
+    for (; i < n; i++) {
+        float yi = y[i];
+        for (int64_t t = 0; t < nr; t++)
+            yi = mad_elem(yi, v + (size_t)t * stride, type, a[t], i);
+        y[i] = yi;
+    }
+}
+
+TGT_X86 static void mad_rows_avx2(float *y, const uint8_t *v, size_t stride, uint32_t type,
+                                  const float *a, int64_t nr, int64_t n)
+{
+    const int64_t W = 8;
+    int64_t i = 0;
+    for (; i + MAD_REGS * W <= n; i += MAD_REGS * W) {
+        __m256 acc[MAD_REGS];
+        for (int g = 0; g < MAD_REGS; g++)
+            acc[g] = _mm256_loadu_ps(y + i + W * g);
+        for (int64_t t = 0; t < nr; t++) {
+            __m256 va = _mm256_set1_ps(a[t]);
+            const uint8_t *row = v + (size_t)t * stride;
+            for (int g = 0; g < MAD_REGS; g++)
+                acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(va, load8_256(row, type, i + W * g)));
+        }
+        for (int g = 0; g < MAD_REGS; g++)
+            _mm256_storeu_ps(y + i + W * g, acc[g]);
+    }
+    for (; i + W <= n; i += W) {
+        __m256 acc = _mm256_loadu_ps(y + i);
+        for (int64_t t = 0; t < nr; t++)
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(a[t]),
+                                                   load8_256(v + (size_t)t * stride, type, i)));
+        _mm256_storeu_ps(y + i, acc);
+    }
+    for (; i < n; i++) {
+        float yi = y[i];
+        for (int64_t t = 0; t < nr; t++)
+            yi = mad_elem(yi, v + (size_t)t * stride, type, a[t], i);
+        y[i] = yi;
+    }
+}
+#endif
+
+static size_t elt_bytes(uint32_t type)
+{
+    return type == ORK_TYPE_F16 ? sizeof(uint16_t) : sizeof(float);
+}
+
+int ork_vec_dot_rows(uint32_t type, const void *rows, size_t row_stride, const float *x,
+                     int64_t n, int64_t nr, float *out)
+{
+    if (type != ORK_TYPE_F32 && type != ORK_TYPE_F16)
+        return ork_errorf(ORK_EUNSUPPORTED, "vec_dot_rows: %s rows", ork_type_name(type));
+    const uint8_t *p = rows;
+    size_t sb = row_stride * elt_bytes(type);
+    int64_t r = 0;
+#ifdef ORK_HAVE_X86_DISPATCH
+    enum kisa k = ork__kisa();
+    int group = k == KISA_AVX512VNNI ? ROWS_512 : k != KISA_SCALAR ? ROWS_256 : 0;
+    for (; group && r < nr; r += group) {
+        const uint8_t *rp[ROWS_512];
+        float o[ROWS_512];
+        for (int j = 0; j < group; j++)     /* past the last row: repeat it, drop the result */
+            rp[j] = p + (size_t)(r + j < nr ? r + j : nr - 1) * sb;
+        if (group == ROWS_512)
+            dot4_avx512(type, rp, x, n, o);
+        else
+            dot2_avx2(type, rp, x, n, o);
+        for (int j = 0; j < group && r + j < nr; j++)
+            out[r + j] = o[j];
+    }
+#endif
+    for (; r < nr; r++)
+        out[r] = ork_vec_dot(type, p + (size_t)r * sb, x, n);
+    return 0;
+}
+
+int ork_vec_mad_rows(float *y, const void *v, size_t row_stride, uint32_t type, const float *a,
+                     int64_t nr, int64_t n)
+{
+    if (type != ORK_TYPE_F32 && type != ORK_TYPE_F16)
+        return ork_errorf(ORK_EUNSUPPORTED, "vec_mad_rows: %s values", ork_type_name(type));
+    const uint8_t *p = v;
+    size_t sb = row_stride * elt_bytes(type);
+#ifdef ORK_HAVE_X86_DISPATCH
+    enum kisa k = ork__kisa();
+    if (k == KISA_AVX512VNNI) {
+        mad_rows_avx512(y, p, sb, type, a, nr, n);
+        return 0;
+    }
+    if (k != KISA_SCALAR) {
+        mad_rows_avx2(y, p, sb, type, a, nr, n);
+        return 0;
+    }
+#endif
+    for (int64_t r = 0; r < nr; r++)
+        ork_vec_mad(y, p + (size_t)r * sb, type, a[r], n);
+    return 0;
+}
+
 /* ---- activations converted like the weights (ORK_ACT_QUANT) ---- */
 
 /* Q8_0 block: f16 d, int8 q[32] (quant_ref.c). */

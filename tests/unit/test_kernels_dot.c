@@ -2,12 +2,16 @@
  * reference dot equals the sequential f32 dot of the reference dequantization bit for bit;
  * the dispatched dot equals the dispatched f32 dot of the dequantized row bit for bit; the
  * dispatched (SIMD) results stay within 1e-5 of the scalar reference relative to sum |w x|;
- * F16 dequantization on the SIMD path gives the scalar's bits for all 65536 values. */
+ * F16 dequantization on the SIMD path gives the scalar's bits for all 65536 values;
+ * ork_vec_dot_rows / ork_vec_mad_rows (attention) give the bits of the one-row kernels on every
+ * path, for F32 and F16 rows, row counts around the rows-per-pass and lengths around the lane
+ * count. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include <ork/alloc.h>
+#include <ork/error.h>
 #include <ork-kernels/kernels.h>
 
 #include "ork_test.h"
@@ -156,11 +160,54 @@ static void test_dot_no_allocation(void)
     CHECK(ork_alloc_count() == before);
 }
 
+/* Several rows at once == one row at a time, bit for bit, on every available path. */
+static void test_rows_match_single(void)
+{
+    enum { RN = 300, MAXR = 11, STRIDE = 320 };
+    static uint8_t rows[MAXR * STRIDE * 4];
+    static float x[RN], a[MAXR], y1[RN], y2[RN], o1[MAXR], o2[MAXR];
+    static const int64_t ns[] = { 1, 7, 16, 31, 32, 33, 64, 96, 127, 128, 129, 200, 256, RN };
+    static const uint32_t vt[] = { ORK_TYPE_F32, ORK_TYPE_F16 };
+    for (int pi = 0; ork_kernels_path_name(pi); pi++) {
+        if (ork_kernels_set_path(ork_kernels_path_name(pi)) < 0)
+            continue;
+        for (size_t ti = 0; ti < 2; ti++) {
+            uint32_t type = vt[ti];
+            size_t eb = type == ORK_TYPE_F16 ? 2 : 4;
+            for (int r = 0; r < MAXR; r++)
+                random_row(type, rows + (size_t)r * STRIDE * eb, STRIDE);
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+                int64_t n = ns[ni];
+                for (int64_t i = 0; i < n; i++)
+                    x[i] = frand() * 3.0f;
+                for (int nr = 1; nr <= MAXR; nr++) {
+                    for (int r = 0; r < nr; r++) {
+                        a[r] = frand();
+                        o1[r] = ork_vec_dot(type, rows + (size_t)r * STRIDE * eb, x, n);
+                    }
+                    REQUIRE(ork_vec_dot_rows(type, rows, STRIDE, x, n, nr, o2) == 0);
+                    CHECK(memcmp(o1, o2, (size_t)nr * sizeof(float)) == 0);
+                    for (int64_t i = 0; i < n; i++)
+                        y1[i] = y2[i] = frand();
+                    for (int r = 0; r < nr; r++)
+                        ork_vec_mad(y1, rows + (size_t)r * STRIDE * eb, type, a[r], n);
+                    REQUIRE(ork_vec_mad_rows(y2, rows, STRIDE, type, a, nr, n) == 0);
+                    CHECK(memcmp(y1, y2, (size_t)n * sizeof(float)) == 0);
+                }
+            }
+        }
+    }
+    ork_kernels_set_path(NULL);
+    CHECK_EQ_INT(ork_vec_dot_rows(ORK_TYPE_Q8_0, rows, 32, x, 32, 1, o1), ORK_EUNSUPPORTED);
+    CHECK_EQ_INT(ork_vec_mad_rows(y1, rows, 32, ORK_TYPE_Q8_0, a, 1, 32), ORK_EUNSUPPORTED);
+}
+
 int main(void)
 {
     RUN(test_ref_dot_equals_dequant_dot);
     RUN(test_dispatched_dot);
     RUN(test_dispatched_dequant_matches_ref);
     RUN(test_dot_no_allocation);
+    RUN(test_rows_match_single);
     return ork_test_done();
 }
