@@ -1085,23 +1085,21 @@ int ork__npu_exec_o_finish(struct ork__npu_exec *ex, int32_t layer, const float 
     int ret = o_wait_first(ex, ma);
     int64_t t0 = now_ns();
     ork_npu_exec_traced("npu o (second half)");
-    /* the second half: its own row scales and C buffer; the first half's dequantisation
-     * overlaps it on the NPU */
+    /* the second half, synchronously (nothing is left to overlap it with but the first
+     * half's dequantisation, which is not worth a hand-off to the async worker): its own row
+     * scales and C buffer */
     float *as_b = ex->a_scales + ex->max_m;
     int32_t *c_b = ex->c32 + ex->c32_half;
-    struct ork_npu_job *job = NULL;
     bool dec = m == 1 || !mb->pre;
     if (ret == 0)
         ret = quantize_cols(att, kx, mb->c0, mb->k, mr, ex->a8, as_b);
     if (ret == 0)
-        ret = ork_npu_matmul_submit_async(dec ? mb->dec : mb->pre, ex->a8, mr, c_b, &job);
+        ret = ork_npu_matmul_run_i8(dec ? mb->dec : mb->pre, ex->a8, mr, c_b);
     if (ret == 0) {
         count_run(ex, dec ? &mb->dinfo : &mb->pinfo, mr, mb->dev);
         dequant_add(ex->c32, n, mr, ex->a_scales, ma->scales, y, false);
-        ret = ork_npu_job_wait(job);
-    }
-    if (ret == 0)
         dequant_add(c_b, n, mr, as_b, mb->scales, y, true);
+    }
     ork_npu_exec_untraced();
     double ms = (double)(now_ns() - t0) / 1e6;
     ex->st.npu_wall_ms += ms;
