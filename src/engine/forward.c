@@ -10,6 +10,10 @@
  *   x' = h + Wdown * (silu(Wgate*n(h)) * Wup*n(h))
  * then logits = Wout * rmsnorm(x).
  *
+ * With the NPU executor (npu_exec.c) each projection group is offered to it first; when it
+ * splits the O projection by heads, attention runs in two head ranges around the asynchronous
+ * submit of the first O half, so the second range is computed while that half is on the NPU.
+ *
  * Not here: weight binding (model.c), cache storage (kv.c), sampling (generate.c). Activations
  * come from the session's arena, reset per batch: nothing is allocated per token. */
 #include "model_priv.h"

@@ -10,10 +10,14 @@
  * plan of M = npu_max_m) is created then, with its programs at fixed addresses, split across
  * the cores by libork's budget. Per token nothing is synthesised or allocated: each op
  * quantises its input into fixed scratch, runs its plan and dequantises into the caller's rows.
- * A layer takes 4 submits (QKV, O, gate|up, down) plus the LM head once per batch.
+ * A layer takes 5 submits (QKV, O_a, O_b, gate|up, down) plus the LM head once per batch: the
+ * O projection is split along K by attention heads, so in decode its first half runs
+ * asynchronously while the caller computes the other heads' attention (ork__npu_exec_o_*;
+ * the CPU time spent while it is in flight is counted as overlapped up to its modelled
+ * duration).
  *
- * ORK_NPU_EXEC_PER_MATMUL builds the baseline instead: one single-core plan per model matrix,
- * one synchronous submit each (7 per layer), for comparison.
+ * ORK_NPU_EXEC_PER_MATMUL builds the baseline instead: one single-core plan per model matrix
+ * (the O projection whole), one synchronous submit each (7 per layer), for comparison.
  *
  * Modelled time: on the `sim` device the statistics read the simulator's own model clock and
  * per-core busy time (ork_npu_model_time, docs/sim.md "Timing model"), so benchmarks report an
@@ -809,7 +813,8 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
                 "the CPU; executor: %s\n", ex->st.backend, ex->st.n_npu_mats,
                 (double)ex->st.resident_bytes / (1 << 20), ex->n_dev, ex->n_dev > 1 ? "s" : "",
                 ex->st.n_cpu_mats, (ex->flags & ORK_NPU_EXEC_PER_MATMUL)
-                ? "one submit per matmul" : "fused [Q|K|V] and [gate|up], multi-core");
+                ? "one submit per matmul"
+                : "fused [Q|K|V] and [gate|up], O split by heads, multi-core");
     ork_orkpack_close(pack);
     ork_free(qbuf);
     ork_free(sbuf);
