@@ -608,8 +608,9 @@ TILE256(tile_vnni, TGT_AVXVNNI, part_vnni, 2)
 TILE256(tile_avx2, TGT_AVX2, part_avx2, 1)
 TILE256(tile_avx2, TGT_AVX2, part_avx2, 2)
 
-/* Decode (one X row): up to ORK_WROWS weight rows read straight from the matrix, the X pair
- * loaded once for all of them; lanes in struct q8_acc order (even block 0-7, odd 8-15).
+/* Decode (one X row): weight rows read straight from the matrix (no repacking) against X
+ * block pairs prepared once (values, biases, scales) for all of them; lanes in struct q8_acc
+ * order (even block 0-7, odd 8-15), reduced in registers.
  * Weights as u8 (Q8_0: w + 128; Q4_0: the nibble itself, 0..15) with the matching X bias
  * (-128 or -8 times the group sum of x), so each partial is exact. */
 TGT_AVX512 static inline __m512i pair_x512(const uint8_t *x0, bool two)
@@ -655,33 +656,62 @@ TGT_AVX512 static inline float reduce_acc512(__m512 a)
     return _mm_cvtss_f32(_mm_add_ss(r2, _mm_movehdup_ps(r2)));
 }
 
-TGT_AVX512 static void wrows512(uint32_t type, const uint8_t *w, size_t row_bytes, int nr,
+/* Pairs of X prepared at a time for the decode kernel: 128 pairs (K = 8192) x 192 bytes =
+ * 24 KiB of stack, in L1 while every weight row meets it. */
+#define WROWS_CHUNK 128
+/* Weight rows interleaved per pass of the decode kernel. With X prepared once per chunk, a
+ * row costs only its own loads and one FMA chain already outruns DRAM; 1, 2 and 4 measured
+ * the same within noise (tools/kern_probe, KP_FILE, Q4_0 65536 x 2048: 22-23 GB/s), so rows
+ * are read one after another. (The first version, 4 rows interleaved that converted each X
+ * pair per call, reached only 9-10 GB/s there.) */
+#define WROWS_SEQ 1
+
+TGT_AVX512 static void wrows512(uint32_t type, const uint8_t *w, size_t row_bytes, int64_t nr,
                                 const uint8_t *xq, int64_t nb, float *out)
 {
     const size_t wbytes = type == ORK_TYPE_Q8_0 ? Q8_0_BYTES : Q4_0_BYTES;
     const __m512i off = _mm512_set1_epi8(type == ORK_TYPE_Q8_0 ? (char)U8_OFFSET
                                                                : (char)Q4_0_OFFSET);
-    __m512 acc[ORK_WROWS];
-    for (int i = 0; i < ORK_WROWS; i++)
-        acc[i] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; b += 2) {
-        const bool two = b + 1 < nb;
-        const uint8_t *x0 = xq + (size_t)b * Q8_0_BYTES;
-        __m512i xv = pair_x512(x0, two);
-        __m512 dx = pair_d512(x0, two ? x0 + Q8_0_BYTES : NULL);
-        __m512i bias = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                        _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, xv));
-        for (int i = 0; i < ORK_WROWS; i++) {
-            if (i >= nr)
-                break;
-            const uint8_t *w0 = w + (size_t)i * row_bytes + (size_t)b * wbytes;
-            __m512i p = _mm512_dpbusd_epi32(bias, pair_w512(type, w0, wbytes, two), xv);
-            __m512 d = _mm512_mul_ps(pair_d512(w0, two ? w0 + wbytes : NULL), dx);
-            acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), d, acc[i]);
+    __m512i xv[WROWS_CHUNK], bias[WROWS_CHUNK];
+    __m512 dx[WROWS_CHUNK];
+    const int64_t np = (nb + 1) / 2;
+    __m512 acc[WROWS_SEQ];
+    for (int64_t r = 0; r < nr; r += WROWS_SEQ) {
+        const int ns = nr - r < WROWS_SEQ ? (int)(nr - r) : WROWS_SEQ;
+        for (int i = 0; i < WROWS_SEQ; i++)
+            acc[i] = _mm512_setzero_ps();
+        for (int64_t p0 = 0; p0 < np; p0 += WROWS_CHUNK) {
+            const int64_t pc = np - p0 < WROWS_CHUNK ? np - p0 : WROWS_CHUNK;
+            if (np > WROWS_CHUNK || r == 0) {
+                for (int64_t q = 0; q < pc; q++) {
+                    const int64_t b = 2 * (p0 + q);
+                    const bool two = b + 1 < nb;
+                    const uint8_t *x0 = xq + (size_t)b * Q8_0_BYTES;
+                    xv[q] = pair_x512(x0, two);
+                    dx[q] = pair_d512(x0, two ? x0 + Q8_0_BYTES : NULL);
+                    bias[q] = _mm512_sub_epi32(
+                        _mm512_setzero_si512(),
+                        _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, xv[q]));
+                }
+            }
+            for (int i = 0; i < ns; i++) {
+                const uint8_t *row = w + (size_t)(r + i) * row_bytes;
+                __m512 a = acc[i];
+                for (int64_t q = 0; q < pc; q++) {
+                    const int64_t b = 2 * (p0 + q);
+                    const bool two = b + 1 < nb;
+                    const uint8_t *w0 = row + (size_t)b * wbytes;
+                    __m512i p = _mm512_dpbusd_epi32(bias[q], pair_w512(type, w0, wbytes, two),
+                                                    xv[q]);
+                    __m512 d = _mm512_mul_ps(pair_d512(w0, two ? w0 + wbytes : NULL), dx[q]);
+                    a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), d, a);
+                }
+                acc[i] = a;
+            }
         }
+        for (int i = 0; i < ns; i++)
+            out[r + i] = reduce_acc512(acc[i]);
     }
-    for (int i = 0; i < nr; i++)
-        out[i] = reduce_acc512(acc[i]);
 }
 
 static void run_tile(enum kisa k, const struct gemm_args *g, int mx)
@@ -719,7 +749,7 @@ static void run_tile(enum kisa k, const struct gemm_args *g, int mx)
 }
 #endif
 
-bool ork__q8_wrows(enum kisa k, uint32_t type, const uint8_t *w, size_t row_bytes, int nr,
+bool ork__q8_wrows(enum kisa k, uint32_t type, const uint8_t *w, size_t row_bytes, int64_t nr,
                    const uint8_t *xq, int64_t nb, float *out)
 {
 #ifdef GQ_X86

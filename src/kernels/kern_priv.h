@@ -71,12 +71,10 @@ void ork__quantize_q8_k(enum kisa k, const float *x, uint8_t *dst, int64_t n);
 #define ORK_GEMM_NW 4
 #define ORK_GEMM_MX 4
 #define ORK_GEMM_ALIGN 64
-/* Most weight rows per ork__q8_wrows call. */
-#define ORK_WROWS 4
-/* Decode: nr <= ORK_WROWS Q8_0 / Q4_0 weight rows (row_bytes apart) against one Q8_0 X row of
- * nb blocks; out[i] has the bits of ork__q8_blocks + ork__q8_end. False (nothing done) when
- * path k has no such kernel. */
-bool ork__q8_wrows(enum kisa k, uint32_t type, const uint8_t *w, size_t row_bytes, int nr,
+/* Decode: nr Q8_0 / Q4_0 weight rows (row_bytes apart) against one Q8_0 X row of nb blocks;
+ * out[i] has the bits of ork__q8_blocks + ork__q8_end. False (nothing done) when path k has
+ * no such kernel. */
+bool ork__q8_wrows(enum kisa k, uint32_t type, const uint8_t *w, size_t row_bytes, int64_t nr,
                    const uint8_t *xq, int64_t nb, float *out);
 /* True when path k has the tiled kernel (x86-64 AVX2 and up). */
 bool ork__gemm_q8_ok(enum kisa k);

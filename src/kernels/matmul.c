@@ -89,54 +89,6 @@ static void mm_rows_pairs(const struct mm_job *j, int64_t r0, int64_t r1)
                                               j->x + i * k, k, j->act);
 }
 
-/* Q8_0 / Q4_0 weights with X quantized to Q8_0, Q4_K / Q6_K weights with X quantized to Q8_K,
- * M-tile by M-tile: the X tile stays in L2 while each weight row of the thread's range is read
- * once per tile and dotted with the tile's rows (ork__q8_rows reuses each weight block across
- * up to MM_NR rows of X). */
-__attribute__((noinline))
-static void mm_rows_q8(const struct mm_job *j, int64_t r0, int64_t r1)
-{
-    const struct ork_mat *w = j->w;
-    const int64_t k = w->n_cols, n = w->n_rows;
-    const bool kq = w->type == ORK_TYPE_Q4_K || w->type == ORK_TYPE_Q6_K;
-    const int64_t blk = kq ? ORK_Q8_K_BLOCK : Q8_0_BLOCK;
-    const size_t rq = (size_t)(k / blk) * (kq ? ORK_Q8_K_BYTES : Q8_0_BYTES);
-    if (rq > MM_XQ_BYTES || rq == 0) {
-        mm_rows_pairs(j, r0, r1);
-        return;
-    }
-    const enum kisa isa = ork__kisa();
-    uint8_t xq[MM_XQ_BYTES];
-    const int64_t mt = (int64_t)(MM_XQ_BYTES / rq);
-    for (int64_t m0 = 0; m0 < j->m; m0 += mt) {
-        int64_t mc = j->m - m0 < mt ? j->m - m0 : mt;
-        for (int64_t i = 0; i < mc; i++) {
-            if (kq)
-                ork__quantize_q8_k(isa, j->x + (m0 + i) * k, xq + (size_t)i * rq, k);
-            else
-                ork__quantize_q8_0(isa, j->x + (m0 + i) * k, xq + (size_t)i * rq, k);
-        }
-        for (int64_t r = r0; r < r1; r++) {
-            const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-            if (kq) {
-                for (int64_t i = 0; i < mc; i++) {
-                    float sum = 0.0f;
-                    ork__q8k_blocks(isa, w->type, row, xq + (size_t)i * rq, k / blk, &sum);
-                    j->y[(m0 + i) * n + r] = sum;
-                }
-                continue;
-            }
-            for (int64_t i = 0; i < mc; i += MM_NR) {
-                int nr = mc - i < MM_NR ? (int)(mc - i) : MM_NR;
-                float out[MM_NR];
-                ork__q8_rows(isa, w->type, row, xq + (size_t)i * rq, rq, nr, k / blk, out);
-                for (int t = 0; t < nr; t++)
-                    j->y[(m0 + i + t) * n + r] = out[t];
-            }
-        }
-    }
-}
-
 /* F16 / BF16 weights with X rounded to the weight's 16-bit type, M-tile by M-tile. */
 __attribute__((noinline))
 static void mm_rows_round16(const struct mm_job *j, int64_t r0, int64_t r1)
@@ -201,7 +153,7 @@ static void mm_rows(const struct mm_job *j, int64_t r0, int64_t r1)
     uint32_t t = j->w->type;
     if (j->act == ORK_ACT_QUANT && (t == ORK_TYPE_Q8_0 || t == ORK_TYPE_Q4_0 ||
                                     t == ORK_TYPE_Q4_K || t == ORK_TYPE_Q6_K))
-        mm_rows_q8(j, r0, r1);
+        mm_rows_pairs(j, r0, r1);   /* rows too long for any X tile (multi_stack) */
     else if (j->act == ORK_ACT_QUANT && (t == ORK_TYPE_F16 || t == ORK_TYPE_BF16))
         mm_rows_round16(j, r0, r1);
     else
@@ -275,17 +227,10 @@ static void shared_rows(const struct mm_multi *j, const struct ork_mat *w, const
     }
     const int64_t blk = j->xf == XF_Q8_K ? ORK_Q8_K_BLOCK : Q8_0_BLOCK, nb = j->k / blk;
     const size_t rq = j->xrow;
-    if (j->xf == XF_Q8_0 && m == 1) {
-        /* decode: several weight rows per call, each X block loaded once for all */
-        int64_t r = r0;
-        for (; r < r1; r += ORK_WROWS) {
-            int nr = r1 - r < ORK_WROWS ? (int)(r1 - r) : ORK_WROWS;
-            if (!ork__q8_wrows(j->isa, w->type, (const uint8_t *)w->data + (size_t)r * w->row_bytes,
-                               w->row_bytes, nr, xs, nb, y + r))
-                break;
-        }
-        r0 = r;
-    }
+    if (j->xf == XF_Q8_0 && m == 1 &&
+        ork__q8_wrows(j->isa, w->type, (const uint8_t *)w->data + (size_t)r0 * w->row_bytes,
+                      w->row_bytes, r1 - r0, xs, nb, y + r0))
+        return;     /* decode: X prepared once for all rows */
     /* X in tiles of MM_XQ_BYTES so a tile stays in L2 while the rows meet it */
     int64_t mt = rq ? (int64_t)(MM_XQ_BYTES / rq) : 1;
     mt = mt < 1 ? 1 : mt;
@@ -351,28 +296,36 @@ static void multi_thread(void *ctx, int ith, int nth)
  * K = 8192 take ~37 KiB); longer rows go through the one-row kernels. */
 #define MM_PANEL_STACK (40u << 10)
 
-/* No shared scratch (no pool, or no memory): X tiles on this thread's stack. */
+/* No shared scratch (no pool, or no memory): X quantized a tile of rows at a time on this
+ * thread's stack, each tile run against all rows of all matrices. */
 static void multi_stack(struct mm_multi *j)
 {
-    if (j->xf == XF_PACK && ork__gemm_panel_bytes(j->k) <= MM_PANEL_STACK &&
-        ork__xpack_row_bytes(j->k) * ORK_GEMM_MX <= MM_XQ_BYTES) {
-        _Alignas(ORK_GEMM_ALIGN) uint8_t xt[MM_XQ_BYTES];
-        _Alignas(ORK_GEMM_ALIGN) uint8_t panel[MM_PANEL_STACK];
-        int64_t mt = (int64_t)(MM_XQ_BYTES / j->xrow);
-        mt -= mt % ORK_GEMM_MX;
-        for (int64_t m0 = 0; m0 < j->m; m0 += mt) {
-            int64_t mc = j->m - m0 < mt ? j->m - m0 : mt;
-            quant_rows(j, j->x + m0 * j->k, 0, mc, xt);
-            for (int q = 0; q < j->n_w; q++)
-                ork__gemm_q8(j->isa, j->w[q], 0, j->w[q]->n_rows, xt, mc,
-                             j->y[q] + m0 * j->w[q]->n_rows, j->w[q]->n_rows, panel);
+    if (j->xf == XF_PACK && (ork__gemm_panel_bytes(j->k) > MM_PANEL_STACK ||
+                             ork__xpack_row_bytes(j->k) * ORK_GEMM_MX > MM_XQ_BYTES)) {
+        j->xf = XF_Q8_0;        /* rows too long for the stack tiles of the tiled kernel */
+        j->xrow = xrow_bytes(j->xf, j->k);
+    }
+    if (j->xrow > MM_XQ_BYTES) {
+        /* not even one row fits: the chunked single-dot path */
+        for (int q = 0; q < j->n_w; q++) {
+            struct mm_job job = { .w = j->w[q], .x = j->x, .m = j->m, .y = j->y[q],
+                                  .act = ORK_ACT_QUANT };
+            mm_rows(&job, 0, j->w[q]->n_rows);
         }
         return;
     }
-    for (int q = 0; q < j->n_w; q++) {
-        struct mm_job job = { .w = j->w[q], .x = j->x, .m = j->m, .y = j->y[q],
-                              .act = ORK_ACT_QUANT };
-        mm_rows(&job, 0, j->w[q]->n_rows);
+    _Alignas(ORK_GEMM_ALIGN) uint8_t xt[MM_XQ_BYTES];
+    _Alignas(ORK_GEMM_ALIGN) uint8_t panel[MM_PANEL_STACK];
+    int64_t mt = (int64_t)(MM_XQ_BYTES / j->xrow);
+    if (j->xf == XF_PACK)
+        mt -= mt % ORK_GEMM_MX;
+    for (int64_t m0 = 0; m0 < j->m; m0 += mt) {
+        int64_t mc = j->m - m0 < mt ? j->m - m0 : mt;
+        quant_rows(j, j->x + m0 * j->k, 0, mc, xt);
+        for (int q = 0; q < j->n_w; q++) {
+            int64_t n = j->w[q]->n_rows;
+            shared_rows(j, j->w[q], xt, mc, j->y[q] + m0 * n, n, 0, n, panel);
+        }
     }
 }
 
