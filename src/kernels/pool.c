@@ -13,6 +13,7 @@
  * the condition (seq_cst) and then reads the announcement, taking the mutex to signal only when
  * someone announced. Sequential consistency guarantees at least one side sees the other. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
@@ -37,6 +38,11 @@
 /* Polls between two clock reads while spinning: a pause is ~40-140 cycles, so the deadline is
  * checked every few microseconds at most while the clock (vDSO) is read rarely. */
 #define POOL_SPIN_CHECK_EVERY 32
+/* After this fraction (1/POOL_SPIN_YIELD_DIV) of the spin bound, each clock check also yields
+ * the CPU: when the machine is oversubscribed, the thread being waited for may be runnable
+ * but not running, and a pure pause loop would keep it off the CPU for the whole bound. Gaps
+ * shorter than that fraction (the engine's usual ones) never enter the kernel. */
+#define POOL_SPIN_YIELD_DIV 4
 #define NS_PER_US 1000
 
 /* Worker threads ever started by any pool of the process (ork_pool_threads_created). */
@@ -84,18 +90,29 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* True once spin_ns has passed since t0; past the yield point, yields the CPU first. */
+static int spin_expired(const struct ork_pool *p, int64_t t0)
+{
+    int64_t el = now_ns() - t0;
+    if (el >= p->spin_ns)
+        return 1;
+    if (el >= p->spin_ns / POOL_SPIN_YIELD_DIV)
+        sched_yield();
+    return 0;
+}
+
 /* Poll until a new generation (or stop) is published or spin_ns has passed. True if one was. */
 static int spin_for_gen(struct ork_pool *p, uint_fast64_t seen)
 {
     if (p->spin_ns <= 0)
         return 0;
-    int64_t deadline = now_ns() + p->spin_ns;
+    int64_t t0 = now_ns();
     for (unsigned k = 1;; k++) {
         if (atomic_load_explicit(&p->gen, memory_order_acquire) != seen ||
             atomic_load_explicit(&p->stop, memory_order_relaxed))
             return 1;
         cpu_relax();
-        if (k % POOL_SPIN_CHECK_EVERY == 0 && now_ns() >= deadline)
+        if (k % POOL_SPIN_CHECK_EVERY == 0 && spin_expired(p, t0))
             return 0;
     }
 }
@@ -107,12 +124,12 @@ static int spin_for_done(struct ork_pool *p)
         return 1;
     if (p->spin_ns <= 0)
         return 0;
-    int64_t deadline = now_ns() + p->spin_ns;
+    int64_t t0 = now_ns();
     for (unsigned k = 1;; k++) {
         if (atomic_load_explicit(&p->pending, memory_order_acquire) == 0)
             return 1;
         cpu_relax();
-        if (k % POOL_SPIN_CHECK_EVERY == 0 && now_ns() >= deadline)
+        if (k % POOL_SPIN_CHECK_EVERY == 0 && spin_expired(p, t0))
             return 0;
     }
 }
