@@ -714,6 +714,103 @@ TGT_AVX512 static void wrows512(uint32_t type, const uint8_t *w, size_t row_byte
     }
 }
 
+/* The 256-bit decode kernels: the same scheme one block per register, accumulators a0 (even
+ * blocks, lanes 0-7) and a1 (odd blocks, lanes 8-15). AVX-VNNI: u8 weights and X biases as in
+ * wrows512. AVX2: Q4_0 nibbles (0..15) by x with vpmaddubsw (a pair <= 2 * 15 * 127, no
+ * saturation) plus the -8 * sum bias; Q8_0 with |w| by sign(w) * x (no bias). */
+#define W256_CHUNK 256      /* X blocks prepared at a time: 256 x 68 bytes = 17 KiB */
+
+TGT_AVX2 static inline __m256i nibbles_avx2(const uint8_t *qs)
+{
+    __m128i b = _mm_loadu_si128((const __m128i *)qs);
+    __m128i lo = _mm_and_si128(b, _mm_set1_epi8(15));
+    __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(15));
+    return _mm256_set_m128i(hi, lo);
+}
+
+TGT_AVXVNNI static inline __m256i wpart_vnni(uint32_t type, const uint8_t *wq, __m256i x,
+                                             __m256i bias)
+{
+    __m256i wu = type == ORK_TYPE_Q8_0
+                     ? _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)wq),
+                                        _mm256_set1_epi8((char)0x80))
+                     : nibbles_avx2(wq);
+    return _mm256_dpbusd_avx_epi32(bias, wu, x);
+}
+
+TGT_AVX2 static inline __m256i wpart_avx2(uint32_t type, const uint8_t *wq, __m256i x,
+                                          __m256i bias)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    if (type == ORK_TYPE_Q8_0) {
+        __m256i w = _mm256_loadu_si256((const __m256i *)wq);
+        return _mm256_madd_epi16(
+            _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)), ones);
+    }
+    return _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(nibbles_avx2(wq), x), ones),
+                            bias);
+}
+
+TGT_AVX2 static inline float reduce_acc256(__m256 a0, __m256 a1)
+{
+    __m256 r8 = _mm256_add_ps(a0, a1);
+    __m128 r4 = _mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1));
+    __m128 r2 = _mm_add_ps(r4, _mm_movehl_ps(r4, r4));
+    return _mm_cvtss_f32(_mm_add_ss(r2, _mm_movehdup_ps(r2)));
+}
+
+#define WROWS256(NAME, TGT, PART)                                                              \
+    TGT static void NAME(uint32_t type, const uint8_t *w, size_t row_bytes, int64_t nr,       \
+                         const uint8_t *xq, int64_t nb, float *out)                            \
+    {                                                                                          \
+        const size_t wbytes = type == ORK_TYPE_Q8_0 ? Q8_0_BYTES : Q4_0_BYTES;                 \
+        const int shift = type == ORK_TYPE_Q8_0 ? 7 : 3;   /* offset 128 or 8 */              \
+        __m256i xv[W256_CHUNK], bias[W256_CHUNK];                                              \
+        __m256 dx[W256_CHUNK];                                                                 \
+        for (int64_t r = 0; r < nr; r++) {                                                     \
+            const uint8_t *row = w + (size_t)r * row_bytes;                                    \
+            __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();                         \
+            for (int64_t b0 = 0; b0 < nb; b0 += W256_CHUNK) {                                  \
+                const int64_t bc = nb - b0 < W256_CHUNK ? nb - b0 : W256_CHUNK;                \
+                if (nb > W256_CHUNK || r == 0) {                                               \
+                    for (int64_t q = 0; q < bc; q++) {                                         \
+                        const uint8_t *x0 = xq + (size_t)(b0 + q) * Q8_0_BYTES;                \
+                        xv[q] = _mm256_loadu_si256((const __m256i *)(x0 + 2));                 \
+                        dx[q] = _mm256_set1_ps(_cvtsh_ss((unsigned short)(x0[0] | x0[1] << 8))); \
+                        __m256i s = _mm256_madd_epi16(                                         \
+                            _mm256_maddubs_epi16(_mm256_set1_epi8(1), xv[q]),                  \
+                            _mm256_set1_epi16(1));                                             \
+                        bias[q] = _mm256_sub_epi32(_mm256_setzero_si256(),                     \
+                                                   _mm256_slli_epi32(s, shift));               \
+                    }                                                                          \
+                }                                                                              \
+                int64_t q = 0;                                                                 \
+                for (; q + 2 <= bc; q += 2) {                                                  \
+                    const uint8_t *w0 = row + (size_t)(b0 + q) * wbytes, *w1 = w0 + wbytes;    \
+                    __m256i p0 = PART(type, w0 + 2, xv[q], bias[q]);                           \
+                    __m256i p1 = PART(type, w1 + 2, xv[q + 1], bias[q + 1]);                   \
+                    __m256 d0 = _mm256_mul_ps(                                                 \
+                        _mm256_cvtph_ps(_mm_set1_epi16((short)(w0[0] | w0[1] << 8))), dx[q]);  \
+                    __m256 d1 = _mm256_mul_ps(                                                 \
+                        _mm256_cvtph_ps(_mm_set1_epi16((short)(w1[0] | w1[1] << 8))), dx[q + 1]); \
+                    a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), d0, a0);                      \
+                    a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), d1, a1);                      \
+                }                                                                              \
+                if (q < bc) {   /* odd block count: the last chunk ends on an even block */    \
+                    const uint8_t *w0 = row + (size_t)(b0 + q) * wbytes;                       \
+                    __m256i p0 = PART(type, w0 + 2, xv[q], bias[q]);                           \
+                    __m256 d0 = _mm256_mul_ps(                                                 \
+                        _mm256_cvtph_ps(_mm_set1_epi16((short)(w0[0] | w0[1] << 8))), dx[q]);  \
+                    a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), d0, a0);                      \
+                }                                                                              \
+            }                                                                                  \
+            out[r] = reduce_acc256(a0, a1);                                                    \
+        }                                                                                      \
+    }
+
+WROWS256(wrows_vnni, TGT_AVXVNNI, wpart_vnni)
+WROWS256(wrows_avx2, TGT_AVX2, wpart_avx2)
+
 static void run_tile(enum kisa k, const struct gemm_args *g, int mx)
 {
     if (k == KISA_AVX512VNNI) {
@@ -753,9 +850,11 @@ bool ork__q8_wrows(enum kisa k, uint32_t type, const uint8_t *w, size_t row_byte
                    const uint8_t *xq, int64_t nb, float *out)
 {
 #ifdef GQ_X86
-    if (k == KISA_AVX512VNNI) {
-        wrows512(type, w, row_bytes, nr, xq, nb, out);
-        return true;
+    switch (k) {
+    case KISA_AVX512VNNI: wrows512(type, w, row_bytes, nr, xq, nb, out); return true;
+    case KISA_AVXVNNI: wrows_vnni(type, w, row_bytes, nr, xq, nb, out); return true;
+    case KISA_AVX2: wrows_avx2(type, w, row_bytes, nr, xq, nb, out); return true;
+    default: break;
     }
 #endif
     (void)k, (void)type, (void)w, (void)row_bytes, (void)nr, (void)xq, (void)nb, (void)out;

@@ -140,12 +140,15 @@ static void check_shape(const struct shape *s)
 
 static void test_paths_shapes(void)
 {
-    /* fixed corners: one row, odd blocks, chunks of X larger than the L2 / stack tiles */
+    /* fixed corners: one row, odd blocks, X larger than the L2 / stack tiles */
     const struct shape fixed[] = {
         { ORK_TYPE_Q8_0, 1, 5, 32 },     { ORK_TYPE_Q4_0, 2, 1, 32 },
         { ORK_TYPE_Q8_0, 70, 9, 2080 },  { ORK_TYPE_Q4_0, 67, 13, 2048 },
         { ORK_TYPE_Q8_0, 5, 4, 96 },     { ORK_TYPE_Q4_K, 19, 7, 512 },
         { ORK_TYPE_Q6_K, 9, 5, 768 },    { ORK_TYPE_Q8_0, 130, 6, 4096 },
+        /* decode kernels: X prepared in several chunks, odd block count */
+        { ORK_TYPE_Q8_0, 1, 7, 8288 },   { ORK_TYPE_Q4_0, 1, 6, 8288 },
+        { ORK_TYPE_Q4_0, 1, 9, 16416 },
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         check_shape(&fixed[i]);
