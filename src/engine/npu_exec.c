@@ -139,11 +139,28 @@ static struct npu_opmat *op_at(struct ork__npu_exec *ex, enum ork__npu_op op, in
 
 /* ---- pack building ------------------------------------------------------------------------ */
 
-/* Columns of the O projection's first half: the attention output of the first n_heads / 2
- * heads (head-major layout, forward.c). 0 when there is one head (no split). */
+/* K multiple of weights tiled for prefill plans (max_m > 1; docs/npu.md tiling rules, as in
+ * est_bytes): a K-split half whose K is not a multiple of it is padded up to one. */
+#define NPU_PREFILL_K_ALIGN 512u
+
+/* Columns of the O projection's first half: the attention output of its first heads
+ * (head-major layout, forward.c). The heads nearest n_heads / 2 whose columns are a multiple of
+ * NPU_PREFILL_K_ALIGN (no padding added by the split: Qwen2.5-7B's 28 heads of 128 split 12 +
+ * 16, not 14 + 14 = 1792 columns padded to 2048 twice), ties to fewer (more attention behind the
+ * first half), else n_heads / 2. 0 when there is one head (no split). */
 static uint32_t o_split_cols(const struct ork_model_config *c)
 {
-    return c->n_heads >= 2 ? (uint32_t)(c->n_heads / 2) * (uint32_t)c->head_dim : 0;
+    int32_t nh = c->n_heads, hd = c->head_dim;
+    if (nh < 2)
+        return 0;
+    for (int32_t d = 0; d <= nh / 2; d++) {
+        int32_t cand[2] = { nh / 2 - d, nh / 2 + d };
+        for (int i = 0; i < 2; i++)
+            if (cand[i] >= 1 && cand[i] < nh &&
+                ((uint32_t)cand[i] * (uint32_t)hd) % NPU_PREFILL_K_ALIGN == 0)
+                return (uint32_t)cand[i] * (uint32_t)hd;
+    }
+    return (uint32_t)(nh / 2) * (uint32_t)hd;
 }
 
 /* Pack tensor t of model m into *ps, and its name. whole_o: the O projection as one tensor in
@@ -728,7 +745,7 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
             goto err;
         }
     }
-    ex->a8 = ork_malloc(2 * (size_t)ex->max_m * max_k);
+    ex->a8 = ork_malloc((size_t)ex->max_m * max_k);
     ex->a_scales = ork_malloc(2 * (size_t)ex->max_m * sizeof(float));
     ex->c32_half = (size_t)ex->max_m * max_n;
     ex->c32 = ork_malloc(2 * ex->c32_half * sizeof(int32_t));
