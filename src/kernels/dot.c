@@ -15,7 +15,9 @@
  *           pairwise ((s0+s1)+(s2+s3)) + ((s4+s5)+(s6+s7)), and the tail added last.
  * AVX2 and NEON therefore give the same bits. The scalar and SIMD orders differ by rounding;
  * tests/unit/test_kernels_dot.c bounds the difference (relative to sum |w x|) by 1e-5.
- * Dequantization is exact on every path (same bits). */
+ * Dequantization is exact on every path (same bits). The attention helpers ork_vec_dot_rows /
+ * ork_vec_mad_rows take several KV rows per pass (AVX-512 on the avx512vnni path, AVX2 on the
+ * other x86 paths) with the same per-row bits as the one-row kernels. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
