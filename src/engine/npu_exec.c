@@ -370,6 +370,29 @@ out:
     return ret;
 }
 
+/* ORK_ESTALE with a message when pack lacks a tensor the model's executor wants or holds it in
+ * another shape (e.g. the O projection split at other heads): such a pack is rebuilt. */
+static int check_pack_tensors(const struct ork_model *m, const struct ork_orkpack *pack,
+                              const char *path)
+{
+    for (uint32_t t = 0; t < n_pack_slots(m); t++) {
+        struct pack_src ps;
+        struct ork_orkpack_tensor pt;
+        char name[ORK_ORKPACK_NAME_MAX];
+        pack_sources(m, t, false, &ps, name, sizeof name);
+        if (!ps.ns)
+            continue;
+        if (ork_orkpack_tensor_find(pack, name, &pt) < 0)
+            return ork_errorf(ORK_ESTALE, "orkpack '%s' does not fit the model: no tensor '%s'",
+                              path, name);
+        if (pt.n != ps.n || pt.k != ps.k)
+            return ork_errorf(ORK_ESTALE, "orkpack '%s' does not fit the model: tensor '%s' is "
+                              "%ux%u, the model wants %ux%u", path, name, pt.n, pt.k, ps.n,
+                              ps.k);
+    }
+    return 0;
+}
+
 /* Open the pack of model m (at pack_path, or beside path), building it when it is missing,
  * stale, foreign, of another version or corrupt (the reason is logged and put in *found). */
 static int ensure_pack(const struct ork_model *m, const char *path, const char *pack_path,
@@ -394,6 +417,8 @@ static int ensure_pack(const struct ork_model *m, const char *path, const char *
         return ret;
     enum ork_orkpack_problem why = ORK_ORKPACK_MISSING;
     ret = ork_orkpack_open(pp, &sid, &caps, out, &why);
+    if (ret == 0 && (ret = check_pack_tensors(m, *out, pp)) < 0)
+        why = ORK_ORKPACK_STALE;
     if (ret == 0 && !(flags & ORK_NPU_EXEC_REBUILD_PACK)) {
         if (found)
             *found = ORK_ORKPACK_OK;
