@@ -133,7 +133,7 @@ static int measure(int threads, int spin_us, struct result *r)
 int main(int argc, char **argv)
 {
     int threads = argc > 1 ? atoi(argv[1]) : 2;
-    int spins[MAX_SPINS] = { 0, 20, 50, 100, ORK_POOL_SPIN_US_DEFAULT, 500 };
+    int spins[MAX_SPINS] = { 0, 20, 50, 100, 200, 500 };
     int n_spins = 6;
     if (argc > 2) {
         n_spins = 0;

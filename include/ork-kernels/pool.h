@@ -15,11 +15,14 @@ struct ork_pool;
 /* Job body: called once per thread with ith in [0, nth); the caller's thread runs ith 0. */
 typedef void (*ork_pool_fn)(void *ctx, int ith, int nth);
 
-/* Spin bound used by ork_pool_create and by opts with spin_us < 0 (microseconds). Measured on
- * a 2-vCPU VM (tools/pool_probe.c; docs/engine.md "Threading"): the engine's gaps between
- * pool jobs are a few to ~60 us, so this covers them with margin; longer idle periods fall
- * back to sleeping. */
-#define ORK_POOL_SPIN_US_DEFAULT 200
+/* Spin bound used by ork_pool_create and by opts with spin_us < 0 (microseconds). The serial
+ * work between two pool jobs of a decode token (norms, RoPE, residual adds) takes a few
+ * microseconds, so 50 us covers it with margin, while the ends of tokens (sampling) and idle
+ * periods fall back to sleeping. Measured with `pool_probe 2 0,20,50,100,200` (tools/
+ * pool_probe.c; numbers in docs/engine.md "Threading"): spinning cuts the empty-job round trip
+ * from ~15-25 us to ~2-5 us when the threads have their CPUs, and costs time when the machine
+ * is oversubscribed, which a shorter bound (and the yield past a quarter of it) limits. */
+#define ORK_POOL_SPIN_US_DEFAULT 50
 /* Most spin accepted (a sanity bound: an idle pool must fall asleep soon). */
 #define ORK_POOL_SPIN_US_MAX 100000
 
