@@ -11,6 +11,9 @@
  *             <= 2^-124;
  *   silu_mul  the same vector exp: relative error <= 1e-6, or absolute <= 2^-124;
  *   rope      the same bits on every path (cos/sin of a row are kept and reused, see below).
+ * Element-wise results never depend on where an element sits in the array (tails shorter than
+ * a vector go through the same vector code, zero-padded), so silu_mul over several rows at
+ * once gives each row's bits: batched and one-at-a-time evaluation agree exactly.
  * AVX-512 machines run the AVX2 path: these ops are a few percent of the time and limited by
  * memory more than by vector width. Not here: matmuls (matmul.c), attention (the engine
  * composes it from these and kv.c). */
@@ -139,9 +142,13 @@ TGT_OPS static void softmax_avx2(float *x, int64_t n)
         s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
     }
     double sum = hsum_pd2(s0, s1);
-    for (; i < n; i++) {
-        x[i] = expf(x[i] - mx);
-        sum += (double)x[i];
+    if (i < n) {    /* the tail through the same vector exp, summed in order */
+        float t8[8] = { 0 };
+        memcpy(t8, x + i, (size_t)(n - i) * sizeof(float));
+        _mm256_storeu_ps(t8, exp8(_mm256_sub_ps(_mm256_loadu_ps(t8), vmx)));
+        memcpy(x + i, t8, (size_t)(n - i) * sizeof(float));
+        for (; i < n; i++)
+            sum += (double)x[i];
     }
     float inv = (float)(1.0 / sum);
     __m256 vi = _mm256_set1_ps(inv);
@@ -161,9 +168,12 @@ TGT_OPS static void silu_mul_avx2(float *gate, const float *up, int64_t n)
         __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, e));
         _mm256_storeu_ps(gate + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
     }
-    for (; i < n; i++) {
-        float g = gate[i];
-        gate[i] = (g / (1.0f + expf(-g))) * up[i];
+    if (i < n) {    /* the tail through the same vector code (results independent of i) */
+        float g8[8] = { 0 }, u8[8] = { 0 };
+        memcpy(g8, gate + i, (size_t)(n - i) * sizeof(float));
+        memcpy(u8, up + i, (size_t)(n - i) * sizeof(float));
+        silu_mul_avx2(g8, u8, 8);
+        memcpy(gate + i, g8, (size_t)(n - i) * sizeof(float));
     }
 }
 #endif
@@ -233,9 +243,13 @@ static void softmax_neon(float *x, int64_t n)
         s1 = vaddq_f64(s1, vcvt_high_f64_f32(e));
     }
     double sum = vaddvq_f64(vaddq_f64(s0, s1));
-    for (; i < n; i++) {
-        x[i] = expf(x[i] - mx);
-        sum += (double)x[i];
+    if (i < n) {    /* the tail through the same vector exp, summed in order */
+        float t4[4] = { 0 };
+        memcpy(t4, x + i, (size_t)(n - i) * sizeof(float));
+        vst1q_f32(t4, exp4(vsubq_f32(vld1q_f32(t4), vmx)));
+        memcpy(x + i, t4, (size_t)(n - i) * sizeof(float));
+        for (; i < n; i++)
+            sum += (double)x[i];
     }
     float inv = (float)(1.0 / sum);
     for (i = 0; i + 4 <= n; i += 4)
@@ -252,9 +266,12 @@ static void silu_mul_neon(float *gate, const float *up, int64_t n)
         float32x4_t s = vdivq_f32(g, vaddq_f32(vdupq_n_f32(1.0f), exp4(vnegq_f32(g))));
         vst1q_f32(gate + i, vmulq_f32(s, vld1q_f32(up + i)));
     }
-    for (; i < n; i++) {
-        float g = gate[i];
-        gate[i] = (g / (1.0f + expf(-g))) * up[i];
+    if (i < n) {    /* the tail through the same vector code (results independent of i) */
+        float g4[4] = { 0 }, u4[4] = { 0 };
+        memcpy(g4, gate + i, (size_t)(n - i) * sizeof(float));
+        memcpy(u4, up + i, (size_t)(n - i) * sizeof(float));
+        silu_mul_neon(g4, u4, 4);
+        memcpy(gate + i, g4, (size_t)(n - i) * sizeof(float));
     }
 }
 #endif
@@ -370,17 +387,17 @@ void ork_silu_mul(float *gate, const float *up, int64_t n)
 struct rope_table {
     int valid;
     int has_ff;
-    int64_t pos, half;
+    int64_t pos, n_rot, half;
     float base, freq_scale;
     float ff[ROPE_TABLE_PAIRS];
     float c[ROPE_TABLE_PAIRS], s[ROPE_TABLE_PAIRS];
 };
 static _Thread_local struct rope_table tl_rope;
 
-static int rope_table_hit(const struct rope_table *t, int64_t pos, int64_t half, float base,
-                          const float *ff, float freq_scale)
+static int rope_table_hit(const struct rope_table *t, int64_t pos, int64_t n_rot, int64_t half,
+                          float base, const float *ff, float freq_scale)
 {
-    return t->valid && t->pos == pos && t->half == half && !memcmp(&t->base, &base, sizeof base) &&
+    return t->valid && t->pos == pos && t->n_rot == n_rot && t->half == half && !memcmp(&t->base, &base, sizeof base) &&
            !memcmp(&t->freq_scale, &freq_scale, sizeof freq_scale) && t->has_ff == (ff != NULL) &&
            (!ff || !memcmp(t->ff, ff, (size_t)half * sizeof(float)));
 }
@@ -437,9 +454,10 @@ void ork_rope_ext(float *x, int64_t head_dim, int64_t n_rot, int64_t pos, float 
         }
         return;
     }
-    if (!rope_table_hit(t, pos, half, base, freq_factors, freq_scale)) {
+    if (!rope_table_hit(t, pos, n_rot, half, base, freq_factors, freq_scale)) {
         rope_angles(t->c, t->s, half, n_rot, pos, base, freq_factors, freq_scale);
         t->pos = pos;
+        t->n_rot = n_rot;
         t->half = half;
         t->base = base;
         t->freq_scale = freq_scale;
