@@ -463,8 +463,17 @@ int ork_orkpack_check_for_model(const char *model_path, const char *pack_path)
     struct ork_orkpack *pk;
     if ((ret = ork_orkpack_open(pack_path, &sid, &caps, &pk, NULL)) < 0)
         return ret;
+    /* the tensors the executor wants, in their shapes (the model is mapped, not read) */
+    struct ork_model_params mp;
+    ork_model_params_default(&mp);
+    mp.no_tokenizer = true;
+    struct ork_model *m;
+    if ((ret = ork_model_load(model_path, &mp, &m)) == 0) {
+        ret = check_pack_tensors(m, pk, pack_path);
+        ork_model_free(m);
+    }
     ork_orkpack_close(pk);
-    return 0;
+    return ret;
 }
 
 int ork_orkpack_build_for_model(const char *model_path, const char *pack_path, bool force,
