@@ -1093,7 +1093,7 @@ int ork__npu_exec_o_submit(struct ork__npu_exec *ex, int32_t layer, const float 
     struct npu_mat *mt = &o->mat[0];
     uint32_t kx = mt->k + o->mat[1].k;
     int64_t t0 = now_ns();
-    ork_npu_exec_traced("npu o (first half, async)");
+    ork_npu_exec_traced("npu o_a (async)");
     bool dec = m == 1 || !mt->pre;
     int ret = quantize_cols(att, kx, mt->c0, mt->k, (uint32_t)m, ex->a8, ex->a_scales);
     ex->o_model0_ns = model_now(ex, mt->dev);
@@ -1112,7 +1112,7 @@ int ork__npu_exec_o_submit(struct ork__npu_exec *ex, int32_t layer, const float 
     ex->batch_npu_ms += ms;
     ex->st.sect_ms[ORK__NPU_O] += ms;
     /* the caller's work from here to _o_finish runs while the first half is on the NPU */
-    ork_npu_exec_traced("cpu overlapped (npu o first half in flight)");
+    ork_npu_exec_traced("cpu overlapped (o_a in flight)");
     return 0;
 }
 
@@ -1140,7 +1140,7 @@ int ork__npu_exec_o_finish(struct ork__npu_exec *ex, int32_t layer, const float 
     uint32_t kx = ma->k + mb->k, n = ma->n, mr = (uint32_t)m;
     int ret = o_wait_first(ex, ma);
     int64_t t0 = now_ns();
-    ork_npu_exec_traced("npu o (second half)");
+    ork_npu_exec_traced("npu o_b");
     /* the second half, synchronously (nothing is left to overlap it with but the first
      * half's dequantisation, which is not worth a hand-off to the async worker): its own row
      * scales and C buffer */
