@@ -10,6 +10,9 @@
  * comma-separated and/or repeated flags).
  * --membw measures STREAM-like bandwidth (engine/membw.c); with -m, each tg result is also set
  * against its roofline: bandwidth / bytes of weights read per decoded token.
+ * --peak measures the CPU's f32 FMA and int8 dot peaks (kernels/peak.c); with -m, each pp result
+ * is also set against them: matmul operations per prompt token (2 x the weights of the layers'
+ * matrices, plus 2 x the output matrix once per batch; attention not counted) x tokens/s.
  * Not here: the kernels being measured (src/kernels/), model loading (engine). */
 #include "cli.h"
 #include "cmd_run.h"
@@ -17,6 +20,8 @@
 #include <ork-engine/engine.h>
 #include <ork-engine/membw.h>
 #include <ork-kernels/kernels.h>
+#include <ork-kernels/peak.h>
+#include <ork-kernels/pool.h>
 #include <ork-kernels/types.h>
 #include <ork/alloc.h>
 #include <ork/error.h>
@@ -57,6 +62,7 @@ struct opts {
     int reps;
     enum fmt fmt;
     bool membw;
+    bool peak;                      /* --peak: measure the compute peaks per thread count */
     bool f32_act;                   /* --no-act-quant: f32 activations (engine.h act_quant) */
     size_t membw_bytes;
     struct ork_model_params mp;     /* --device etc. (ork_cli_device_opt) */
@@ -67,6 +73,8 @@ struct model_desc {
     uint64_t size_bytes;        /* all tensor data */
     uint64_t n_params;
     uint64_t bytes_per_token;   /* weights streamed per decoded token */
+    uint64_t layer_mat_params;  /* elements of the layers' weight matrices (blk.*, 2-D) */
+    uint64_t out_params;        /* elements of the output matrix (the embedding when tied) */
     char backend[16];           /* "CPU", or the NPU backend of the matmuls ("sim", "rknpu") */
 };
 
@@ -87,6 +95,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: ork bench -m MODEL.gguf [-p 512] [-n 128] [-t T] [-r 5] [-o md|json|csv]\n"
             "       ork bench --membw [-t T]\n"
+            "       ork bench --peak [-t T]\n"
             "\n"
             "Prefill (ppP: one batch of P random tokens) and decode (tgN: N tokens one at a time)\n"
             "speed, tokens/s as mean +- standard deviation over the repetitions (after a short\n"
@@ -103,6 +112,9 @@ static void usage(FILE *out)
             "                       the decode roofline (bytes per token / bandwidth) and the share\n"
             "                       of it each tg test reached\n"
             "  --membw-mb MB        size of each bandwidth array (default 128)\n"
+            "  --peak               measure the CPU's f32 FMA and int8 dot peaks per thread count;\n"
+            "                       with -m also print each pp test's matmul GOP/s and its share\n"
+            "                       of both peaks\n"
             "  --no-act-quant       f32 activations in matmuls (default: quantized for quantized\n"
             "                       weights, the integer dot-product kernels; as in ork run)\n"
             "  -h, --help           show this help\n"
@@ -193,6 +205,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
             }
         } else if (!strcmp(a, "--membw")) {
             o->membw = true;
+        } else if (!strcmp(a, "--peak")) {
+            o->peak = true;
         } else if (!strcmp(a, "--act-quant") || !strcmp(a, "--no-act-quant")) {
             o->f32_act = !strcmp(a, "--no-act-quant");
         } else if (!strcmp(a, "--membw-mb")) {
@@ -208,8 +222,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
             return -1;
         }
     }
-    if (!o->n_models && !o->membw) {
-        fprintf(stderr, "ork %s: give a model with -m, or --membw (see --help)\n", CMD);
+    if (!o->n_models && !o->membw && !o->peak) {
+        fprintf(stderr, "ork %s: give a model with -m, or --membw / --peak (see --help)\n", CMD);
         return -1;
     }
     if (!o->p.n)
@@ -271,6 +285,11 @@ static void describe_model(const struct ork_model *m, struct model_desc *d)
             by_type[t->type] += t->nbytes;
         if (!strcmp(t->name, "token_embd.weight"))
             embd = t->nbytes;
+        if (t->n_dims >= 2 && !strncmp(t->name, "blk.", 4))
+            d->layer_mat_params += n;
+        if (!strcmp(t->name, "output.weight") ||
+            (c->tied_output && !strcmp(t->name, "token_embd.weight")))
+            d->out_params = n;
     }
     uint32_t best = ORK_TYPE_F32;
     for (uint32_t k = 0; k < ORK_TYPE_COUNT; k++)
@@ -444,6 +463,29 @@ static const struct ork_membw_result *bw_for(const struct ork_membw_result *bw, 
     return NULL;
 }
 
+static const struct ork_cpu_peak *peak_for(const struct ork_cpu_peak *pk, int n_pk, int threads)
+{
+    for (int i = 0; i < n_pk; i++)
+        if (pk[i].threads == threads)
+            return &pk[i];
+    return NULL;
+}
+
+/* Matmul operations (2 per multiply-add) per token of a ppP test: every layer matrix for each
+ * token, the output matrix once per batch (only the last row's logits are computed). */
+static double pp_ops_per_token(const struct model_desc *d, int p)
+{
+    return 2.0 * (double)d->layer_mat_params + 2.0 * (double)d->out_params / (p > 0 ? p : 1);
+}
+
+/* Measured peaks the results are compared with (--membw, --peak). */
+struct refs {
+    const struct ork_membw_result *bw;
+    int n_bw;
+    const struct ork_cpu_peak *pk;
+    int n_pk;
+};
+
 /* llama-bench style: GiB / MiB, and B / M / K parameters. */
 static void fmt_size(uint64_t b, char *buf, size_t cap)
 {
@@ -463,9 +505,43 @@ static void fmt_params(uint64_t n, char *buf, size_t cap)
         snprintf(buf, cap, "%.2f K", (double)n / 1e3);
 }
 
-static void print_md(const struct opts *o, const struct model_desc *md, const struct result *res,
-                     int n_res, const struct ork_membw_result *bw, int n_bw)
+static void print_md_peak(const struct model_desc *md, const struct result *res, int n_res,
+                          const struct refs *rf)
 {
+    if (!rf->n_pk)
+        return;
+    printf("\n| compute peak | threads | f32 instruction | f32 GFLOP/s | int8 instruction | "
+           "int8 GOP/s |\n| --- | ---: | --- | ---: | --- | ---: |\n");
+    for (int i = 0; i < rf->n_pk; i++) {
+        const struct ork_cpu_peak *k = &rf->pk[i];
+        printf("| measured | %d | %s | %.1f | %s | %.1f |\n", k->threads, k->f32_insn,
+               k->f32_flops / 1e9, k->int8_insn, k->int8_ops / 1e9);
+    }
+    bool any = false;
+    for (int i = 0; i < n_res; i++) {
+        const struct result *r = &res[i];
+        const struct ork_cpu_peak *k = peak_for(rf->pk, rf->n_pk, r->threads);
+        if (!r->pp || !k)
+            continue;
+        const struct model_desc *d = &md[r->model];
+        if (!any) {
+            printf("\n| model | threads | test | GOP/token | t/s | GOP/s | %% of f32 FMA peak | "
+                   "%% of int8 peak |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+            any = true;
+        }
+        double gops = pp_ops_per_token(d, r->n_tokens) * r->avg_ts / 1e9;
+        printf("| %s | %d | pp%d | %.3g | %.2f | %.1f | %.1f%% | %.1f%% |\n", d->name,
+               r->threads, r->n_tokens, pp_ops_per_token(d, r->n_tokens) / 1e9, r->avg_ts, gops,
+               k->f32_flops > 0 ? 100.0 * gops * 1e9 / k->f32_flops : 0.0,
+               k->int8_ops > 0 ? 100.0 * gops * 1e9 / k->int8_ops : 0.0);
+    }
+}
+
+static void print_md(const struct opts *o, const struct model_desc *md, const struct result *res,
+                     int n_res, const struct refs *rf)
+{
+    const struct ork_membw_result *bw = rf->bw;
+    int n_bw = rf->n_bw;
     const char *path = ork_kernels_path();
     if (n_res) {
         printf("| model | size | params | backend | kernels | threads | test | t/s |\n");
@@ -514,6 +590,7 @@ static void print_md(const struct opts *o, const struct model_desc *md, const st
                r->n_tokens, (double)d->bytes_per_token / 1e6, roof_gbps(b), roof, r->avg_ts,
                100.0 * r->avg_ts / roof);
     }
+    print_md_peak(md, res, n_res, rf);
     (void)o;
 }
 
@@ -533,9 +610,10 @@ static void json_str(const char *s)
 }
 
 static void print_json(const struct opts *o, const struct model_desc *md,
-                       const struct result *res, int n_res, const struct ork_membw_result *bw,
-                       int n_bw)
+                       const struct result *res, int n_res, const struct refs *rf)
 {
+    const struct ork_membw_result *bw = rf->bw;
+    int n_bw = rf->n_bw;
     printf("{\n  \"results\": [");
     for (int i = 0; i < n_res; i++) {
         const struct result *r = &res[i];
@@ -561,6 +639,13 @@ static void print_json(const struct opts *o, const struct model_desc *md,
             printf(", \"roofline_ts\": %.6g, \"roofline_pct\": %.4g", roof,
                    100.0 * r->avg_ts / roof);
         }
+        const struct ork_cpu_peak *k = peak_for(rf->pk, rf->n_pk, r->threads);
+        if (k && r->pp) {
+            double ops = pp_ops_per_token(d, r->n_tokens) * r->avg_ts;
+            printf(", \"gops\": %.6g, \"f32_peak_pct\": %.4g, \"int8_peak_pct\": %.4g", ops / 1e9,
+                   k->f32_flops > 0 ? 100.0 * ops / k->f32_flops : 0.0,
+                   k->int8_ops > 0 ? 100.0 * ops / k->int8_ops : 0.0);
+        }
         printf("}");
     }
     printf("%s],\n  \"membw\": [", n_res ? "\n  " : "");
@@ -572,13 +657,23 @@ static void print_json(const struct opts *o, const struct model_desc *md,
                    bw[i].gbps[k]);
         printf("}");
     }
-    printf("%s]\n}\n", n_bw ? "\n  " : "");
+    printf("%s],\n  \"peak\": [", n_bw ? "\n  " : "");
+    for (int i = 0; i < rf->n_pk; i++) {
+        const struct ork_cpu_peak *k = &rf->pk[i];
+        printf("%s\n    {\"threads\": %d, \"f32_insn\": ", i ? "," : "", k->threads);
+        json_str(k->f32_insn);
+        printf(", \"f32_gflops\": %.6g, \"int8_insn\": ", k->f32_flops / 1e9);
+        json_str(k->int8_insn);
+        printf(", \"int8_gops\": %.6g}", k->int8_ops / 1e9);
+    }
+    printf("%s]\n}\n", rf->n_pk ? "\n  " : "");
 }
 
 static void print_csv(const struct opts *o, const struct model_desc *md,
-                      const struct result *res, int n_res, const struct ork_membw_result *bw,
-                      int n_bw)
+                      const struct result *res, int n_res, const struct refs *rf)
 {
+    const struct ork_membw_result *bw = rf->bw;
+    int n_bw = rf->n_bw;
     if (n_res) {
         printf("model,model_path,size_bytes,n_params,backend,kernels,threads,test,n_prompt,"
                "n_gen,repetitions,avg_ts,stddev_ts,bytes_per_token,roofline_ts\n");
@@ -618,7 +713,8 @@ int ork_cmd_bench(int argc, char **argv)
     struct result *res = ork_calloc(max_res ? (size_t)max_res : 1, sizeof(*res));
     struct model_desc *md = ork_calloc((size_t)(o.n_models ? o.n_models : 1), sizeof(*md));
     struct ork_membw_result bw[MAX_LIST];
-    int n_res = 0, n_bw = 0, status = ORK_EXIT_OK;
+    struct ork_cpu_peak pk[MAX_LIST];
+    int n_res = 0, n_bw = 0, n_pk = 0, status = ORK_EXIT_OK;
     if (!res || !md) {
         fprintf(stderr, "ork %s: out of memory\n", CMD);
         status = ORK_EXIT_ERROR;
@@ -638,6 +734,23 @@ int ork_cmd_bench(int argc, char **argv)
                     bw[n_bw].n_threads, bw[n_bw].gbps[ORK_MEMBW_READ],
                     bw[n_bw].gbps[ORK_MEMBW_TRIAD]);
             n_bw++;
+        }
+    if (o.peak)
+        for (int ti = 0; ti < o.t.n; ti++) {
+            struct ork_pool *pool = NULL;
+            int ret = ork_pool_create((int)o.t.v[ti], &pool);
+            if (ret == 0)
+                ret = ork_cpu_peak_measure(pool, 0, &pk[n_pk]);
+            ork_pool_destroy(pool);
+            if (ret < 0) {
+                ork_cli_error(CMD, ret);
+                status = ORK_EXIT_ERROR;
+                goto out;
+            }
+            fprintf(stderr, "ork bench: peak t=%d: %s %.1f GFLOP/s, %s %.1f GOP/s\n",
+                    pk[n_pk].threads, pk[n_pk].f32_insn, pk[n_pk].f32_flops / 1e9,
+                    pk[n_pk].int8_insn, pk[n_pk].int8_ops / 1e9);
+            n_pk++;
         }
     for (int mi = 0; mi < o.n_models; mi++) {
         struct ork_model_params mp = o.mp;
@@ -659,10 +772,11 @@ int ork_cmd_bench(int argc, char **argv)
             goto out;
         }
     }
+    struct refs rf = { .bw = bw, .n_bw = n_bw, .pk = pk, .n_pk = n_pk };
     switch (o.fmt) {
-    case FMT_MD: print_md(&o, md, res, n_res, bw, n_bw); break;
-    case FMT_JSON: print_json(&o, md, res, n_res, bw, n_bw); break;
-    case FMT_CSV: print_csv(&o, md, res, n_res, bw, n_bw); break;
+    case FMT_MD: print_md(&o, md, res, n_res, &rf); break;
+    case FMT_JSON: print_json(&o, md, res, n_res, &rf); break;
+    case FMT_CSV: print_csv(&o, md, res, n_res, &rf); break;
     }
 out:
     if (res)

@@ -101,27 +101,6 @@ void ork_cli_device_help(FILE *out)
             "  --rebuild-pack            rebuild MODEL.orkpack even if it is valid\n");
 }
 
-void ork_cli_npu_bench_report(FILE *out, const struct ork_model *m, const char *kind, int n)
-{
-    struct ork_npu_exec_stats st;
-    if (ork_model_npu_stats(m, &st) < 0 || !st.n_rows)
-        return;
-    bool pp = !strcmp(kind, "pp");
-    double tokens = (double)st.n_rows;
-    double batches = st.n_forward ? (double)st.n_forward : 1;
-    double cpu_ms = st.wall_ms - st.npu_wall_ms;
-    double model_ms = st.model_npu_ms + cpu_ms;     /* the executor waits on every submit */
-    int nl = ork_model_config(m)->n_layers;
-    double per_batch = (double)st.n_submits / batches;
-    fprintf(out, "ork bench: %s%d npu(%s): %.1f submits per %s (%.2f per layer), modelled "
-            "%.2f ms per token (NPU %.2f + CPU %.2f) = %.2f tok/s; NPU busy %.0f/%.0f/%.0f %%, "
-            "CPU busy %.0f %%\n", kind, n, st.backend, pp ? per_batch : per_batch,
-            pp ? "batch" : "token", (per_batch - 1.0) / nl, model_ms / tokens,
-            st.model_npu_ms / tokens, cpu_ms / tokens, model_ms > 0 ? tokens * 1000.0 / model_ms : 0,
-            100.0 * st.model_core_busy_ms[0] / model_ms, 100.0 * st.model_core_busy_ms[1] / model_ms,
-            100.0 * st.model_core_busy_ms[2] / model_ms, 100.0 * cpu_ms / model_ms);
-}
-
 void ork_cli_npu_report(FILE *out, const struct ork_model *m)
 {
     struct ork_npu_exec_stats st;

@@ -32,11 +32,6 @@ int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct or
 void ork_cli_device_help(FILE *out);
 /* --profile report of the NPU executor (nothing when the model runs on the CPU). */
 void ork_cli_npu_report(FILE *out, const struct ork_model *m);
-/* One `ork bench` line for a test (kind "pp"/"tg", n tokens per run) from the NPU executor's
- * counters since the last reset: submits per token and per layer, modelled time per token
- * (modelled NPU time + measured CPU time, no overlap counted unless measured), NPU busy per
- * core and CPU busy as shares of it. Nothing when the model runs on the CPU. */
-void ork_cli_npu_bench_report(FILE *out, const struct ork_model *m, const char *kind, int n);
 
 void ork_cli_gen_opts_default(struct ork_cli_gen_opts *o);
 /* If argv[*i] is a shared option, consume it (and its value) and return 1; return 0 if it is

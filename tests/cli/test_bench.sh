@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test_bench.sh -- black-box checks of `ork bench`: usage errors (exit 2), the markdown table on
 # stories260K (header + one pp and one tg row, -p/-n/-t lists giving every combination), JSON
-# that python3 parses with the documented fields, CSV rows, and --membw (bandwidth table, and
-# the roofline columns when a model is given).
+# that python3 parses with the documented fields, CSV rows, --membw (bandwidth table, and
+# the roofline columns when a model is given) and --peak (compute peaks, and the pp share of them).
 # usage: bash test_bench.sh ORK_BINARY FIXTURES_DIR   (exit 77 = skipped: no fixtures)
 set -u
 ORK=$1
@@ -86,6 +86,24 @@ check "csv: header" grep -q "^model,model_path,size_bytes,n_params,backend,kerne
 out=$("$ORK" bench -m "$MODEL" -p 0 -n 4 -r 1 -t 1 --membw --membw-mb 16 2>/dev/null); rc=$?
 check "md + membw: exit 0" test $rc -eq 0
 check "md + membw: roofline table" grep -Eq "^\| llama .* \| 1 \| tg4 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+% \|$" <<<"$out"
+out=$("$ORK" bench --peak -t 1 2>/dev/null); rc=$?
+check "--peak: exit 0" test $rc -eq 0
+check "--peak: compute peak table" grep -Eq "^\| measured \| 1 \| [^|]+ \| [0-9.]+ \| [^|]+ \| [0-9.]+ \|$" <<<"$out"
+out=$("$ORK" bench -m "$MODEL" -p 8 -n 0 -r 1 -t 1 --peak -o json 2>/dev/null); rc=$?
+check "json + peak: exit 0" test $rc -eq 0
+check "json + peak: pp share of the peaks, ops per token within 2 x params" python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert len(d["peak"]) == 1 and d["peak"][0]["threads"] == 1, d["peak"]
+k = d["peak"][0]
+assert k["f32_insn"] and k["int8_insn"] and k["f32_gflops"] >= 0 and k["int8_gops"] >= 0
+r = d["results"][0]
+assert r["test"] == "pp8" and r["gops"] > 0
+per_token = r["gops"] * 1e9 / r["avg_ts"]
+assert 0 < per_token <= 2 * r["n_params"], per_token
+if k["f32_gflops"] > 0:
+    assert abs(r["f32_peak_pct"] - 100 * r["gops"] / k["f32_gflops"]) < 1e-3 * r["f32_peak_pct"] + 1e-9
+' "$out"
 QMODEL="$FIX/models/stories260K-Q8_0.gguf"
 if [ -f "$QMODEL" ]; then
     out=$("$ORK" bench -m "$QMODEL" -p 8 -n 4 -r 1 -t 1 --no-act-quant 2>/dev/null); rc=$?
