@@ -138,6 +138,8 @@ struct ork_session_params {
     int32_t n_batch;            /* tokens per forward batch during prefill; 0: 256 */
     int32_t n_threads;          /* <= 0: online CPUs */
     enum ork_kv_type kv_type;   /* default ORK_KV_F32 */
+    int32_t spin_us;            /* thread pool: poll this long for the next job before sleeping
+                                 * (ork_pool_opts.spin_us); < 0: the pool's default */
     bool act_quant;             /* round activations the way GGUF reference engines do before
                                  * each matmul (Q8_0 blocks for Q8_0/Q4_0 weights, F16/BF16 for
                                  * 16-bit weights): logits of quantized models then match

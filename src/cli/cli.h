@@ -10,6 +10,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* A macro's value as a string literal (for --help texts). */
+#define ORK_STR_(x) #x
+#define ORK_STR(x) ORK_STR_(x)
+
 #define ORK_EXIT_OK 0
 #define ORK_EXIT_ERROR 1
 #define ORK_EXIT_USAGE 2

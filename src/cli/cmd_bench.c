@@ -63,6 +63,7 @@ struct opts {
     enum fmt fmt;
     bool membw;
     bool peak;                      /* --peak: measure the compute peaks per thread count */
+    int spin_us;                    /* --spin-us: pool spin bound (< 0: default) */
     bool f32_act;                   /* --no-act-quant: f32 activations (engine.h act_quant) */
     size_t membw_bytes;
     struct ork_model_params mp;     /* --device etc. (ork_cli_device_opt) */
@@ -107,6 +108,8 @@ static void usage(FILE *out)
             "  -n, --n-gen LIST     generated tokens (default %d; 0 skips decode)\n"
             "  -t, --threads LIST   threads (default: online CPUs)\n"
             "  -r, --repetitions R  timed runs per test (default %d)\n"
+            "  --spin-us N          threads poll N us for the next job before sleeping\n"
+            "                       (default: " ORK_STR(ORK_POOL_SPIN_US_DEFAULT) "; 0: sleep at once)\n"
             "  -o, --output FMT     md (default), json or csv\n"
             "  --membw              measure memory bandwidth per thread count; with -m also print\n"
             "                       the decode roofline (bytes per token / bandwidth) and the share\n"
@@ -156,6 +159,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 {
     memset(o, 0, sizeof(*o));
     o->reps = DEFAULT_REPS;
+    o->spin_us = -1;
     ork_model_params_default(&o->mp);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -184,6 +188,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
             if (!(v = ork_cli_value(CMD, argc, argv, &i)) ||
                 !parse_list("-t", v, 1, MAX_THREADS, &o->t))
                 return -1;
+        } else if (!strcmp(a, "--spin-us")) {
+            if (!(v = ork_cli_value(CMD, argc, argv, &i)) ||
+                !ork_cli_parse_int(CMD, "--spin-us", v, 0, ORK_POOL_SPIN_US_MAX, &ll))
+                return -1;
+            o->spin_us = (int)ll;
         } else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
             if (!(v = ork_cli_value(CMD, argc, argv, &i)) ||
                 !ork_cli_parse_int(CMD, "-r", v, 1, MAX_REPS, &ll))
@@ -391,6 +400,7 @@ static int bench_model_threads(struct ork_model *m, int mi, int threads, const s
     sp.n_batch = (int32_t)(pmax > 0 ? pmax : 1);
     sp.n_threads = threads;
     sp.act_quant = !o->f32_act;
+    sp.spin_us = o->spin_us;
     struct ork_session *s;
     int ret = ork_session_create(m, &sp, &s);
     if (ret < 0)

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "cmd_run.h"
 
+#include <ork-kernels/pool.h>
 #include <ork/alloc.h>
 #include <ork/error.h>
 #include <ork/log.h>
@@ -191,6 +192,8 @@ int ork_cli_gen_opt(const char *cmd, int argc, char **argv, int *i, struct ork_c
     }
     if (is_opt(a, "-t", "--threads"))
         INT_OPT(1, 1024, o->session.n_threads);
+    if (is_opt(a, NULL, "--spin-us"))
+        INT_OPT(0, ORK_POOL_SPIN_US_MAX, o->session.spin_us);
     if (is_opt(a, "-c", "--ctx-size"))
         INT_OPT(1, 1 << 24, o->session.ctx_size);
     if (is_opt(a, "-b", "--batch-size"))
@@ -252,6 +255,8 @@ void ork_cli_gen_help(FILE *out, bool sampling)
     fprintf(out,
             "  -m, --model FILE          GGUF model (llama, qwen2, qwen3) [required]\n"
             "  -t, --threads N           CPU threads (default: all online CPUs)\n"
+            "  --spin-us N               threads poll N us for the next job before sleeping\n"
+            "                            (default: " ORK_STR(ORK_POOL_SPIN_US_DEFAULT) "; 0: sleep at once)\n"
             "  -c, --ctx-size N          KV cache length in tokens (default: min(model, 4096))\n"
             "  -b, --batch-size N        tokens per forward batch in prefill (default: 256)\n"
             "  --kv-type f32|f16         KV cache precision (default: f32, exact)\n"

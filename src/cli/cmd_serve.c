@@ -7,6 +7,7 @@
 
 #include <ork-engine/engine.h>
 #include <ork-engine/server.h>
+#include <ork-kernels/pool.h>
 #include <ork/error.h>
 
 #include <signal.h>
@@ -32,6 +33,8 @@ static void usage(FILE *out)
             "  -c, --ctx-size N          KV cache length per slot (default: min(model, 4096))\n"
             "  -b, --batch-size N        tokens per forward batch in prefill (default: 256)\n"
             "  -t, --threads N           CPU threads (default: all online CPUs)\n"
+            "  --spin-us N               threads poll N us for the next job before sleeping\n"
+            "                            (default: " ORK_STR(ORK_POOL_SPIN_US_DEFAULT) "; 0: sleep at once)\n"
             "  --kv-type f32|f16         KV cache precision (default: f32)\n"
             "  --device D                compute device: cpu (default: cpu)\n"
             "  --alias NAME              model id reported by the API (default: the file name)\n"
@@ -90,6 +93,10 @@ int ork_cmd_serve(int argc, char **argv)
             if (parse_int_opt(argc, argv, &i, 1, 1024, &n) < 0)
                 return ORK_EXIT_USAGE;
             sp.session.n_threads = (int32_t)n;
+        } else if (!strcmp(a, "--spin-us")) {
+            if (parse_int_opt(argc, argv, &i, 0, ORK_POOL_SPIN_US_MAX, &n) < 0)
+                return ORK_EXIT_USAGE;
+            sp.session.spin_us = (int32_t)n;
         } else if (!strcmp(a, "--max-body")) {
             if (parse_int_opt(argc, argv, &i, 1, 1ll << 30, &n) < 0)
                 return ORK_EXIT_USAGE;

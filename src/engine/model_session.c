@@ -21,6 +21,7 @@ void ork_session_params_default(struct ork_session_params *p)
     memset(p, 0, sizeof(*p));
     p->kv_type = ORK_KV_F32;
     p->act_quant = true;
+    p->spin_us = -1;
 }
 
 int ork_session_create(struct ork_model *m, const struct ork_session_params *p,
@@ -58,7 +59,8 @@ int ork_session_create(struct ork_model *m, const struct ork_session_params *p,
     if (s->p.n_batch > s->p.ctx_size)
         s->p.n_batch = s->p.ctx_size;
 
-    if ((ret = ork_pool_create(s->p.n_threads, &s->pool)) < 0)
+    struct ork_pool_opts po = { .n_threads = s->p.n_threads, .spin_us = s->p.spin_us };
+    if ((ret = ork_pool_create_opts(&po, &s->pool)) < 0)
         goto err_free;
     s->p.n_threads = ork_pool_threads(s->pool);
     if ((ret = ork__kv_init(&s->kv, s->p.kv_type, c->n_layers, s->p.ctx_size,
