@@ -170,6 +170,20 @@ static struct ork_pool *pool_for(const struct ork_session *s, double macs)
             return r_;                                                                      \
     } while (0)
 
+/* Matrices sharing the input `in` (Q/K/V, gate/up) in one call: the input is quantised once
+ * and one pool dispatch covers all their rows (ork_matmul_act_multi; same bits as MATMUL on
+ * each). */
+#define MATMUL_MULTI(ws, n_w, in, rows, outs)                                               \
+    do {                                                                                    \
+        double macs_ = 0;                                                                   \
+        for (int q_ = 0; q_ < (n_w); q_++)                                                  \
+            macs_ += (double)(ws)[q_]->n_rows * (double)(ws)[q_]->n_cols * (rows);          \
+        int r_ = ork_matmul_act_multi(pool_for(s, macs_), (ws), (n_w), (in), (rows), (outs), \
+                                      act);                                                 \
+        if (r_ < 0)                                                                         \
+            return r_;                                                                      \
+    } while (0)
+
 /* The NPU executor takes op (with its outputs) when it holds it: sets npu_done to 1 when
  * done there, 0 when the CPU must run it; returns on errors. */
 #define NPU_RUN(op, layer, in, rows, ...)                                                   \
@@ -233,9 +247,9 @@ static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, flo
         rmsnorm_rows(xb, x, L->attn_norm, n, dim, c->rms_eps);
         NPU_RUN(ORK__NPU_QKV, l, xb, n, q, k, v);
         if (!npu_done) {
-            MATMUL(L->wq, xb, n, q);
-            MATMUL(L->wk, xb, n, k);
-            MATMUL(L->wv, xb, n, v);
+            const struct ork_mat *const qkv[] = { &L->wq, &L->wk, &L->wv };
+            float *const qkv_out[] = { q, k, v };
+            MATMUL_MULTI(qkv, 3, xb, n, qkv_out);
         }
         if (L->bq) {
             add_rows(q, L->bq, n, q_dim);
@@ -277,8 +291,9 @@ static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, flo
         rmsnorm_rows(xb, x, L->ffn_norm, n, dim, c->rms_eps);
         NPU_RUN(ORK__NPU_GATE_UP, l, xb, n, hb, hb2);
         if (!npu_done) {
-            MATMUL(L->w_gate, xb, n, hb);
-            MATMUL(L->w_up, xb, n, hb2);
+            const struct ork_mat *const gate_up[] = { &L->w_gate, &L->w_up };
+            float *const gate_up_out[] = { hb, hb2 };
+            MATMUL_MULTI(gate_up, 2, xb, n, gate_up_out);
         }
         ork_silu_mul(hb, hb2, (int64_t)n * c->ffn_dim);
         NPU_RUN(ORK__NPU_DOWN, l, hb, n, xb);
