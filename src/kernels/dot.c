@@ -680,6 +680,7 @@ int ork_vec_mad(float *y, const void *v, uint32_t type, float a, int64_t n)
  * add chains for two adds per cycle at a 4-cycle latency). */
 #define MAD_REGS 8
 
+#ifdef ORK_HAVE_X86_DISPATCH
 /* y[i] += a * v[i] for one element: the ork_vec_mad reference step. */
 static inline float mad_elem(float y, const uint8_t *v, uint32_t type, float a, int64_t i)
 {
@@ -708,7 +709,6 @@ static float dot_tail(const uint8_t *row, uint32_t type, const float *x, int64_t
     return t;
 }
 
-#ifdef ORK_HAVE_X86_DISPATCH
 #define TGT_X86_512 __attribute__((target("avx512f,avx2,fma,f16c")))
 
 TGT_X86_512 static inline __m512 load16_512(const uint8_t *row, uint32_t type, int64_t i)
@@ -901,32 +901,14 @@ int ork_vec_mad_rows(float *y, const void *v, size_t row_stride, uint32_t type, 
 #define Q8_BLOCK 32
 #define Q8_BYTES 34
 #define Q4_0_BYTES 18
-#define Q8_QMAX 127.0f      /* symmetric int8 range used by Q8_0 */
-#define Q4_0_OFFSET 8
 
 int ork_quantize_row_q8_0(const float *x, void *dst, int64_t n)
 {
     if (n < 0 || n % Q8_BLOCK)
         return ork_errorf(ORK_EINVAL, "Q8_0 quantization of %lld elements (not a multiple of 32)",
                           (long long)n);
-    uint8_t *out = dst;
-    for (int64_t b = 0; b < n / Q8_BLOCK; b++) {
-        const float *xb = x + b * Q8_BLOCK;
-        uint8_t *ob = out + b * Q8_BYTES;
-        float amax = 0.0f;
-        for (int i = 0; i < Q8_BLOCK; i++) {
-            float a = xb[i] < 0 ? -xb[i] : xb[i];
-            if (a > amax)
-                amax = a;
-        }
-        float d = amax / Q8_QMAX;
-        float id = d != 0.0f ? 1.0f / d : 0.0f;
-        uint16_t h = ork_f32_to_fp16(d);
-        ob[0] = (uint8_t)h;
-        ob[1] = (uint8_t)(h >> 8);
-        for (int i = 0; i < Q8_BLOCK; i++)
-            ob[2 + i] = (uint8_t)(int8_t)roundf(xb[i] * id);
-    }
+    /* the SIMD quantizers give the scalar block's bytes (gemm_q8.c, test_kernels_gemm) */
+    ork__quantize_q8_0(ork__kisa(), x, dst, n);
     return 0;
 }
 

@@ -404,19 +404,6 @@ void ork__xpack_rows(enum kisa k, const float *x, int64_t k_cols, int64_t rows, 
 /* ---- x86 tiles ------------------------------------------------------------------------------ */
 
 #ifdef GQ_X86
-/* 32 signed weight values of a Q8_0 / Q4_0 block (Q4_0: element i < 16 the low nibble of
- * qs[i] minus 8, element i + 16 the high nibble minus 8). */
-static inline void unpack32(uint32_t type, const uint8_t *wq, int8_t *out)
-{
-    if (type == ORK_TYPE_Q8_0) {
-        memcpy(out, wq, Q8_0_BLOCK);
-        return;
-    }
-    for (int i = 0; i < Q8_0_BLOCK / 2; i++) {
-        out[i] = (int8_t)((wq[i] & 15) - Q4_0_OFFSET);
-        out[i + 16] = (int8_t)((wq[i] >> 4) - Q4_0_OFFSET);
-    }
-}
 
 TGT_AVX2 static inline __m256i unpack32_avx2(uint32_t type, const uint8_t *wq)
 {
@@ -449,7 +436,7 @@ TGT_AVX2 static void panel_row(uint32_t type, const uint8_t *row, int64_t nb, bo
     if (b < nb) {
         const uint8_t *w0 = row + (size_t)b * wbytes;
         int8_t v[Q8_0_BLOCK];
-        unpack32(type, w0 + 2, v);
+        ork__unpack32(type, w0 + 2, v);
         interleave_pair(v, NULL, q + b * 32);
         if (unsign)
             for (int i = 0; i < PAIR_Q; i++)

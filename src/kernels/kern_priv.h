@@ -7,6 +7,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+#include <ork-kernels/types.h>
 
 struct ork_mat;
 
@@ -33,6 +36,21 @@ const char *ork__kisa_name(enum kisa k);
  * of elements 4j..4j+3) into lanes 8 * (b % 2) + j as lane = fmaf((float)p_j, d_w * d_x, lane).
  * ork__q8_end reduces: r8[j] = l[j] + l[j+8]; r4[j] = r8[j] + r8[j+4]; r2[j] = r4[j] + r4[j+2];
  * result r2[0] + r2[1]. Integer partials are exact, so every path gives the same bits. */
+/* The 32 signed weight values of a Q8_0 or Q4_0 block's quants wq (Q4_0: element i < 16 is
+ * the low nibble of wq[i] minus 8, element i + 16 the high nibble minus 8; GGUF's layout). */
+#define ORK__Q4_0_OFFSET 8
+static inline void ork__unpack32(uint32_t type, const uint8_t *wq, int8_t *out)
+{
+    if (type == ORK_TYPE_Q8_0) {
+        memcpy(out, wq, 32);
+        return;
+    }
+    for (int i = 0; i < 16; i++) {
+        out[i] = (int8_t)((wq[i] & 15) - ORK__Q4_0_OFFSET);
+        out[i + 16] = (int8_t)((wq[i] >> 4) - ORK__Q4_0_OFFSET);
+    }
+}
+
 struct q8_acc {
     float l[16];
 };

@@ -63,20 +63,6 @@ static inline float f16v(const uint8_t *p)
 
 /* ---- Q8_0 / Q4_0 x Q8_0 ------------------------------------------------------------------ */
 
-/* 32 signed weight values of a block (Q4_0: nibbles minus 8; element i < 16 is the low nibble
- * of qs[i], element i + 16 the high nibble). */
-static inline void unpack32_scalar(uint32_t type, const uint8_t *wq, int8_t *out)
-{
-    if (type == ORK_TYPE_Q8_0) {
-        memcpy(out, wq, Q8_0_BLOCK);
-        return;
-    }
-    for (int i = 0; i < Q8_0_BLOCK / 2; i++) {
-        out[i] = (int8_t)((wq[i] & 15) - Q4_0_OFFSET);
-        out[i + 16] = (int8_t)((wq[i] >> 4) - Q4_0_OFFSET);
-    }
-}
-
 static void q8_blocks_scalar(uint32_t type, const uint8_t *w, const uint8_t *xq, int64_t nb,
                              struct q8_acc *acc)
 {
@@ -84,7 +70,7 @@ static void q8_blocks_scalar(uint32_t type, const uint8_t *w, const uint8_t *xq,
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *wb = w + (size_t)b * wbytes, *xb = xq + (size_t)b * Q8_0_BYTES;
         int8_t qw[Q8_0_BLOCK];
-        unpack32_scalar(type, wb + 2, qw);
+        ork__unpack32(type, wb + 2, qw);
         const int8_t *qx = (const int8_t *)(xb + 2);
         float d = f16v(wb) * f16v(xb);
         float *l = acc->l + 8 * (b & 1);
@@ -121,7 +107,7 @@ TGT_AVX2 static inline float f16v_x86(const uint8_t *p)
     return _cvtsh_ss((unsigned short)(p[0] | (p[1] << 8)));
 }
 
-/* 32 signed weight values of a block in one register (element order as unpack32_scalar). */
+/* 32 signed weight values of a block in one register (element order as ork__unpack32). */
 TGT_AVX2 static inline __m256i unpack32_avx2(uint32_t type, const uint8_t *wq)
 {
     if (type == ORK_TYPE_Q8_0)
