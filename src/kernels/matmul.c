@@ -21,6 +21,7 @@
  *
  * ork_matmul_act_multi: several matrices with the same K and one X; their rows are laid end
  * to end and split over the threads as one matrix, with one quantization of X. */
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -75,6 +76,8 @@ struct mm_multi {
     size_t xrow;            /* bytes per row of xs */
     uint8_t *panels;        /* XF_PACK: one panel buffer per thread */
     size_t panel_bytes;
+    int64_t chunk;          /* rows per work item (a multiple of ORK_GEMM_NW) */
+    atomic_int_fast64_t next;   /* next work item to take */
 };
 
 /* Per output element through the chunked single-dot path (rows too long for the tiles). */
@@ -278,15 +281,37 @@ static void multi_rows(const struct mm_multi *j, int64_t g0, int64_t g1, uint8_t
     }
 }
 
+/* Work items per thread: the rows are cut into about this many chunks per thread, taken in
+ * turn from an atomic counter, so a thread that is slowed (another process on its core, a
+ * little core of a big.LITTLE SoC, page faults) takes fewer of them instead of holding up the
+ * others at the end of the run. Decode (rows straight from memory) uses small items; the tiled
+ * prefill kernel streams its X chunk once per item, so it takes fewer, larger ones. Measured
+ * with ork bench tg/pp on a 2-vCPU VM shared with other jobs (docs/kernels.md). */
+#define MM_ITEMS_PER_THREAD_DECODE 16
+#define MM_ITEMS_PER_THREAD_TILED 4
+
+/* Rows per work item for nth threads: whole panels, so only a matrix's last panel is ragged. */
+static int64_t item_rows(const struct mm_multi *j, int nth)
+{
+    int per_thread = j->xf == XF_PACK ? MM_ITEMS_PER_THREAD_TILED : MM_ITEMS_PER_THREAD_DECODE;
+    int64_t items = (int64_t)nth * per_thread;
+    int64_t c = (j->rows + items - 1) / items;
+    c = (c + ORK_GEMM_NW - 1) / ORK_GEMM_NW * ORK_GEMM_NW;
+    return c > 0 ? c : ORK_GEMM_NW;
+}
+
 static void multi_thread(void *ctx, int ith, int nth)
 {
-    const struct mm_multi *j = ctx;
-    /* ranges in whole panels, so only a matrix's last panel can be ragged */
-    int64_t per = (j->rows + nth - 1) / nth;
-    per = (per + ORK_GEMM_NW - 1) / ORK_GEMM_NW * ORK_GEMM_NW;
-    int64_t g0 = per * ith, g1 = g0 + per < j->rows ? g0 + per : j->rows;
-    if (g0 < g1)
-        multi_rows(j, g0, g1, j->panels ? j->panels + (size_t)ith * j->panel_bytes : NULL);
+    struct mm_multi *j = ctx;
+    (void)nth;
+    uint8_t *panel = j->panels ? j->panels + (size_t)ith * j->panel_bytes : NULL;
+    for (;;) {
+        int64_t g0 = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed) * j->chunk;
+        if (g0 >= j->rows)
+            break;
+        int64_t g1 = g0 + j->chunk < j->rows ? g0 + j->chunk : j->rows;
+        multi_rows(j, g0, g1, panel);
+    }
 }
 
 /* Below this many X elements (M * K) the caller's thread quantizes X alone: a pool run costs
@@ -348,6 +373,8 @@ static void run_multi(struct ork_pool *pool, struct mm_multi *j)
         else
             quant_rows(j, j->x, 0, j->m, j->xs);
     }
+    j->chunk = item_rows(j, nth);
+    atomic_store_explicit(&j->next, 0, memory_order_relaxed);
     if (nth > 1 && j->rows > 1)
         ork_pool_run(pool, multi_thread, j);
     else
