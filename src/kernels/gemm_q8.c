@@ -405,16 +405,6 @@ void ork__xpack_rows(enum kisa k, const float *x, int64_t k_cols, int64_t rows, 
 
 #ifdef GQ_X86
 
-TGT_AVX2 static inline __m256i unpack32_avx2(uint32_t type, const uint8_t *wq)
-{
-    if (type == ORK_TYPE_Q8_0)
-        return _mm256_loadu_si256((const __m256i *)wq);
-    __m128i b = _mm_loadu_si128((const __m128i *)wq);
-    __m128i lo = _mm_and_si128(b, _mm_set1_epi8(15));
-    __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(15));
-    return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(Q4_0_OFFSET));
-}
-
 /* One weight row into panel slot: interleaved pairs (+128 when unsign) and widened scales. */
 TGT_AVX2 static void panel_row(uint32_t type, const uint8_t *row, int64_t nb, bool unsign,
                                int8_t *q, float *d)
@@ -424,7 +414,7 @@ TGT_AVX2 static void panel_row(uint32_t type, const uint8_t *row, int64_t nb, bo
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
         const uint8_t *w0 = row + (size_t)b * wbytes, *w1 = w0 + wbytes;
-        __m256i a = unpack32_avx2(type, w0 + 2), c = unpack32_avx2(type, w1 + 2);
+        __m256i a = ork__unpack32_avx2(type, w0 + 2), c = ork__unpack32_avx2(type, w1 + 2);
         __m256i lo = _mm256_unpacklo_epi32(a, c), hi = _mm256_unpackhi_epi32(a, c);
         __m256i o0 = _mm256_permute2x128_si256(lo, hi, 0x20);
         __m256i o1 = _mm256_permute2x128_si256(lo, hi, 0x31);

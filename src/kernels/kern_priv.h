@@ -51,6 +51,21 @@ static inline void ork__unpack32(uint32_t type, const uint8_t *wq, int8_t *out)
     }
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+/* ork__unpack32 in one AVX2 register. */
+__attribute__((target("avx2"))) static inline __m256i ork__unpack32_avx2(uint32_t type,
+                                                                         const uint8_t *wq)
+{
+    if (type == ORK_TYPE_Q8_0)
+        return _mm256_loadu_si256((const __m256i *)(const void *)wq);
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)wq);
+    __m128i lo = _mm_and_si128(b, _mm_set1_epi8(15));
+    __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(15));
+    return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(ORK__Q4_0_OFFSET));
+}
+#endif
+
 struct q8_acc {
     float l[16];
 };

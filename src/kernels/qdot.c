@@ -107,16 +107,6 @@ TGT_AVX2 static inline float f16v_x86(const uint8_t *p)
     return _cvtsh_ss((unsigned short)(p[0] | (p[1] << 8)));
 }
 
-/* 32 signed weight values of a block in one register (element order as ork__unpack32). */
-TGT_AVX2 static inline __m256i unpack32_avx2(uint32_t type, const uint8_t *wq)
-{
-    if (type == ORK_TYPE_Q8_0)
-        return _mm256_loadu_si256((const __m256i *)wq);
-    __m128i b = _mm_loadu_si128((const __m128i *)wq);
-    __m128i lo = _mm_and_si128(b, _mm_set1_epi8(15));
-    __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(15));
-    return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(Q4_0_OFFSET));
-}
 
 /* Partials p_j of one block: |w| (u8) times sign(w) * x (s8). vpmaddubsw cannot saturate:
  * |w| <= 128 and |x| <= 127, so a pair is at most 2 * 128 * 127 < 2^15. */
@@ -142,9 +132,9 @@ TGT_AVXVNNI static inline __m256i partials_avxvnni(__m256i w, __m256i x)
         for (; b + 2 <= nb; b += 2) {                                                          \
             const uint8_t *w0 = w + (size_t)b * wbytes, *w1 = w0 + wbytes;                     \
             const uint8_t *x0 = xq + (size_t)b * Q8_0_BYTES, *x1 = x0 + Q8_0_BYTES;            \
-            __m256i p0 = PARTIALS(unpack32_avx2(type, w0 + 2),                                 \
+            __m256i p0 = PARTIALS(ork__unpack32_avx2(type, w0 + 2),                                 \
                                   _mm256_loadu_si256((const __m256i *)(x0 + 2)));              \
-            __m256i p1 = PARTIALS(unpack32_avx2(type, w1 + 2),                                 \
+            __m256i p1 = PARTIALS(ork__unpack32_avx2(type, w1 + 2),                                 \
                                   _mm256_loadu_si256((const __m256i *)(x1 + 2)));              \
             float d0 = f16v_x86(w0) * f16v_x86(x0);                                            \
             float d1 = f16v_x86(w1) * f16v_x86(x1);                                            \
@@ -153,7 +143,7 @@ TGT_AVXVNNI static inline __m256i partials_avxvnni(__m256i w, __m256i x)
         }                                                                                      \
         if (b < nb) {                                                                          \
             const uint8_t *w0 = w + (size_t)b * wbytes, *x0 = xq + (size_t)b * Q8_0_BYTES;     \
-            __m256i p0 = PARTIALS(unpack32_avx2(type, w0 + 2),                                 \
+            __m256i p0 = PARTIALS(ork__unpack32_avx2(type, w0 + 2),                                 \
                                   _mm256_loadu_si256((const __m256i *)(x0 + 2)));              \
             float d0 = f16v_x86(w0) * f16v_x86(x0);                                            \
             a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(d0), a0);              \
@@ -177,8 +167,8 @@ TGT_AVX512 static void q8_blocks_avx512(uint32_t type, const uint8_t *w, const u
     for (; b + 2 <= nb; b += 2) {
         const uint8_t *w0 = w + (size_t)b * wbytes, *w1 = w0 + wbytes;
         const uint8_t *x0 = xq + (size_t)b * Q8_0_BYTES, *x1 = x0 + Q8_0_BYTES;
-        __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(unpack32_avx2(type, w0 + 2)),
-                                        unpack32_avx2(type, w1 + 2), 1);
+        __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(ork__unpack32_avx2(type, w0 + 2)),
+                                        ork__unpack32_avx2(type, w1 + 2), 1);
         __m512i xv = _mm512_inserti64x4(
             _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(x0 + 2))),
             _mm256_loadu_si256((const __m256i *)(x1 + 2)), 1);
@@ -290,7 +280,7 @@ void ork__q8_blocks(enum kisa k, uint32_t type, const uint8_t *w, const uint8_t 
             a[t][0] = a[t][1] = _mm256_setzero_ps();                                           \
         for (int64_t b = 0; b < nb; b++) {                                                     \
             const uint8_t *wb = w + (size_t)b * wbytes;                                        \
-            __m256i wv = unpack32_avx2(type, wb + 2);                                          \
+            __m256i wv = ork__unpack32_avx2(type, wb + 2);                                          \
             __m256i aw = _mm256_sign_epi8(wv, wv);                                             \
             float dw = f16v_x86(wb);                                                           \
             int h = (int)(b & 1);                                                              \
@@ -335,8 +325,8 @@ TGT_AVX512 static void q8_rows_avx512(uint32_t type, const uint8_t *w, const uin
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
         const uint8_t *w0 = w + (size_t)b * wbytes, *w1 = w0 + wbytes;
-        __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(unpack32_avx2(type, w0 + 2)),
-                                        unpack32_avx2(type, w1 + 2), 1);
+        __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(ork__unpack32_avx2(type, w0 + 2)),
+                                        ork__unpack32_avx2(type, w1 + 2), 1);
         __m512i aw = _mm512_abs_epi8(wv);
         __mmask64 neg = _mm512_movepi8_mask(wv);
         float dw0 = f16v_x86(w0), dw1 = f16v_x86(w1);
