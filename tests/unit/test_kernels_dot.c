@@ -24,43 +24,6 @@
 #define KT_RNG_SEED 0x853c49e6748fea9bull
 #include "kernels_test_util.h"
 
-/* Random row bytes for a type: quantized blocks get random bytes with sane f16 scales. */
-static void random_row(uint32_t type, uint8_t *row, int64_t n)
-{
-    const struct ork_type_traits *t = ork_type_traits(type);
-    size_t bytes = ork_type_row_bytes(type, (uint64_t)n);
-    for (size_t i = 0; i < bytes; i++)
-        row[i] = (uint8_t)rnd();
-    if (type == ORK_TYPE_F32) {
-        for (int64_t i = 0; i < n; i++) {
-            float v = frand();
-            memcpy(row + 4 * i, &v, 4);
-        }
-        return;
-    }
-    if (type == ORK_TYPE_F16 || type == ORK_TYPE_BF16) {
-        for (int64_t i = 0; i < n; i++) {
-            uint16_t h = type == ORK_TYPE_F16 ? ork_f32_to_fp16(frand()) : ork_f32_to_bf16(frand());
-            row[2 * i] = (uint8_t)h;
-            row[2 * i + 1] = (uint8_t)(h >> 8);
-        }
-        return;
-    }
-    /* scale fields at their offsets in each block: small positive halves */
-    for (int64_t b = 0; b < n / t->block; b++) {
-        uint8_t *blk = row + b * t->block_bytes;
-        uint16_t d = ork_f32_to_fp16(0.001f + 0.01f * fabsf(frand()));
-        uint16_t d2 = ork_f32_to_fp16(0.001f + 0.01f * fabsf(frand()));
-        size_t off = type == ORK_TYPE_Q6_K ? 208 : 0;
-        blk[off] = (uint8_t)d;
-        blk[off + 1] = (uint8_t)(d >> 8);
-        if (type == ORK_TYPE_Q4_K) {
-            blk[2] = (uint8_t)d2;
-            blk[3] = (uint8_t)(d2 >> 8);
-        }
-    }
-}
-
 static const uint32_t types[] = {
     ORK_TYPE_F32, ORK_TYPE_F16, ORK_TYPE_BF16, ORK_TYPE_Q8_0, ORK_TYPE_Q4_0, ORK_TYPE_Q4_K,
     ORK_TYPE_Q6_K,
@@ -78,7 +41,7 @@ static void test_ref_dot_equals_dequant_dot(void)
         int64_t lens[] = {blk, 2 * blk, 3 * 256, MAXN};
         for (int li = 0; li < 4; li++) {
             int64_t n = lens[li];
-            random_row(t, row, n);
+            kt_random_row(t, row, n);
             for (int64_t i = 0; i < n; i++)
                 x[i] = frand();
             REQUIRE(ork_dequant_row_ref(t, row, w, n) == 0);
@@ -106,7 +69,7 @@ static void test_dispatched_dot(void)
         int64_t lens[] = {blk, 3 * blk, blk == 1 ? 37 : 512, blk == 1 ? 1029 : 2048, MAXN};
         for (int li = 0; li < 5; li++) {
             int64_t n = lens[li];
-            random_row(t, row, n);
+            kt_random_row(t, row, n);
             for (int64_t i = 0; i < n; i++)
                 x[i] = frand();
             REQUIRE(ork_dequant_row(t, row, w, n) == 0);
@@ -142,7 +105,7 @@ static void test_dispatched_dequant_matches_ref(void)
     REQUIRE(ork_dequant_row(ORK_TYPE_F16, row + 2 * 13, a, 1001) == 0);
     CHECK(memcmp(a, b + 13, 1001 * sizeof(float)) == 0);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        random_row(types[ti], row, 2048);
+        kt_random_row(types[ti], row, 2048);
         REQUIRE(ork_dequant_row(types[ti], row, a, 2048) == 0);
         REQUIRE(ork_dequant_row_ref(types[ti], row, b, 2048) == 0);
         CHECK(memcmp(a, b, 2048 * sizeof(float)) == 0);
@@ -153,7 +116,7 @@ static void test_dot_no_allocation(void)
 {
     static uint8_t row[MAXN * 4];
     static float x[MAXN];
-    random_row(ORK_TYPE_Q4_K, row, MAXN);
+    kt_random_row(ORK_TYPE_Q4_K, row, MAXN);
     uint64_t before = ork_alloc_count();
     volatile float s = ork_vec_dot(ORK_TYPE_Q4_K, row, x, MAXN);
     (void)s;
@@ -175,7 +138,7 @@ static void test_rows_match_single(void)
             uint32_t type = vt[ti];
             size_t eb = type == ORK_TYPE_F16 ? 2 : 4;
             for (int r = 0; r < MAXR; r++)
-                random_row(type, rows + (size_t)r * STRIDE * eb, STRIDE);
+                kt_random_row(type, rows + (size_t)r * STRIDE * eb, STRIDE);
             for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
                 int64_t n = ns[ni];
                 for (int64_t i = 0; i < n; i++)

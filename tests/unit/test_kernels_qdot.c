@@ -24,32 +24,6 @@ static float h2f(const uint8_t *p)
     return ork_fp16_to_f32((uint16_t)(p[0] | p[1] << 8));
 }
 
-static void put_h(uint8_t *p, float v)
-{
-    uint16_t h = ork_f32_to_fp16(v);
-    p[0] = (uint8_t)h;
-    p[1] = (uint8_t)(h >> 8);
-}
-
-/* Random blocks with small positive scales (random bytes elsewhere: every quant value). */
-static void random_row(uint32_t type, uint8_t *row, int64_t n)
-{
-    const struct ork_type_traits *t = ork_type_traits(type);
-    for (size_t i = 0; i < ork_type_row_bytes(type, (uint64_t)n); i++)
-        row[i] = (uint8_t)rnd();
-    for (int64_t b = 0; b < n / t->block; b++) {
-        uint8_t *blk = row + b * t->block_bytes;
-        float d = 0.001f + 0.01f * fabsf(frand());
-        if (type == ORK_TYPE_Q6_K) {
-            put_h(blk + 208, d);
-        } else {
-            put_h(blk, d);
-            if (type == ORK_TYPE_Q4_K)
-                put_h(blk + 2, 0.5f * d);
-        }
-    }
-}
-
 /* ---- the documented orders, written from the block layouts ---- */
 
 static int w_q8(uint32_t type, const uint8_t *blk, int i)
@@ -220,7 +194,7 @@ static void check_dots_on_path(const char *path)
         REQUIRE(ork_quantize_row_q8_k(x, xqk, N - N % 256) == 0);
         const uint32_t q8types[] = {ORK_TYPE_Q8_0, ORK_TYPE_Q4_0};
         for (int ti = 0; ti < 2; ti++) {
-            random_row(q8types[ti], w, N);
+            kt_random_row(q8types[ti], w, N);
             if (trial == 2 && q8types[ti] == ORK_TYPE_Q8_0)
                 for (int b = 0; b < N / 32; b++)
                     memset(w + b * 34 + 2, 0x80, 32);                  /* all -128 */
@@ -237,7 +211,7 @@ static void check_dots_on_path(const char *path)
         int64_t nk = n - n % 256;
         const uint32_t ktypes[] = {ORK_TYPE_Q4_K, ORK_TYPE_Q6_K};
         for (int ti = 0; ti < 2; ti++) {
-            random_row(ktypes[ti], w, N);
+            kt_random_row(ktypes[ti], w, N);
             double exact, mag;
             float want = spec_q8k(ktypes[ti], w, xqk, nk, &exact, &mag);
             float got = ork_vec_dot_q8k(ktypes[ti], w, xqk, nk);
@@ -265,7 +239,7 @@ static void check_matmul_on_path(const char *path, uint32_t type, int64_t m, int
     float *y = ork_malloc(sizeof(float) * (size_t)(m * n));
     REQUIRE(w && x && y);
     for (int64_t r = 0; r < n; r++)
-        random_row(type, w + r * rb, k);
+        kt_random_row(type, w + r * rb, k);
     for (int64_t i = 0; i < m * k; i++)
         x[i] = frand();
     struct ork_mat mat = { .type = type, .n_rows = n, .n_cols = k, .row_bytes = rb, .data = w };
