@@ -164,23 +164,11 @@ out:
 int main(int argc, char **argv)
 {
     struct probe_opts o = { .timing = ORK_SIM_TIMING_PACED_ONLY };
-    int tokens = 5;
-    for (int i = 1; i < argc; i++) {
-        int r = probe_common_flag(&o, argc, argv, &i);
-        if (r < 0)
-            return 2;
-        if (r)
-            continue;
-        if (!strcmp(argv[i], "--tokens") && i + 1 < argc) {
-            tokens = atoi(argv[++i]);
-        } else {
-            fprintf(stderr, "usage: probe_async_decode [--tokens N] [--device D] "
-                    "[--load-file PATH] [--trace FILE.json]\n");
-            return 2;
-        }
-    }
-    if (tokens < 1 || tokens > 1000)
-        tokens = 5;
+    int tokens;
+    if (probe_parse_count(argc, argv, &o, "--tokens", 5, &tokens,
+                          "usage: probe_async_decode [--tokens N] [--device D] "
+                          "[--load-file PATH] [--trace FILE.json]\n"))
+        return 2;
     for (int i = 0; i < MAX_K; i++) {
         x_in[i] = sinf((float)i * 0.37f) * 2.0f;
         gamma_w[i] = 0.5f + (float)(i % 7) * 0.1f;

@@ -14,23 +14,11 @@
 int main(int argc, char **argv)
 {
     struct probe_opts o = { .timing = ORK_SIM_TIMING_PACED_ONLY };
-    int reps = 5;
-    for (int i = 1; i < argc; i++) {
-        int r = probe_common_flag(&o, argc, argv, &i);
-        if (r < 0)
-            return 2;
-        if (r)
-            continue;
-        if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
-            reps = atoi(argv[++i]);
-        } else {
-            fprintf(stderr, "usage: probe_batch [--reps N] [--device D] [--load-file PATH] "
-                    "[--trace FILE.json]\n");
-            return 2;
-        }
-    }
-    if (reps < 1 || reps > 1000)
-        reps = 5;
+    int reps;
+    if (probe_parse_count(argc, argv, &o, "--reps", 5, &reps,
+                          "usage: probe_batch [--reps N] [--device D] [--load-file PATH] "
+                          "[--trace FILE.json]\n"))
+        return 2;
     static const uint32_t ms[] = { 1, 2, 4, 8, 16 };
     enum { NM = sizeof ms / sizeof ms[0] };
     struct ork_npu *npu = probe_open(&o);

@@ -81,6 +81,29 @@ static inline int probe_common_flag(struct probe_opts *o, int argc, char **argv,
     return 1;
 }
 
+/* Parse a command line of the common flags plus one count flag `name` N (1..1000; otherwise
+ * *count = dflt). 0 on success; 2 (the exit status) after printing `usage` on anything else. */
+static inline int probe_parse_count(int argc, char **argv, struct probe_opts *o,
+                                    const char *name, int dflt, int *count, const char *usage)
+{
+    *count = dflt;
+    for (int i = 1; i < argc; i++) {
+        int r = probe_common_flag(o, argc, argv, &i);
+        if (r < 0)
+            return 2;
+        if (r)
+            continue;
+        if (strcmp(argv[i], name) || i + 1 >= argc) {
+            fprintf(stderr, "%s", usage);
+            return 2;
+        }
+        *count = atoi(argv[++i]);
+    }
+    if (*count < 1 || *count > 1000)
+        *count = dflt;
+    return 0;
+}
+
 static inline struct ork_npu *probe_open(const struct probe_opts *o)
 {
     struct ork_sim_opts so = { .struct_size = sizeof so, .timing = o->timing,
