@@ -11,7 +11,6 @@
 #define _GNU_SOURCE
 #endif
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,11 +22,8 @@
 
 #include <ork/error.h>
 #include <ork-kernels/kernels.h>
+#include <ork-kernels/peak.h>
 #include <ork-kernels/pool.h>
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 static double now(void)
 {
@@ -36,146 +32,32 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* ---- peaks: independent dependency chains so that throughput, not latency, limits ---- */
+/* ---- peaks: ork_cpu_peak_measure (kernels/peak.c) on every kernel path of this CPU ---- */
 
-#define PEAK_ITERS 20000000L
-#define CHAINS 12   /* enough independent accumulators to cover FMA latency x ports */
-
-#if defined(__x86_64__)
-__attribute__((target("avx2,fma"))) static double peak_fma256(void)
-{
-    __m256 a[CHAINS];
-    for (int i = 0; i < CHAINS; i++)
-        a[i] = _mm256_set1_ps((float)i);
-    __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-    double t0 = now();
-    for (long it = 0; it < PEAK_ITERS; it++)
-        for (int i = 0; i < CHAINS; i++)
-            a[i] = _mm256_fmadd_ps(a[i], m, c);
-    double dt = now() - t0;
-    float sink = 0;
-    for (int i = 0; i < CHAINS; i++)
-        sink += _mm256_cvtss_f32(a[i]);
-    if (sink == 12345.0f)
-        printf(" ");
-    return (double)PEAK_ITERS * CHAINS * 8 * 2 / dt;   /* flops: 8 lanes x (mul + add) */
-}
-
-__attribute__((target("avx512f"))) static double peak_fma512(void)
-{
-    __m512 a[CHAINS];
-    for (int i = 0; i < CHAINS; i++)
-        a[i] = _mm512_set1_ps((float)i);
-    __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
-    double t0 = now();
-    for (long it = 0; it < PEAK_ITERS; it++)
-        for (int i = 0; i < CHAINS; i++)
-            a[i] = _mm512_fmadd_ps(a[i], m, c);
-    double dt = now() - t0;
-    float sink = 0;
-    for (int i = 0; i < CHAINS; i++)
-        sink += _mm512_reduce_add_ps(a[i]);
-    if (sink == 12345.0f)
-        printf(" ");
-    return (double)PEAK_ITERS * CHAINS * 16 * 2 / dt;
-}
-
-/* int8 ops: each vpdpbusd lane does 4 multiplies and 4 adds. */
-__attribute__((target("avx512f,avx512vnni"))) static double peak_vnni512(void)
-{
-    __m512i a[CHAINS];
-    for (int i = 0; i < CHAINS; i++)
-        a[i] = _mm512_set1_epi32(i);
-    __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);
-    double t0 = now();
-    for (long it = 0; it < PEAK_ITERS; it++)
-        for (int i = 0; i < CHAINS; i++)
-            a[i] = _mm512_dpbusd_epi32(a[i], x, y);
-    double dt = now() - t0;
-    int sink = 0;
-    for (int i = 0; i < CHAINS; i++)
-        sink += _mm512_reduce_add_epi32(a[i]);
-    if (sink == 12345)
-        printf(" ");
-    return (double)PEAK_ITERS * CHAINS * 64 * 2 / dt;
-}
-
-/* AVX2 int8: vpmaddubsw + vpmaddwd (the pair the AVX2 kernels use): 32 mul + 32 add. */
-__attribute__((target("avx2"))) static double peak_maddubs256(void)
-{
-    __m256i a[CHAINS];
-    for (int i = 0; i < CHAINS; i++)
-        a[i] = _mm256_set1_epi32(i);
-    __m256i x = _mm256_set1_epi8(3), y = _mm256_set1_epi8(-2), one = _mm256_set1_epi16(1);
-    double t0 = now();
-    for (long it = 0; it < PEAK_ITERS; it++)
-        for (int i = 0; i < CHAINS; i++)
-            a[i] = _mm256_add_epi32(a[i], _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), one));
-    double dt = now() - t0;
-    int sink = 0;
-    for (int i = 0; i < CHAINS; i++)
-        sink += _mm256_extract_epi32(a[i], 0);
-    if (sink == 12345)
-        printf(" ");
-    return (double)PEAK_ITERS * CHAINS * 32 * 2 / dt;
-}
-#endif
-
-struct peak_job {
-    double (*fn)(void);
-    double result[64];
-};
-
-static void *peak_thread(void *arg)
-{
-    struct peak_job *j = ((struct peak_job **)arg)[0];
-    intptr_t i = (intptr_t)((void **)arg)[1];
-    j->result[i] = j->fn();
-    return NULL;
-}
-
-static double run_peak(double (*fn)(void), int threads)
-{
-    struct peak_job j = { .fn = fn };
-    pthread_t th[64];
-    void *args[64][2];
-    for (int i = 0; i < threads; i++) {
-        args[i][0] = &j;
-        args[i][1] = (void *)(intptr_t)i;
-        pthread_create(&th[i], NULL, peak_thread, args[i]);
-    }
-    double sum = 0;
-    for (int i = 0; i < threads; i++) {
-        pthread_join(th[i], NULL);
-        sum += j.result[i];
-    }
-    return sum;
-}
+#define PEAK_MS 200     /* per loop: long enough to ramp the clocks */
 
 static int cmd_peak(int threads)
 {
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    struct { const char *name; double (*fn)(void); int ok; } t[] = {
-        { "f32 FMA ymm (GFLOP/s)", peak_fma256, __builtin_cpu_supports("avx2") },
-        { "f32 FMA zmm (GFLOP/s)", peak_fma512, __builtin_cpu_supports("avx512f") },
-        { "int8 maddubs+madd ymm (GOP/s)", peak_maddubs256, __builtin_cpu_supports("avx2") },
-        { "int8 vpdpbusd zmm (GOP/s)", peak_vnni512, __builtin_cpu_supports("avx512vnni") },
-    };
-    printf("| peak | t=1 | t=%d |\n| --- | ---: | ---: |\n", threads);
-    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        if (!t[i].ok)
-            continue;
-        double p1 = run_peak(t[i].fn, 1) / 1e9;
-        double pn = run_peak(t[i].fn, threads) / 1e9;
-        printf("| %s | %.1f | %.1f |\n", t[i].name, p1, pn);
+    struct ork_pool *pool = NULL;
+    if (threads < 1 || ork_pool_create(threads, &pool) < 0) {
+        fprintf(stderr, "peak: cannot create a pool of %d threads\n", threads);
+        return 1;
     }
+    printf("| path | f32 instruction | f32 GFLOP/s t=1 | t=%d | int8 instruction | int8 GOP/s t=1 | "
+           "t=%d |\n| --- | --- | ---: | ---: | --- | ---: | ---: |\n", threads, threads);
+    for (int i = 0; ork_kernels_path_name(i); i++) {
+        const char *name = ork_kernels_path_name(i);
+        struct ork_cpu_peak p1, pn;
+        if (ork_kernels_set_path(name) < 0 || ork_cpu_peak_measure(NULL, PEAK_MS, &p1) < 0 ||
+            ork_cpu_peak_measure(pool, PEAK_MS, &pn) < 0 || (!p1.f32_flops && !p1.int8_ops))
+            continue;
+        printf("| %s | %s | %.1f | %.1f | %s | %.1f | %.1f |\n", name, p1.f32_insn,
+               p1.f32_flops / 1e9, pn.f32_flops / 1e9, p1.int8_insn, p1.int8_ops / 1e9,
+               pn.int8_ops / 1e9);
+    }
+    ork_kernels_set_path(NULL);
+    ork_pool_destroy(pool);
     return 0;
-#else
-    (void)threads;
-    fprintf(stderr, "peak: x86-64 only\n");
-    return 1;
-#endif
 }
 
 /* ---- matmul ---- */
