@@ -8,8 +8,11 @@
  * time x threads)) goes to stderr and JSON: far below 100% means other load took the cores and
  * the numbers understate the code. Every combination of the -p / -n / -t values runs (lists:
  * comma-separated and/or repeated flags).
- * --membw measures STREAM-like bandwidth (engine/membw.c); with -m, each tg result is also set
- * against its roofline: bandwidth / bytes of weights read per decoded token.
+ * --membw measures STREAM-like bandwidth (engine/membw.c) once per thread count; with -m, each
+ * tg test is also bracketed by two read-bandwidth measurements (the SIMD read kernel with the
+ * test's threads over an array of the model's bytes per token, right before and right after
+ * its timed runs: the host's bandwidth drifts from minute to minute) and set against its
+ * roofline: the mean of the two / bytes of weights read per decoded token.
  * --peak measures the CPU's f32 FMA and int8 dot peaks (kernels/peak.c); with -m, each pp result
  * is also set against them: matmul operations per prompt token (2 x the weights of the layers'
  * matrices, plus 2 x the output matrix once per batch; attention not counted) x tokens/s.
@@ -22,6 +25,7 @@
 #include <ork-kernels/kernels.h>
 #include <ork-kernels/peak.h>
 #include <ork-kernels/pool.h>
+#include <ork-kernels/readbw.h>
 #include <ork-kernels/types.h>
 #include <ork/alloc.h>
 #include <ork/error.h>
@@ -47,6 +51,11 @@
 #define TOKEN_SEED 0x6f726b62656e6368ull    /* fixed seed of the random token ids */
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
+/* Largest read array of the per-test roofline measurement: bounds the memory taken next to the
+ * model (4 GiB: beyond any cache by far, and a pass takes ~0.15 s at 30 GB/s). */
+#define ROOF_MAX_BYTES ((size_t)4 << 30)
+#define ROOF_MIN_BYTES ((size_t)1 << 20)    /* ork_membw_reader_create's smallest array */
+#define ROOF_RUNS 5                         /* passes before and after a test: best of */
 
 enum fmt { FMT_MD, FMT_JSON, FMT_CSV };
 
@@ -89,6 +98,11 @@ struct result {
     double cpu_share;           /* CPU time / (wall time x threads) over the timed runs: well
                                  * below 1 means the threads did not get their cores */
     double *samples;            /* reps t/s values */
+    /* --membw with a tg test: the read kernel's best of roof_runs passes over roof_bytes with
+     * the test's threads, right before and right after the timed runs (GB/s; 0: not run) */
+    double read_before, read_after;
+    size_t roof_bytes;
+    int roof_runs;
 };
 
 static void usage(FILE *out)
@@ -111,10 +125,15 @@ static void usage(FILE *out)
             "  --spin-us N          threads poll N us for the next job before sleeping\n"
             "                       (default: " ORK_STR(ORK_POOL_SPIN_US_DEFAULT) "; 0: sleep at once)\n"
             "  -o, --output FMT     md (default), json or csv\n"
-            "  --membw              measure memory bandwidth per thread count; with -m also print\n"
-            "                       the decode roofline (bytes per token / bandwidth) and the share\n"
-            "                       of it each tg test reached\n"
-            "  --membw-mb MB        size of each bandwidth array (default 128)\n"
+            "  --membw              measure memory bandwidth per thread count (STREAM-like copy,\n"
+            "                       scale, add, triad and a SIMD read sum; best of 5). With -m, also\n"
+            "                       time the read kernel with the test's threads right before and\n"
+            "                       right after each tg test's timed runs (best of 5 each, over an\n"
+            "                       array of the model's bytes per token, at most 4 GiB) and print\n"
+            "                       both: roofline t/s = their mean / bytes per token, and the\n"
+            "                       share of it the test reached\n"
+            "  --membw-mb MB        size of each bandwidth array (default 128), and of the tg\n"
+            "                       tests' read array when given\n"
             "  --peak               measure the CPU's f32 FMA and int8 dot peaks per thread count;\n"
             "                       with -m also print each pp test's matmul GOP/s and its share\n"
             "                       of both peaks\n"
@@ -387,9 +406,29 @@ static long long list_max(const struct list *l)
     return m;
 }
 
+/* Bytes of the read array of the per-test roofline: --membw-mb when given, else the model's
+ * bytes per token (the working set of a decode step), within [ROOF_MIN_BYTES, ROOF_MAX_BYTES]. */
+static size_t roof_bytes(const struct opts *o, const struct model_desc *d)
+{
+    if (o->membw_bytes)
+        return o->membw_bytes;
+    uint64_t b = d->bytes_per_token;
+    if (b > ROOF_MAX_BYTES)
+        b = ROOF_MAX_BYTES;
+    return b < ROOF_MIN_BYTES ? ROOF_MIN_BYTES : (size_t)b;
+}
+
+static bool any_tg(const struct opts *o)
+{
+    for (int i = 0; i < o->n.n; i++)
+        if (o->n.v[i] > 0)
+            return true;
+    return false;
+}
+
 /* Run every test of one model at one thread count, appending to res. */
-static int bench_model_threads(struct ork_model *m, int mi, int threads, const struct opts *o,
-                               struct result *res, int *n_res)
+static int bench_model_threads(struct ork_model *m, int mi, const struct model_desc *d,
+                               int threads, const struct opts *o, struct result *res, int *n_res)
 {
     int32_t n_vocab = ork_model_config(m)->n_vocab;
     long long pmax = list_max(&o->p), nmax = list_max(&o->n);
@@ -405,6 +444,12 @@ static int bench_model_threads(struct ork_model *m, int mi, int threads, const s
     int ret = ork_session_create(m, &sp, &s);
     if (ret < 0)
         return ret;
+    struct ork_membw_reader *rd = NULL;
+    if (o->membw && any_tg(o) &&
+        (ret = ork_membw_reader_create(threads, roof_bytes(o, d), &rd)) < 0) {
+        ork_session_free(s);
+        return ret;
+    }
     int32_t *toks = ork_malloc((size_t)sp.ctx_size * sizeof(*toks));
     float *logits = ork_malloc((size_t)n_vocab * sizeof(*logits));
     uint64_t rng = TOKEN_SEED;
@@ -437,6 +482,11 @@ static int bench_model_threads(struct ork_model *m, int mi, int threads, const s
             if ((ret = run_once(s, r->pp, nw, n_vocab, toks, logits, &rng, &warm)) < 0)
                 goto out;
             ork_model_npu_stats_reset(m);
+            if (rd && !r->pp) {
+                r->roof_bytes = ork_membw_reader_bytes(rd);
+                r->roof_runs = ROOF_RUNS;
+                r->read_before = ork_membw_reader_run(rd, ROOF_RUNS);
+            }
             double c0 = cpu_s(), w0 = now_s();
             for (int k = 0; k < o->reps; k++)
                 if ((ret = run_once(s, r->pp, n, n_vocab, toks, logits, &rng,
@@ -444,33 +494,39 @@ static int bench_model_threads(struct ork_model *m, int mi, int threads, const s
                     goto out;
             double wall = now_s() - w0;
             r->cpu_share = wall > 0 ? (cpu_s() - c0) / (wall * threads) : 0.0;
+            if (r->roof_runs)
+                r->read_after = ork_membw_reader_run(rd, ROOF_RUNS);
             mean_sd(r->samples, o->reps, &r->avg_ts, &r->sd_ts);
             fprintf(stderr, "ork bench: %s%d t=%d: %.2f +- %.2f t/s (cpu share %.0f%%)\n",
                     r->pp ? "pp" : "tg", n, threads, r->avg_ts, r->sd_ts, 100.0 * r->cpu_share);
+            if (r->roof_runs)
+                fprintf(stderr, "ork bench: tg%d t=%d: read %.2f GB/s before, %.2f after "
+                        "(%zu MiB, best of %d each)\n", n, threads, r->read_before,
+                        r->read_after, r->roof_bytes >> 20, r->roof_runs);
             npu_bench_report(stderr, m, r->pp, n);
         }
     }
 out:
+    ork_membw_reader_free(rd);
     ork_free(toks);
     ork_free(logits);
     ork_session_free(s);
     return ret;
 }
 
-/* Bandwidth (GB/s) used for the roofline: the read-only kernel, the access pattern of
- * weights streaming through a matmul. */
-static double roof_gbps(const struct ork_membw_result *b)
+/* Bandwidth (GB/s) of a tg test's roofline: the mean of the read kernel's best before and
+ * best after the test (the access pattern of weights streaming through a matmul). */
+static double roof_gbps(const struct result *r)
 {
-    return b->gbps[ORK_MEMBW_READ];
+    return 0.5 * (r->read_before + r->read_after);
 }
 
-static const struct ork_membw_result *bw_for(const struct ork_membw_result *bw, int n_bw,
-                                             int threads)
+/* Roofline tokens/s of a tg test; 0 when not measured. */
+static double roof_ts(const struct result *r, const struct model_desc *d)
 {
-    for (int i = 0; i < n_bw; i++)
-        if (bw[i].n_threads == threads)
-            return &bw[i];
-    return NULL;
+    if (r->pp || !r->roof_runs || !d->bytes_per_token)
+        return 0.0;
+    return roof_gbps(r) * 1e9 / (double)d->bytes_per_token;
 }
 
 static const struct ork_cpu_peak *peak_for(const struct ork_cpu_peak *pk, int n_pk, int threads)
@@ -547,6 +603,33 @@ static void print_md_peak(const struct model_desc *md, const struct result *res,
     }
 }
 
+/* The decode roofline of every tg test measured with --membw: both read measurements, so drift
+ * during the test shows, and the roofline from their mean. */
+static void print_md_roofline(const struct model_desc *md, const struct result *res, int n_res)
+{
+    bool any = false;
+    for (int i = 0; i < n_res; i++) {
+        const struct result *r = &res[i];
+        const struct model_desc *d = &md[r->model];
+        double roof = roof_ts(r, d);
+        if (roof <= 0)
+            continue;
+        if (!any) {
+            printf("\n| model | threads | test | MB/token | read MiB | read GB/s before | "
+                   "read GB/s after | roofline t/s | t/s | %% of roofline |\n"
+                   "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+            any = true;
+        }
+        printf("| %s | %d | tg%d | %.1f | %zu | %.2f | %.2f | %.2f | %.2f | %.1f%% |\n", d->name,
+               r->threads, r->n_tokens, (double)d->bytes_per_token / 1e6, r->roof_bytes >> 20,
+               r->read_before, r->read_after, roof, r->avg_ts, 100.0 * r->avg_ts / roof);
+    }
+    if (any)
+        printf("\nread GB/s: best of %d passes of the read kernel (%s) with the test's threads "
+               "over read MiB, right before and right after the test's timed runs; roofline t/s = "
+               "their mean / MB per token.\n", ROOF_RUNS, ork_cpu_read_insn());
+}
+
 static void print_md(const struct opts *o, const struct model_desc *md, const struct result *res,
                      int n_res, const struct refs *rf)
 {
@@ -583,23 +666,7 @@ static void print_md(const struct opts *o, const struct model_desc *md, const st
             printf("\n");
         }
     }
-    bool any = false;
-    for (int i = 0; i < n_res; i++) {
-        const struct result *r = &res[i];
-        const struct ork_membw_result *b = bw_for(bw, n_bw, r->threads);
-        if (r->pp || !b)
-            continue;
-        const struct model_desc *d = &md[r->model];
-        if (!any) {
-            printf("\n| model | threads | test | MB/token | read GB/s | roofline t/s | t/s | "
-                   "%% of roofline |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-            any = true;
-        }
-        double roof = roof_gbps(b) * 1e9 / (double)d->bytes_per_token;
-        printf("| %s | %d | tg%d | %.1f | %.2f | %.2f | %.2f | %.1f%% |\n", d->name, r->threads,
-               r->n_tokens, (double)d->bytes_per_token / 1e6, roof_gbps(b), roof, r->avg_ts,
-               100.0 * r->avg_ts / roof);
-    }
+    print_md_roofline(md, res, n_res);
     print_md_peak(md, res, n_res, rf);
     (void)o;
 }
@@ -628,7 +695,6 @@ static void print_json(const struct opts *o, const struct model_desc *md,
     for (int i = 0; i < n_res; i++) {
         const struct result *r = &res[i];
         const struct model_desc *d = &md[r->model];
-        const struct ork_membw_result *b = bw_for(bw, n_bw, r->threads);
         printf("%s\n    {\"model\": ", i ? "," : "");
         json_str(d->name);
         printf(", \"model_path\": ");
@@ -644,10 +710,14 @@ static void print_json(const struct opts *o, const struct model_desc *md,
             printf("%s%.6g", k ? ", " : "", r->samples[k]);
         printf("], \"cpu_share\": %.4g, \"bytes_per_token\": %" PRIu64, r->cpu_share,
                d->bytes_per_token);
-        if (b && !r->pp) {
-            double roof = roof_gbps(b) * 1e9 / (double)d->bytes_per_token;
-            printf(", \"roofline_ts\": %.6g, \"roofline_pct\": %.4g", roof,
-                   100.0 * r->avg_ts / roof);
+        double roof = roof_ts(r, d);
+        if (roof > 0) {
+            printf(", \"read_insn\": ");
+            json_str(ork_cpu_read_insn());
+            printf(", \"read_array_bytes\": %zu, \"read_runs\": %d, \"read_gbps_before\": %.6g, "
+                   "\"read_gbps_after\": %.6g, \"read_gbps\": %.6g, \"roofline_ts\": %.6g, "
+                   "\"roofline_pct\": %.4g", r->roof_bytes, r->roof_runs, r->read_before,
+                   r->read_after, roof_gbps(r), roof, 100.0 * r->avg_ts / roof);
         }
         const struct ork_cpu_peak *k = peak_for(rf->pk, rf->n_pk, r->threads);
         if (k && r->pp) {
@@ -660,8 +730,9 @@ static void print_json(const struct opts *o, const struct model_desc *md,
     }
     printf("%s],\n  \"membw\": [", n_res ? "\n  " : "");
     for (int i = 0; i < n_bw; i++) {
-        printf("%s\n    {\"threads\": %d, \"array_bytes\": %zu, \"runs\": %d", i ? "," : "",
-               bw[i].n_threads, bw[i].array_bytes, bw[i].n_runs);
+        printf("%s\n    {\"threads\": %d, \"array_bytes\": %zu, \"runs\": %d, \"read_insn\": ",
+               i ? "," : "", bw[i].n_threads, bw[i].array_bytes, bw[i].n_runs);
+        json_str(ork_cpu_read_insn());
         for (int k = 0; k < ORK_MEMBW_COUNT; k++)
             printf(", \"%s_gbps\": %.6g", ork_membw_kernel_name((enum ork_membw_kernel)k),
                    bw[i].gbps[k]);
@@ -686,26 +757,29 @@ static void print_csv(const struct opts *o, const struct model_desc *md,
     int n_bw = rf->n_bw;
     if (n_res) {
         printf("model,model_path,size_bytes,n_params,backend,kernels,threads,test,n_prompt,"
-               "n_gen,repetitions,avg_ts,stddev_ts,bytes_per_token,roofline_ts\n");
+               "n_gen,repetitions,avg_ts,stddev_ts,bytes_per_token,read_array_bytes,"
+               "read_gbps_before,read_gbps_after,roofline_ts,roofline_pct\n");
         for (int i = 0; i < n_res; i++) {
             const struct result *r = &res[i];
             const struct model_desc *d = &md[r->model];
-            const struct ork_membw_result *b = bw_for(bw, n_bw, r->threads);
-            double roof = b && !r->pp ? roof_gbps(b) * 1e9 / (double)d->bytes_per_token : 0.0;
+            double roof = roof_ts(r, d);
             printf("\"%s\",\"%s\",%" PRIu64 ",%" PRIu64 ",%s,%s,%d,%s%d,%d,%d,%d,%.6g,%.6g,%"
-                   PRIu64 ",%.6g\n", d->name, o->models[r->model], d->size_bytes, d->n_params,
-                   d->backend, ork_kernels_path(), r->threads, r->pp ? "pp" : "tg", r->n_tokens,
-                   r->pp ? r->n_tokens : 0, r->pp ? 0 : r->n_tokens, r->reps, r->avg_ts,
-                   r->sd_ts, d->bytes_per_token, roof);
+                   PRIu64 ",%zu,%.6g,%.6g,%.6g,%.4g\n", d->name, o->models[r->model],
+                   d->size_bytes, d->n_params, d->backend, ork_kernels_path(), r->threads,
+                   r->pp ? "pp" : "tg", r->n_tokens, r->pp ? r->n_tokens : 0,
+                   r->pp ? 0 : r->n_tokens, r->reps, r->avg_ts, r->sd_ts, d->bytes_per_token,
+                   roof > 0 ? r->roof_bytes : 0, r->read_before, r->read_after, roof,
+                   roof > 0 ? 100.0 * r->avg_ts / roof : 0.0);
         }
     }
     if (n_bw) {
-        printf("%sthreads,array_bytes,runs", n_res ? "\n" : "");
+        printf("%sthreads,array_bytes,runs,read_insn", n_res ? "\n" : "");
         for (int k = 0; k < ORK_MEMBW_COUNT; k++)
             printf(",%s_gbps", ork_membw_kernel_name((enum ork_membw_kernel)k));
         printf("\n");
         for (int i = 0; i < n_bw; i++) {
-            printf("%d,%zu,%d", bw[i].n_threads, bw[i].array_bytes, bw[i].n_runs);
+            printf("%d,%zu,%d,\"%s\"", bw[i].n_threads, bw[i].array_bytes, bw[i].n_runs,
+                   ork_cpu_read_insn());
             for (int k = 0; k < ORK_MEMBW_COUNT; k++)
                 printf(",%.6g", bw[i].gbps[k]);
             printf("\n");
@@ -740,8 +814,8 @@ int ork_cmd_bench(int argc, char **argv)
                 status = ORK_EXIT_ERROR;
                 goto out;
             }
-            fprintf(stderr, "ork bench: membw t=%d: read %.2f GB/s, triad %.2f GB/s\n",
-                    bw[n_bw].n_threads, bw[n_bw].gbps[ORK_MEMBW_READ],
+            fprintf(stderr, "ork bench: membw t=%d: read %.2f GB/s (%s), triad %.2f GB/s\n",
+                    bw[n_bw].n_threads, bw[n_bw].gbps[ORK_MEMBW_READ], ork_cpu_read_insn(),
                     bw[n_bw].gbps[ORK_MEMBW_TRIAD]);
             n_bw++;
         }
@@ -774,7 +848,7 @@ int ork_cmd_bench(int argc, char **argv)
         }
         describe_model(m, &md[mi]);
         for (int ti = 0; ti < o.t.n && ret == 0; ti++)
-            ret = bench_model_threads(m, mi, (int)o.t.v[ti], &o, res, &n_res);
+            ret = bench_model_threads(m, mi, &md[mi], (int)o.t.v[ti], &o, res, &n_res);
         ork_model_free(m);
         if (ret < 0) {
             ork_cli_error(CMD, ret);

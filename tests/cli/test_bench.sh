@@ -2,7 +2,8 @@
 # test_bench.sh -- black-box checks of `ork bench`: usage errors (exit 2), the markdown table on
 # stories260K (header + one pp and one tg row, -p/-n/-t lists giving every combination), JSON
 # that python3 parses with the documented fields, CSV rows, --membw (bandwidth table, and
-# the roofline columns when a model is given) and --peak (compute peaks, and the pp share of them).
+# the roofline columns when a model is given: read GB/s before and after each tg test, the
+# roofline from their mean) and --peak (compute peaks, and the pp share of them).
 # usage: bash test_bench.sh ORK_BINARY FIXTURES_DIR   (exit 77 = skipped: no fixtures)
 set -u
 ORK=$1
@@ -68,13 +69,31 @@ for x in r:
     assert x["backend"] == "CPU" and x["kernels"]
 assert d["membw"] == []
 ' "$out"
-    out=$("$ORK" bench -m "$MODEL" -p 0 -n 4 -r 1 -t 1 --membw --membw-mb 16 -o json 2>/dev/null)
-    check "json + membw: roofline fields" python3 -c '
+    out=$("$ORK" bench -m "$MODEL" -p 2 -n 4 -r 1 -t 1 --membw --membw-mb 16 -o json 2>/dev/null)
+    check "json + membw: roofline fields from the reads before and after the tg test" python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])
-assert len(d["results"]) == 1 and d["results"][0]["test"] == "tg4"
-assert d["results"][0]["roofline_ts"] > 0 and d["results"][0]["roofline_pct"] > 0
-assert len(d["membw"]) == 1 and d["membw"][0]["read_gbps"] > 0 and d["membw"][0]["triad_gbps"] > 0
+assert len(d["results"]) == 2, d["results"]
+pp, tg = sorted(d["results"], key=lambda x: x["test"])
+assert pp["test"] == "pp2" and "roofline_ts" not in pp and "read_gbps_before" not in pp
+assert tg["test"] == "tg4" and tg["read_insn"] and tg["read_runs"] > 0
+assert tg["read_array_bytes"] == 16 << 20, tg["read_array_bytes"]
+assert tg["read_gbps_before"] > 0 and tg["read_gbps_after"] > 0
+mean = (tg["read_gbps_before"] + tg["read_gbps_after"]) / 2
+assert abs(tg["read_gbps"] - mean) <= 1e-4 * mean, (tg["read_gbps"], mean)
+roof = mean * 1e9 / tg["bytes_per_token"]
+assert abs(tg["roofline_ts"] - roof) <= 1e-4 * roof, (tg["roofline_ts"], roof)
+pct = 100 * tg["avg_ts"] / tg["roofline_ts"]
+assert abs(tg["roofline_pct"] - pct) <= 1e-3 * pct, (tg["roofline_pct"], pct)
+m = d["membw"]
+assert len(m) == 1 and m[0]["read_gbps"] > 0 and m[0]["triad_gbps"] > 0 and m[0]["read_insn"]
+' "$out"
+    # Without --membw-mb the tg read array is the model bytes per token (at least 1 MiB).
+    out=$("$ORK" bench -m "$MODEL" -p 0 -n 2 -r 1 -t 1 --membw -o json 2>/dev/null)
+    check "json + membw: tg read array sized to the model" python3 -c '
+import json, sys
+tg = json.loads(sys.argv[1])["results"][0]
+assert tg["read_array_bytes"] == max(tg["bytes_per_token"], 1 << 20), tg
 ' "$out"
 fi
 
@@ -82,10 +101,16 @@ out=$("$ORK" bench -m "$MODEL" -p 8 -n 0 -r 1 -t 1 -o csv 2>/dev/null); rc=$?
 check "csv: exit 0" test $rc -eq 0
 check "csv: header + one row" test "$(wc -l <<<"$out")" -eq 2
 check "csv: header" grep -q "^model,model_path,size_bytes,n_params,backend,kernels,threads,test," <<<"$out"
+out=$("$ORK" bench -m "$MODEL" -p 0 -n 4 -r 1 -t 1 --membw --membw-mb 16 -o csv 2>/dev/null); rc=$?
+check "csv + membw: exit 0" test $rc -eq 0
+check "csv + membw: roofline columns" grep -q "bytes_per_token,read_array_bytes,read_gbps_before,read_gbps_after,roofline_ts,roofline_pct$" <<<"$out"
+check "csv + membw: tg row with the reads" grep -Eq ",tg4,0,4,1,[^,]+,[^,]+,[0-9]+,16777216,[0-9.e+]+,[0-9.e+]+,[0-9.e+]+,[0-9.e+]+$" <<<"$out"
+check "csv + membw: bandwidth rows" grep -Eq '^1,16777216,[0-9]+,"[^"]+"(,[0-9.e+]+){5}$' <<<"$out"
 
 out=$("$ORK" bench -m "$MODEL" -p 0 -n 4 -r 1 -t 1 --membw --membw-mb 16 2>/dev/null); rc=$?
 check "md + membw: exit 0" test $rc -eq 0
-check "md + membw: roofline table" grep -Eq "^\| llama .* \| 1 \| tg4 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+% \|$" <<<"$out"
+check "md + membw: roofline table" grep -Eq "^\| llama .* \| 1 \| tg4 \| [0-9.]+ \| 16 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+% \|$" <<<"$out"
+check "md + membw: roofline header names before and after" grep -q "| read GB/s before | read GB/s after | roofline t/s |" <<<"$out"
 out=$("$ORK" bench -m "$MODEL" -p 8 -n 4 -r 1 -t 2 --spin-us 0 2>/dev/null); rc=$?
 check "--spin-us 0: exit 0, two rows" test $rc -eq 0 -a "$(grep -c '^| llama' <<<"$out")" -eq 2
 out=$("$ORK" bench --peak -t 1 2>/dev/null); rc=$?
