@@ -590,78 +590,57 @@ TILE256(tile_avx2, TGT_AVX2, part_avx2, 2)
  * order (even block 0-7, odd 8-15), reduced in registers.
  * Weights as u8 (Q8_0: w + 128; Q4_0: the nibble itself, 0..15) with the matching X bias
  * (-128 or -8 times the group sum of x), so each partial is exact.
+ * A pair's loads stay inside its blocks; with !two the odd block is absent and loads as zero
+ * quants with a zero scale, as the accumulator layout requires.
  *
- * A Q4_0 pair (36 bytes) is fetched with one 64-byte load and put in place with 16-bit
- * permutes (its fields start at even byte offsets: d at 0 and 18, qs at 2 and 20); the load
- * reads on into the next pair of the row, so a row's last pair is loaded with a byte mask
- * instead (a masked load never touches the bytes left out). A Q8_0 pair (68 bytes) is two
- * 32-byte loads. Measured with tools/kern_probe (6144 x 2048 in cache, one thread, binaries
- * alternated, median of 8): Q4_0 30.7 GB/s of weights against 26.5 for 128-bit loads with lane
- * inserts, and ~24 with a masked load for every pair; for Q8_0 one 64-byte load and a
- * two-source permute ran ~2x slower than the two loads. A missing odd block loads as zeros:
- * zero quants and a zero scale, as the accumulator layout requires. */
+ * Measured with tools/kern_probe (one thread, binaries alternated, 8 runs each; "cache":
+ * Q4_0 6144 x 2048, best of 50 calls; "DRAM": 131072 x 2048, 151 MB, best of 3):
+ *   Q4_0 pair as two 128-bit broadcast loads + one lane insert (below): cache 33.1 GB/s,
+ *     DRAM best 23.0;
+ *   two 128-bit loads + three lane inserts (the first version): cache 27.1, DRAM 19.5;
+ *   one 64-byte load + word permutes: cache 30.8 but DRAM 12.5;
+ *   two rows interleaved per pass (two FMA chains): DRAM 7.6 -- the rows' two streams in
+ *     one page defeat the hardware prefetcher, so rows are read one after another.
+ * For Q8_0, one 64-byte load and a two-source permute ran ~2x slower than two 32-byte loads. */
 #define Q8_PAIR_BYTES (2 * Q8_0_BYTES)
 #define Q4_PAIR_BYTES (2 * Q4_0_BYTES)
-#define ZMM_BYTES 64
-#define BYTES_MASK(n) ((__mmask64)((1ull << (n)) - 1))     /* n < 64 */
-/* Word masks of the high-nibble halves of a Q4_0 pair vector: words 8-15 and 24-31. */
+#define F16_OFF 0               /* byte offset of a block's f16 scale */
+#define Q_OFF 2                 /* byte offset of a block's quants */
+/* Word mask of the high-nibble halves of a Q4_0 pair vector: words 8-15 and 24-31. */
 #define Q4_HI_WORDS 0xff00ff00u
 
-/* f16 scales at word offsets 0 and s1 of v, widened: lanes 0-7 the first, 8-15 the second. */
-TGT_AVX512 static inline __m512 pair_scales512(__m512i v, short s1)
+/* The scales of a pair (blocks at p and p + bbytes) widened: lanes 0-7 the first, 8-15 the
+ * second (zero with !two). */
+TGT_AVX512 static inline __m512 pair_d512(const uint8_t *p, size_t bbytes, bool two)
 {
-    const __m512i idx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                         s1, s1, s1, s1, s1, s1, s1, s1, 0, 0, 0, 0, 0, 0, 0, 0);
-    return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, v)));
+    const uint8_t *p1 = p + bbytes + F16_OFF;
+    __m128i h0 = _mm_set1_epi16((short)(p[F16_OFF] | p[F16_OFF + 1] << 8));
+    __m128i h1 = two ? _mm_set1_epi16((short)(p1[0] | p1[1] << 8)) : _mm_setzero_si128();
+    return _mm512_cvtph_ps(_mm256_set_m128i(h1, h0));
 }
 
-/* A Q8_0 pair (weights or X blocks): int8 quants in lanes 0-31 / 32-63 (two 32-byte loads;
- * one 64-byte load and a permute measured ~2x slower here) and the two scales; with !two the
- * second block is absent (zero quants, zero scale). */
-TGT_AVX512 static inline __m512i q8_pair512(const uint8_t *p, bool two, __m512 *d)
+/* A Q8_0 pair (weights or X blocks): int8 quants in lanes 0-31 / 32-63 and the two scales. */
+TGT_AVX512 static inline __m512i pair_q8_512(const uint8_t *p, bool two, __m512 *d)
 {
-    __m256i a = _mm256_loadu_si256((const __m256i *)(p + 2));
-    __m256i b = two ? _mm256_loadu_si256((const __m256i *)(p + Q8_0_BYTES + 2))
+    __m256i a = _mm256_loadu_si256((const __m256i *)(p + Q_OFF));
+    __m256i b = two ? _mm256_loadu_si256((const __m256i *)(p + Q8_0_BYTES + Q_OFF))
                     : _mm256_setzero_si256();
-    __m128i h0 = _mm_set1_epi16((short)(p[0] | p[1] << 8));
-    __m128i h1 = two ? _mm_set1_epi16((short)(p[Q8_0_BYTES] | p[Q8_0_BYTES + 1] << 8))
-                     : _mm_setzero_si128();
-    *d = _mm512_cvtph_ps(_mm256_set_m128i(h1, h0));
+    *d = pair_d512(p, Q8_0_BYTES, two);
     return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
 }
 
-TGT_AVX512 static inline __m512i pair_q8_512(const uint8_t *p, __m512 *d)
+/* A Q4_0 pair: nibbles 0..15 as u8, the low nibbles of a block then its high nibbles (the
+ * element order of the format), and the two scales. */
+TGT_AVX512 static inline __m512i pair_q4_512(const uint8_t *p, bool two, __m512 *d)
 {
-    return q8_pair512(p, true, d);
-}
-
-TGT_AVX512 static inline __m512i last_q8_512(const uint8_t *p, bool two, __m512 *d)
-{
-    return q8_pair512(p, two, d);
-}
-
-/* Q4_0 pair from v (its 36 bytes first): nibbles 0..15 as u8, low nibbles of a block then its
- * high nibbles (the element order of the format), and the two scales. */
-TGT_AVX512 static inline __m512i q4_split512(__m512i v, __m512 *d)
-{
-    const __m512i idx = _mm512_set_epi16(17, 16, 15, 14, 13, 12, 11, 10, 17, 16, 15, 14, 13, 12,
-                                         11, 10, 8, 7, 6, 5, 4, 3, 2, 1, 8, 7, 6, 5, 4, 3, 2, 1);
-    *d = pair_scales512(v, Q4_0_BYTES / 2);
-    __m512i q = _mm512_permutexvar_epi16(idx, v);
+    __m256i a = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(p + Q_OFF)));
+    __m256i b = two ? _mm256_broadcastsi128_si256(
+                          _mm_loadu_si128((const __m128i *)(p + Q4_0_BYTES + Q_OFF)))
+                    : _mm256_setzero_si256();
+    __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
     q = _mm512_mask_srli_epi16(q, Q4_HI_WORDS, q, 4);
+    *d = pair_d512(p, Q4_0_BYTES, two);
     return _mm512_and_si512(q, _mm512_set1_epi8(15));
-}
-
-/* A Q4_0 pair that is not the last of its row (the load reads into the next pair). */
-TGT_AVX512 static inline __m512i pair_q4_512(const uint8_t *p, __m512 *d)
-{
-    return q4_split512(_mm512_loadu_si512(p), d);
-}
-
-TGT_AVX512 static inline __m512i last_q4_512(const uint8_t *p, bool two, __m512 *d)
-{
-    return q4_split512(
-        _mm512_maskz_loadu_epi8(BYTES_MASK(two ? Q4_PAIR_BYTES : Q4_0_BYTES), p), d);
 }
 
 TGT_AVX512 static inline float reduce_acc512(__m512 a)
@@ -676,68 +655,36 @@ TGT_AVX512 static inline float reduce_acc512(__m512 a)
  * 24 KiB of stack, in L1 while every weight row meets it. */
 #define WROWS_CHUNK 128
 
-/* One step of a row's FMA chain: pair q of the prepared X against weight pair v (scales dw). */
-#define WSTEP(TO_U8, v, dw, q, a)                                                              \
-    _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(bias[q], TO_U8(v), xv[q])),         \
-                    _mm512_mul_ps((dw), dx[q]), (a))
-
-/* Two weight rows (the second at stride rs, or none) against pc prepared X pairs starting at
- * pair p0: one FMA chain per row, interleaved so that the chains' latencies overlap. Pairs
- * from index nsafe on (the row's last one or two, whose PAIR loads would leave the row) go
- * through LAST. */
-#define WROW512(NAME, PAIR, LAST, PAIR_BYTES, TO_U8)                                           \
-    TGT_AVX512 static inline void NAME(const uint8_t *row, size_t rs, bool two_rows,          \
-                                       int64_t p0, int64_t pc, int64_t nb, int64_t nsafe,     \
-                                       const __m512i *xv, const __m512i *bias,                \
-                                       const __m512 *dx, __m512 *acc0, __m512 *acc1)          \
+/* One weight row against pc prepared X pairs starting at pair p0; only the row's last pair
+ * can lack its odd block. */
+#define WROW512(NAME, PAIR, PAIR_BYTES, TO_U8)                                                 \
+    TGT_AVX512 static inline __m512 NAME(const uint8_t *row, int64_t p0, int64_t pc,          \
+                                         int64_t nb, const __m512i *xv, const __m512i *bias,  \
+                                         const __m512 *dx, __m512 a)                          \
     {                                                                                          \
-        const int64_t full = nsafe - p0 < pc ? (nsafe > p0 ? nsafe - p0 : 0) : pc;            \
+        const bool ragged = p0 + pc == (nb + 1) / 2 && nb % 2;                                 \
         const uint8_t *w0 = row + (size_t)p0 * PAIR_BYTES;                                     \
-        __m512 a0 = *acc0, a1 = *acc1, d0, d1;                                                 \
-        if (two_rows) {                                                                        \
-            for (int64_t q = 0; q < full; q++) {                                               \
-                __m512i v0 = PAIR(w0 + (size_t)q * PAIR_BYTES, &d0);                           \
-                __m512i v1 = PAIR(w0 + (size_t)q * PAIR_BYTES + rs, &d1);                      \
-                a0 = WSTEP(TO_U8, v0, d0, q, a0);                                              \
-                a1 = WSTEP(TO_U8, v1, d1, q, a1);                                              \
-            }                                                                                  \
-        } else {                                                                               \
-            for (int64_t q = 0; q < full; q++) {                                               \
-                __m512i v0 = PAIR(w0 + (size_t)q * PAIR_BYTES, &d0);                           \
-                a0 = WSTEP(TO_U8, v0, d0, q, a0);                                              \
-            }                                                                                  \
+        for (int64_t q = 0; q < pc; q++) {                                                     \
+            __m512 dw;                                                                         \
+            __m512i v = PAIR(w0 + (size_t)q * PAIR_BYTES, !ragged || q + 1 < pc, &dw);         \
+            __m512i s = _mm512_dpbusd_epi32(bias[q], TO_U8(v), xv[q]);                         \
+            a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, dx[q]), a);           \
         }                                                                                      \
-        for (int64_t q = full; q < pc; q++) {                                                  \
-            const bool two = 2 * (p0 + q) + 1 < nb;                                            \
-            __m512i v0 = LAST(w0 + (size_t)q * PAIR_BYTES, two, &d0);                          \
-            a0 = WSTEP(TO_U8, v0, d0, q, a0);                                                  \
-            if (two_rows) {                                                                    \
-                __m512i v1 = LAST(w0 + (size_t)q * PAIR_BYTES + rs, two, &d1);                 \
-                a1 = WSTEP(TO_U8, v1, d1, q, a1);                                              \
-            }                                                                                  \
-        }                                                                                      \
-        *acc0 = a0;                                                                            \
-        *acc1 = a1;                                                                            \
+        return a;                                                                              \
     }
 #define Q8_TO_U8(v) _mm512_xor_si512((v), _mm512_set1_epi8((char)U8_OFFSET))
 #define Q4_TO_U8(v) (v)
-WROW512(wrow512_q8, pair_q8_512, last_q8_512, Q8_PAIR_BYTES, Q8_TO_U8)
-WROW512(wrow512_q4, pair_q4_512, last_q4_512, Q4_PAIR_BYTES, Q4_TO_U8)
-
-/* Weight rows interleaved per pass (1 or 2; tools/kern_probe: Q8_0 ~15 % slower with 2,
- * Q4_0 the same within noise). */
-#define WROWS_SEQ_Q8 1
-#define WROWS_SEQ_Q4 2
+WROW512(wrow512_q8, pair_q8_512, Q8_PAIR_BYTES, Q8_TO_U8)
+WROW512(wrow512_q4, pair_q4_512, Q4_PAIR_BYTES, Q4_TO_U8)
 
 /* X pairs p0 .. p0 + pc - 1 as vpdpbusd operands: quants, the bias for the weights' u8 offset
  * and the scales. */
 TGT_AVX512 static void xpairs512(const uint8_t *xq, int64_t nb, int64_t p0, int64_t pc,
                                  __m512i off, __m512i *xv, __m512i *bias, __m512 *dx)
 {
-    const int64_t np = (nb + 1) / 2;
     for (int64_t q = 0; q < pc; q++) {
-        const uint8_t *p = xq + (size_t)(p0 + q) * Q8_PAIR_BYTES;
-        xv[q] = p0 + q + 1 < np ? pair_q8_512(p, &dx[q]) : last_q8_512(p, nb % 2 == 0, &dx[q]);
+        const int64_t b = 2 * (p0 + q);
+        xv[q] = pair_q8_512(xq + (size_t)b * Q8_0_BYTES, b + 1 < nb, &dx[q]);
         bias[q] = _mm512_sub_epi32(_mm512_setzero_si512(),
                                    _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, xv[q]));
     }
@@ -751,29 +698,17 @@ TGT_AVX512 static void wrows512(uint32_t type, const uint8_t *w, size_t row_byte
     __m512i xv[WROWS_CHUNK], bias[WROWS_CHUNK];
     __m512 dx[WROWS_CHUNK];
     const int64_t np = (nb + 1) / 2;
-    const int seq = q8 ? WROWS_SEQ_Q8 : WROWS_SEQ_Q4;
-    /* Pairs read with the unmasked loads: Q8_0 every complete pair; Q4_0 those with a whole
-     * 64-byte load left in the row. */
-    const int64_t row_len = nb * (int64_t)(q8 ? Q8_0_BYTES : Q4_0_BYTES);
-    const int64_t nsafe = q8 ? nb / 2
-                             : (row_len >= ZMM_BYTES ? (row_len - ZMM_BYTES) / Q4_PAIR_BYTES + 1
-                                                     : 0);
-    for (int64_t r = 0; r < nr; r += seq) {
-        const bool two_rows = seq == 2 && r + 1 < nr;
+    for (int64_t r = 0; r < nr; r++) {
         const uint8_t *row = w + (size_t)r * row_bytes;
-        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+        __m512 a = _mm512_setzero_ps();
         for (int64_t p0 = 0; p0 < np; p0 += WROWS_CHUNK) {
             const int64_t pc = np - p0 < WROWS_CHUNK ? np - p0 : WROWS_CHUNK;
             if (np > WROWS_CHUNK || r == 0)
                 xpairs512(xq, nb, p0, pc, off, xv, bias, dx);
-            if (q8)
-                wrow512_q8(row, row_bytes, two_rows, p0, pc, nb, nsafe, xv, bias, dx, &a0, &a1);
-            else
-                wrow512_q4(row, row_bytes, two_rows, p0, pc, nb, nsafe, xv, bias, dx, &a0, &a1);
+            a = q8 ? wrow512_q8(row, p0, pc, nb, xv, bias, dx, a)
+                   : wrow512_q4(row, p0, pc, nb, xv, bias, dx, a);
         }
-        out[r] = reduce_acc512(a0);
-        if (two_rows)
-            out[r + 1] = reduce_acc512(a1);
+        out[r] = reduce_acc512(a);
     }
 }
 
