@@ -72,7 +72,10 @@ __attribute__((target("avx512f"))) static uint64_t sum_zmm(const uint8_t *p, siz
     for (int i = 1; i < RB_ACC; i++)
         a[0] = _mm512_add_epi64(a[0], a[i]);
     *done = off;
-    return (uint64_t)_mm512_reduce_add_epi64(a[0]);
+    /* lanes summed as unsigned (the compiler's reduce intrinsic adds signed: overflow) */
+    uint64_t w[8];
+    _mm512_storeu_si512(w, a[0]);
+    return w[0] + w[1] + w[2] + w[3] + w[4] + w[5] + w[6] + w[7];
 }
 
 __attribute__((target("avx2"))) static uint64_t sum_ymm(const uint8_t *p, size_t bytes,
