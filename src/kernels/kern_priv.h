@@ -89,6 +89,12 @@ void ork__q8_rows(enum kisa k, uint32_t type, const uint8_t *w, const uint8_t *x
 void ork__q8k_blocks(enum kisa k, uint32_t type, const uint8_t *w, const uint8_t *xq, int64_t nb,
                      float *sum);
 
+/* ork__q8k_blocks of one Q4_K / Q6_K weight row w (nb blocks, each sum from 0) with
+ * nr <= ORK_Q8_ROWS_MAX Q8_K X rows (xq, xq + x_stride, ...), the weight blocks unpacked once
+ * for all of them: out[t] has the bits of ork__q8k_blocks on row t. */
+void ork__q8k_rows(enum kisa k, uint32_t type, const uint8_t *w, const uint8_t *xq,
+                   size_t x_stride, int nr, int64_t nb, float *out);
+
 /* Bytes of one Q8_K activation block: f32 d, int8 q[256], int16 bsums[16]. */
 #define ORK_Q8_K_BYTES 292
 #define ORK_Q8_K_BLOCK 256

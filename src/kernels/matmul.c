@@ -242,18 +242,13 @@ static void shared_rows(const struct mm_multi *j, const struct ork_mat *w, const
         const uint8_t *xt = xs + (size_t)m0 * rq;
         for (int64_t r = r0; r < r1; r++) {
             const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-            if (j->xf == XF_Q8_K) {
-                for (int64_t i = 0; i < mc; i++) {
-                    float sum = 0.0f;
-                    ork__q8k_blocks(j->isa, w->type, row, xt + (size_t)i * rq, nb, &sum);
-                    y[(m0 + i) * ldy + r] = sum;
-                }
-                continue;
-            }
             for (int64_t i = 0; i < mc; i += MM_NR) {
                 int nr = mc - i < MM_NR ? (int)(mc - i) : MM_NR;
                 float out[MM_NR];
-                ork__q8_rows(j->isa, w->type, row, xt + (size_t)i * rq, rq, nr, nb, out);
+                if (j->xf == XF_Q8_K)
+                    ork__q8k_rows(j->isa, w->type, row, xt + (size_t)i * rq, rq, nr, nb, out);
+                else
+                    ork__q8_rows(j->isa, w->type, row, xt + (size_t)i * rq, rq, nr, nb, out);
                 for (int t = 0; t < nr; t++)
                     y[(m0 + i + t) * ldy + r] = out[t];
             }
