@@ -1,11 +1,11 @@
 /* readbw.c -- the read-sum kernel (ork-kernels/readbw.h): 64-bit integer adds of every word of
  * a buffer, on the vector path the kernels run (ork__kisa): AVX-512, AVX2, NEON or portable C.
  *
- * Each vector loop keeps RB_ACC independent accumulators, so an iteration's loads do not wait
- * on each other's adds and the out-of-order core keeps many cache-line misses in flight; one
- * add per load is far below the core's throughput, so the loop is bound by memory. Lane j of
- * every accumulator only ever receives word j (mod the vector width) of a block, and integer
- * adds are associative, so every path returns the same sum.
+ * Each vector loop reads several parts of the buffer side by side into independent
+ * accumulators, so an iteration's loads do not wait on each other's adds and the core and its
+ * prefetchers keep many cache-line misses in flight; one add per load is far below the core's
+ * throughput, so the loop is bound by memory. Integer adds modulo 2^64 are associative and
+ * commutative and every vector lane holds whole words, so every path returns the same sum.
  * Not here: timing (engine/membw.c). */
 #include <stdint.h>
 #include <string.h>
@@ -22,13 +22,16 @@
 #include <arm_neon.h>
 #endif
 
-/* Independent accumulators per iteration. The adds have 1-cycle latency on every core we
- * target, so 8 chains are never the limit, and 8 registers leave room in the 16 ymm / 32 zmm /
- * 32 v-registers. The AVX-512 loop loads two vectors per accumulator (16 x 64 B = 1 KiB per
- * iteration) and adds them before the accumulator: measured on a Zen 5 VM (2 cores, 256 MiB,
- * one thread, median of 40 alternating passes), 8 loads folded straight into 8 accumulators
- * streamed 14-15 GB/s where this form, the AVX2 loop and 16 single loads all reached 25-31. */
-#define RB_ACC 8
+/* The vector loops read RB_STREAMS equal parts of the buffer side by side, RB_PER
+ * accumulators per part, each fed the sum of two loads. Measured on a Zen 5 VM (2 cores,
+ * 512 MiB - 1 GiB, one thread, 15-30 alternating passes per variant, a shared host): 4 parts
+ * read side by side streamed 23-28 GB/s median, 31-37 max, against 19-20 / 26-33 for one
+ * sequential stream, as the decode matmul reads 4 weight rows at once; and within one stream,
+ * 8 loads folded straight into 8 accumulators ran at 14-15 GB/s where adding load pairs first
+ * reached 25-31. 8 accumulators leave room in the 16 ymm / 32 zmm / 32 v-registers, and with
+ * 1-cycle adds they are never the limit. */
+#define RB_STREAMS 4
+#define RB_PER 2
 #define RB_WORD 8               /* bytes per summed word */
 
 /* The words [0, n / 8) of p summed with the scalar loop (memcpy: any alignment). */
@@ -50,26 +53,36 @@ static uint64_t sum_words_c(const uint8_t *p, size_t n_words)
     return s[0] + s[1] + s[2] + s[3];
 }
 
+/* Bytes of each of the RB_STREAMS parts: whole chunks (the bytes one part gives per iteration). */
+static size_t part_bytes(size_t bytes, size_t chunk)
+{
+    return bytes / (RB_STREAMS * chunk) * chunk;
+}
+
 #ifdef RB_X86
-/* Blocks of 2 x RB_ACC zmm, then single zmm; the bytes consumed (a multiple of 64) go to
- * *done. */
+/* The parts, then single vectors of the rest; the bytes consumed (a multiple of the vector
+ * size) go to *done. */
 __attribute__((target("avx512f"))) static uint64_t sum_zmm(const uint8_t *p, size_t bytes,
                                                           size_t *done)
 {
-    const size_t step = 2 * RB_ACC * 64;
-    __m512i a[RB_ACC];
-    for (int i = 0; i < RB_ACC; i++)
+    const size_t v = 64, chunk = 2 * RB_PER * v;
+    __m512i a[RB_STREAMS * RB_PER];
+    for (int i = 0; i < RB_STREAMS * RB_PER; i++)
         a[i] = _mm512_setzero_si512();
-    size_t off = 0;
-    for (; off + step <= bytes; off += step)
-        for (int i = 0; i < RB_ACC; i++) {
-            __m512i x = _mm512_loadu_si512(p + off + (size_t)i * 64);
-            __m512i y = _mm512_loadu_si512(p + off + (size_t)(i + RB_ACC) * 64);
-            a[i] = _mm512_add_epi64(a[i], _mm512_add_epi64(x, y));
+    size_t part = part_bytes(bytes, chunk);
+    for (size_t o = 0; o < part; o += chunk)
+        for (int s = 0; s < RB_STREAMS; s++) {
+            const uint8_t *q = p + (size_t)s * part + o;
+            for (int k = 0; k < RB_PER; k++) {
+                __m512i x = _mm512_loadu_si512(q + (size_t)k * v);
+                __m512i y = _mm512_loadu_si512(q + (size_t)(k + RB_PER) * v);
+                a[s * RB_PER + k] = _mm512_add_epi64(a[s * RB_PER + k], _mm512_add_epi64(x, y));
+            }
         }
-    for (; off + 64 <= bytes; off += 64)
+    size_t off = RB_STREAMS * part;
+    for (; off + v <= bytes; off += v)
         a[0] = _mm512_add_epi64(a[0], _mm512_loadu_si512(p + off));
-    for (int i = 1; i < RB_ACC; i++)
+    for (int i = 1; i < RB_STREAMS * RB_PER; i++)
         a[0] = _mm512_add_epi64(a[0], a[i]);
     *done = off;
     /* lanes summed as unsigned (the compiler's reduce intrinsic adds signed: overflow) */
@@ -78,21 +91,31 @@ __attribute__((target("avx512f"))) static uint64_t sum_zmm(const uint8_t *p, siz
     return w[0] + w[1] + w[2] + w[3] + w[4] + w[5] + w[6] + w[7];
 }
 
+__attribute__((target("avx2"))) static __m256i ld_ymm(const uint8_t *p)
+{
+    return _mm256_loadu_si256((const __m256i *)(const void *)p);
+}
+
 __attribute__((target("avx2"))) static uint64_t sum_ymm(const uint8_t *p, size_t bytes,
                                                        size_t *done)
 {
-    const size_t step = RB_ACC * 32;
-    __m256i a[RB_ACC];
-    for (int i = 0; i < RB_ACC; i++)
+    const size_t v = 32, chunk = 2 * RB_PER * v;
+    __m256i a[RB_STREAMS * RB_PER];
+    for (int i = 0; i < RB_STREAMS * RB_PER; i++)
         a[i] = _mm256_setzero_si256();
-    size_t off = 0;
-    for (; off + step <= bytes; off += step)
-        for (int i = 0; i < RB_ACC; i++)
-            a[i] = _mm256_add_epi64(
-                a[i], _mm256_loadu_si256((const __m256i *)(const void *)(p + off + (size_t)i * 32)));
-    for (; off + 32 <= bytes; off += 32)
-        a[0] = _mm256_add_epi64(a[0], _mm256_loadu_si256((const __m256i *)(const void *)(p + off)));
-    for (int i = 1; i < RB_ACC; i++)
+    size_t part = part_bytes(bytes, chunk);
+    for (size_t o = 0; o < part; o += chunk)
+        for (int s = 0; s < RB_STREAMS; s++) {
+            const uint8_t *q = p + (size_t)s * part + o;
+            for (int k = 0; k < RB_PER; k++) {
+                __m256i x = ld_ymm(q + (size_t)k * v), y = ld_ymm(q + (size_t)(k + RB_PER) * v);
+                a[s * RB_PER + k] = _mm256_add_epi64(a[s * RB_PER + k], _mm256_add_epi64(x, y));
+            }
+        }
+    size_t off = RB_STREAMS * part;
+    for (; off + v <= bytes; off += v)
+        a[0] = _mm256_add_epi64(a[0], ld_ymm(p + off));
+    for (int i = 1; i < RB_STREAMS * RB_PER; i++)
         a[0] = _mm256_add_epi64(a[0], a[i]);
     *done = off;
     __m128i h = _mm_add_epi64(_mm256_castsi256_si128(a[0]), _mm256_extracti128_si256(a[0], 1));
@@ -101,20 +124,31 @@ __attribute__((target("avx2"))) static uint64_t sum_ymm(const uint8_t *p, size_t
 #endif
 
 #ifdef RB_NEON
+/* vld1q_u8: byte-element loads, so p needs no alignment */
+static uint64x2_t ld_neon(const uint8_t *p)
+{
+    return vreinterpretq_u64_u8(vld1q_u8(p));
+}
+
 static uint64_t sum_neon(const uint8_t *p, size_t bytes, size_t *done)
 {
-    const size_t step = RB_ACC * 16;
-    uint64x2_t a[RB_ACC];
-    for (int i = 0; i < RB_ACC; i++)
+    const size_t v = 16, chunk = 2 * RB_PER * v;
+    uint64x2_t a[RB_STREAMS * RB_PER];
+    for (int i = 0; i < RB_STREAMS * RB_PER; i++)
         a[i] = vdupq_n_u64(0);
-    size_t off = 0;
-    /* vld1q_u8: byte-element loads, so p needs no alignment */
-    for (; off + step <= bytes; off += step)
-        for (int i = 0; i < RB_ACC; i++)
-            a[i] = vaddq_u64(a[i], vreinterpretq_u64_u8(vld1q_u8(p + off + (size_t)i * 16)));
-    for (; off + 16 <= bytes; off += 16)
-        a[0] = vaddq_u64(a[0], vreinterpretq_u64_u8(vld1q_u8(p + off)));
-    for (int i = 1; i < RB_ACC; i++)
+    size_t part = part_bytes(bytes, chunk);
+    for (size_t o = 0; o < part; o += chunk)
+        for (int s = 0; s < RB_STREAMS; s++) {
+            const uint8_t *q = p + (size_t)s * part + o;
+            for (int k = 0; k < RB_PER; k++) {
+                uint64x2_t x = ld_neon(q + (size_t)k * v), y = ld_neon(q + (size_t)(k + RB_PER) * v);
+                a[s * RB_PER + k] = vaddq_u64(a[s * RB_PER + k], vaddq_u64(x, y));
+            }
+        }
+    size_t off = RB_STREAMS * part;
+    for (; off + v <= bytes; off += v)
+        a[0] = vaddq_u64(a[0], ld_neon(p + off));
+    for (int i = 1; i < RB_STREAMS * RB_PER; i++)
         a[0] = vaddq_u64(a[0], a[i]);
     *done = off;
     return vaddvq_u64(a[0]);

@@ -1,6 +1,8 @@
 /* test_kernels_readbw.c -- ork_cpu_read_sum on every kernel path available here equals a
  * word-by-word reference for all sizes 0..RB_SMALL at every start offset within a cache line,
- * and for large odd sizes (crossing the vector loops' block and single-vector remainders);
+ * for every size from 3800 to 5400 bytes (whole iterations of the side-by-side parts loops with
+ * every remainder) at a few offsets, and for large odd
+ * sizes (crossing the parts, the single-vector remainder and the scalar tail);
  * random contents with the top bits set, so a lost carry or a dropped word changes the sum.
  * Each path names its load instruction. No speed is asserted (the machine is shared). */
 #include <stdint.h>
@@ -12,8 +14,10 @@
 
 #include "ork_test.h"
 
-#define RB_SMALL 1100           /* > 2 x the largest vector block (8 x 64 B) plus tails */
+#define RB_SMALL 1100           /* > 4 parts x 4 zmm (the AVX-512 loop's smallest input) + tails */
 #define RB_OFFSETS 64           /* start offsets 0..63: every alignment within a cache line */
+#define RB_MID_LO 3800        /* around 4 KiB: whole iterations of every parts loop, each rest */
+#define RB_MID_HI 5400
 #define RB_BIG (3u << 20)       /* 3 MiB: the block loop dominates */
 #define RB_BUF (RB_BIG + 4096)
 
@@ -46,6 +50,14 @@ static int check_path(const uint8_t *buf)
             if (ork_cpu_read_sum(buf + off, n) != ref_sum(buf + off, n)) {
                 if (bad++ < 5)
                     fprintf(stderr, "     mismatch at offset %zu, %zu bytes\n", off, n);
+            }
+    /* a few whole iterations of the parts loops with every remainder */
+    static const size_t mid_off[] = { 0, 1, 8, 63 };
+    for (size_t i = 0; i < sizeof mid_off / sizeof mid_off[0]; i++)
+        for (size_t n = RB_MID_LO; n < RB_MID_HI; n++)
+            if (ork_cpu_read_sum(buf + mid_off[i], n) != ref_sum(buf + mid_off[i], n)) {
+                if (bad++ < 5)
+                    fprintf(stderr, "     mismatch at offset %zu, %zu bytes\n", mid_off[i], n);
             }
     static const size_t big[] = { RB_BIG, RB_BIG - 1, RB_BIG - 8, RB_BIG + 7, RB_BIG - 520 };
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
