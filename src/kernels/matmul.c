@@ -234,6 +234,10 @@ static void shared_rows(const struct mm_multi *j, const struct ork_mat *w, const
         ork__q8_wrows(j->isa, w->type, (const uint8_t *)w->data + (size_t)r0 * w->row_bytes,
                       w->row_bytes, r1 - r0, xs, nb, y + r0))
         return;     /* decode: X prepared once for all rows */
+    if (j->xf == XF_Q8_K && m == 1 &&
+        ork__q8k_wrows(j->isa, w->type, (const uint8_t *)w->data + (size_t)r0 * w->row_bytes,
+                       w->row_bytes, r1 - r0, xs, nb, y + r0))
+        return;     /* decode: several weight rows' block sums reduced together */
     /* X in tiles of MM_XQ_BYTES so a tile stays in L2 while the rows meet it */
     int64_t mt = rq ? (int64_t)(MM_XQ_BYTES / rq) : 1;
     mt = mt < 1 ? 1 : mt;

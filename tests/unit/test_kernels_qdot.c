@@ -2,8 +2,8 @@
  * path this CPU can run (ork_kernels_set_path): Q8_0/Q4_0 x Q8_0 and Q4_K/Q6_K x Q8_K must give
  * bit for bit the order documented in src/kernels/qdot.c, re-implemented here from the block
  * layouts, and stay within 1e-6 x sum |terms| of a double-precision sum; the Q8_K quantizer
- * (scale, rounding, block sums); matmuls (multi-row kernels, thread counts) equal to the
- * single dot on each path. Runs without fixtures (also under qemu-aarch64). */
+ * (scale, rounding, block sums); matmuls (multi-row kernels, decode, thread counts) equal to
+ * the single dot on each path. Runs without fixtures (also under qemu-aarch64). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -278,6 +278,8 @@ static void test_every_path(void)
         check_matmul_on_path(name, ORK_TYPE_Q4_0, 13, 5, 2048);
         check_matmul_on_path(name, ORK_TYPE_Q4_K, 6, 5, 512);
         check_matmul_on_path(name, ORK_TYPE_Q6_K, 5, 3, 768);
+        check_matmul_on_path(name, ORK_TYPE_Q4_K, 1, 7, 768);      /* decode: 4 rows + 3 */
+        check_matmul_on_path(name, ORK_TYPE_Q6_K, 1, 9, 512);
     }
     CHECK(ran >= 1);
     CHECK_EQ_INT(ork_kernels_set_path("no-such-path"), ORK_EINVAL);
