@@ -701,6 +701,8 @@ static float dot_tail(const uint8_t *row, uint32_t type, const float *x, int64_t
         float w;
         if (type == ORK_TYPE_F16)
             w = ork_fp16_to_f32((uint16_t)(row[2 * i] | (row[2 * i + 1] << 8)));
+        else if (type == ORK_TYPE_BF16)
+            w = ork_bf16_to_f32((uint16_t)(row[2 * i] | (row[2 * i + 1] << 8)));
         else
             memcpy(&w, row + 4 * i, sizeof w);
         float pr = w * x[i];
@@ -771,6 +773,62 @@ TGT_X86 static void dot2_avx2(uint32_t type, const uint8_t *const *r, const floa
     }
 }
 
+/* ---- F16 / BF16 weights x rounded X, several rows of each (ork__dot16_tile) ----
+ * Each output takes exactly ork_vec_dot_act's lanes, FMAs, tail and reduction (the 32-lane
+ * accumulator above, two zmm per output); the weights are widened in registers once per 32
+ * elements for TILE16_MX X rows, and TILE16_NW x TILE16_MX independent FMA chains are in flight
+ * (3 x 4 x 2 = 24 accumulators + 6 weight registers of 32). */
+#define TILE16_NW 3
+#define TILE16_MX 4
+#define TGT_X86_512BW __attribute__((target("avx512f,avx512bw,avx2,fma,f16c")))
+
+TGT_X86_512BW static inline __m512 wide16_512(const uint8_t *row, uint32_t type, int64_t i)
+{
+    __m256i h = _mm256_loadu_si256((const __m256i *)(row + 2 * i));
+    if (type == ORK_TYPE_F16)
+        return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));   /* BF16 */
+}
+
+/* Rows r[0..TILE16_NW) (repeats allowed) x X rows x[0..MX): out[t][k]. */
+#define TILE16(MX)                                                                             \
+    TGT_X86_512BW static void tile16_##MX(uint32_t type, const uint8_t *const *r,             \
+                                          const float *const *x, int64_t n,                   \
+                                          float out[][TILE16_NW])                             \
+    {                                                                                          \
+        __m512 s[TILE16_NW][MX][2];                                                            \
+        for (int k = 0; k < TILE16_NW; k++)                                                    \
+            for (int t = 0; t < MX; t++)                                                       \
+                s[k][t][0] = s[k][t][1] = _mm512_setzero_ps();                                 \
+        int64_t i = 0;                                                                         \
+        for (; i + DOT_LANES <= n; i += DOT_LANES) {                                           \
+            __m512 w[TILE16_NW][2];                                                            \
+            for (int k = 0; k < TILE16_NW; k++) {                                              \
+                w[k][0] = wide16_512(r[k], type, i);                                           \
+                w[k][1] = wide16_512(r[k], type, i + 16);                                      \
+            }                                                                                  \
+            for (int t = 0; t < MX; t++) {                                                     \
+                __m512 x0 = _mm512_loadu_ps(x[t] + i), x1 = _mm512_loadu_ps(x[t] + i + 16);    \
+                for (int k = 0; k < TILE16_NW; k++) {                                          \
+                    s[k][t][0] = _mm512_fmadd_ps(w[k][0], x0, s[k][t][0]);                     \
+                    s[k][t][1] = _mm512_fmadd_ps(w[k][1], x1, s[k][t][1]);                     \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+        for (int t = 0; t < MX; t++)                                                           \
+            for (int k = 0; k < TILE16_NW; k++) {                                              \
+                struct dot_acc acc;                                                            \
+                _mm512_storeu_ps(acc.lane, s[k][t][0]);                                        \
+                _mm512_storeu_ps(acc.lane + 16, s[k][t][1]);                                   \
+                acc.tail = dot_tail(r[k], type, x[t], i, n);                                   \
+                out[t][k] = acc_end(&acc, KPATH_SIMD);                                         \
+            }                                                                                  \
+    }
+TILE16(1)
+TILE16(2)
+TILE16(3)
+TILE16(4)
+
 TGT_X86_512 static void mad_rows_avx512(float *y, const uint8_t *v, size_t stride, uint32_t type,
                                         const float *a, int64_t nr, int64_t n)
 {
@@ -837,6 +895,36 @@ TGT_X86 static void mad_rows_avx2(float *y, const uint8_t *v, size_t stride, uin
     }
 }
 #endif
+
+bool ork__dot16_tile(enum kisa k, uint32_t type, const uint8_t *w, size_t row_bytes, int nw,
+                     const float *xr, size_t x_stride, int mx, int64_t n, float *y, size_t ldy)
+{
+#ifdef ORK_HAVE_X86_DISPATCH
+    if (k != KISA_AVX512VNNI || nw < 1 || nw > TILE16_NW || mx < 1 || mx > TILE16_MX)
+        return false;
+    const uint8_t *r[TILE16_NW];
+    const float *x[TILE16_MX];
+    for (int j = 0; j < TILE16_NW; j++)     /* past the last row: repeat it, drop the result */
+        r[j] = w + (size_t)(j < nw ? j : nw - 1) * row_bytes;
+    for (int t = 0; t < mx; t++)
+        x[t] = xr + (size_t)t * x_stride;
+    float o[TILE16_MX][TILE16_NW];
+    switch (mx) {
+    case 1: tile16_1(type, r, x, n, o); break;
+    case 2: tile16_2(type, r, x, n, o); break;
+    case 3: tile16_3(type, r, x, n, o); break;
+    default: tile16_4(type, r, x, n, o); break;
+    }
+    for (int t = 0; t < mx; t++)
+        for (int j = 0; j < nw; j++)
+            y[(size_t)t * ldy + (size_t)j] = o[t][j];
+    return true;
+#else
+    (void)k, (void)type, (void)w, (void)row_bytes, (void)nw, (void)xr, (void)x_stride, (void)mx;
+    (void)n, (void)y, (void)ldy;
+    return false;
+#endif
+}
 
 static size_t elt_bytes(uint32_t type)
 {
@@ -923,14 +1011,56 @@ float ork_vec_dot_q8(uint32_t type, const void *row, const void *xq, int64_t n)
 }
 
 /* x rounded through a 16-bit float type (exact f32 values of f16 / bf16 numbers). */
+#ifdef ORK_HAVE_X86_DISPATCH
+/* Eight values at a time: F16 through vcvtps2ph with round-to-nearest-even (what
+ * ork_f32_to_fp16 computes, NaNs quieted with their payload's top bits kept); BF16 by the same
+ * integer rounding as ork_f32_to_bf16 (u + 0x7fff + bit 16, NaNs get the quiet bit). */
+__attribute__((target("avx2,fma,f16c")))
+static int64_t round_act_avx2(uint32_t type, const float *x, float *out, int64_t n)
+{
+    int64_t i = 0;
+    if (type == ORK_TYPE_F16) {
+        for (; i + 8 <= n; i += 8) {
+            __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+            _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+        }
+        return i;
+    }
+    const __m256i abs = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+    const __m256i one = _mm256_set1_epi32(1), half = _mm256_set1_epi32(0x7fff);
+    const __m256i quiet = _mm256_set1_epi32(0x00400000), top = _mm256_set1_epi32((int)0xffff0000u);
+    for (; i + 8 <= n; i += 8) {
+        __m256i u = _mm256_castps_si256(_mm256_loadu_ps(x + i));
+        __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs), inf);
+        __m256i r = _mm256_add_epi32(
+            u, _mm256_add_epi32(half, _mm256_and_si256(_mm256_srli_epi32(u, 16), one)));
+        r = _mm256_blendv_epi8(r, _mm256_or_si256(u, quiet), nan);
+        _mm256_storeu_ps(out + i, _mm256_castsi256_ps(_mm256_and_si256(r, top)));
+    }
+    return i;
+}
+#endif
+
+/* x rounded to the 16-bit weight type and widened back (the activations F16/BF16 matmuls
+ * use); every path gives ork_f32_to_fp16 / ork_f32_to_bf16's bits. */
 static void round_act(uint32_t type, const float *x, float *out, int64_t n)
 {
+    int64_t i = 0;
+#ifdef ORK_HAVE_X86_DISPATCH
+    if (path() == KPATH_SIMD)
+        i = round_act_avx2(type, x, out, n);
+#endif
     if (type == ORK_TYPE_F16)
-        for (int64_t i = 0; i < n; i++)
+        for (; i < n; i++)
             out[i] = ork_fp16_to_f32(ork_f32_to_fp16(x[i]));
     else
-        for (int64_t i = 0; i < n; i++)
+        for (; i < n; i++)
             out[i] = ork_bf16_to_f32(ork_f32_to_bf16(x[i]));
+}
+
+void ork__round_act(uint32_t type, const float *x, float *out, int64_t n)
+{
+    round_act(type, x, out, n);
 }
 
 float ork_vec_dot_act(uint32_t type, const void *row, const float *x, int64_t n, enum ork_act act)

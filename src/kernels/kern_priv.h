@@ -101,6 +101,16 @@ void ork__q8k_rows(enum kisa k, uint32_t type, const uint8_t *w, const uint8_t *
 bool ork__q8k_wrows(enum kisa k, uint32_t type, const uint8_t *w, size_t row_bytes, int64_t nr,
                     const uint8_t *xq, int64_t nb, float *out);
 
+/* ---- dot.c: F16 / BF16 weights against X rounded to their type ---- */
+
+/* X rounded to the 16-bit weight type and widened back (as ork_vec_dot_act does). */
+void ork__round_act(uint32_t type, const float *x, float *out, int64_t n);
+/* nw <= 3 F16/BF16 weight rows at w (stride row_bytes) x mx <= 4 rounded X rows xr (stride
+ * x_stride floats), n elements: y[t * ldy + j] gets exactly ork_vec_dot_act(row j, x row t)'s
+ * bits. False (nothing done) when path k has no such kernel. */
+bool ork__dot16_tile(enum kisa k, uint32_t type, const uint8_t *w, size_t row_bytes, int nw,
+                     const float *xr, size_t x_stride, int mx, int64_t n, float *y, size_t ldy);
+
 /* Bytes of one Q8_K activation block: f32 d, int8 q[256], int16 bsums[16]. */
 #define ORK_Q8_K_BYTES 292
 #define ORK_Q8_K_BLOCK 256

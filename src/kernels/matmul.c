@@ -45,6 +45,9 @@
 /* Rows of X dotted with one weight row per kernel call (the weight blocks are loaded and
  * unpacked once for all of them). */
 #define MM_NR ORK_Q8_ROWS_MAX
+/* Weight rows x X rows of one ork__dot16_tile call (its limits, kern_priv.h). */
+#define MM_TILE16_NW 3
+#define MM_TILE16_MX 4
 
 /* Form of the X copy shared by the threads (ORK_ACT_QUANT). */
 enum xform {
@@ -92,6 +95,26 @@ static void mm_rows_pairs(const struct mm_job *j, int64_t r0, int64_t r1)
                                               j->x + i * k, k, j->act);
 }
 
+/* Rows [r0, r1) against the rounded X rows m0 .. m0 + mc - 1 in register tiles (weights widened
+ * in registers, no row buffer); false when the path has no tile kernel. */
+static bool tile16_rows(const struct mm_job *j, int64_t r0, int64_t r1, const float *xr,
+                        int64_t m0, int64_t mc)
+{
+    const struct ork_mat *w = j->w;
+    const int64_t k = w->n_cols, n = w->n_rows;
+    const enum kisa isa = ork__kisa();
+    for (int64_t r = r0; r < r1; r += MM_TILE16_NW)
+        for (int64_t i = 0; i < mc; i += MM_TILE16_MX) {
+            int nw = r1 - r < MM_TILE16_NW ? (int)(r1 - r) : MM_TILE16_NW;
+            int mx = mc - i < MM_TILE16_MX ? (int)(mc - i) : MM_TILE16_MX;
+            if (!ork__dot16_tile(isa, w->type, (const uint8_t *)w->data + (size_t)r * w->row_bytes,
+                                 w->row_bytes, nw, xr + i * k, (size_t)k, mx, k,
+                                 j->y + (m0 + i) * n + r, (size_t)n))
+                return false;
+        }
+    return true;
+}
+
 /* F16 / BF16 weights with X rounded to the weight's 16-bit type, M-tile by M-tile. */
 __attribute__((noinline))
 static void mm_rows_round16(const struct mm_job *j, int64_t r0, int64_t r1)
@@ -106,10 +129,9 @@ static void mm_rows_round16(const struct mm_job *j, int64_t r0, int64_t r1)
     const int64_t mt = MM_ROW_MAX / k;
     for (int64_t m0 = 0; m0 < j->m; m0 += mt) {
         int64_t mc = j->m - m0 < mt ? j->m - m0 : mt;
-        const float *xs = j->x + m0 * k;
-        for (int64_t e = 0; e < mc * k; e++)
-            xr[e] = w->type == ORK_TYPE_F16 ? ork_fp16_to_f32(ork_f32_to_fp16(xs[e]))
-                                             : ork_bf16_to_f32(ork_f32_to_bf16(xs[e]));
+        ork__round_act(w->type, j->x + m0 * k, xr, mc * k);
+        if (tile16_rows(j, r0, r1, xr, m0, mc))
+            continue;
         for (int64_t r = r0; r < r1; r++) {
             ork_dequant_row(w->type, (const uint8_t *)w->data + (size_t)r * w->row_bytes, buf, k);
             for (int64_t i = 0; i < mc; i++)

@@ -193,6 +193,46 @@ static void test_round16_dot(void)
     }
 }
 
+/* Rounding of x at the edges (ties, subnormals, overflow, inf, NaN) on the dispatched path: a
+ * one-hot weight row picks one rounded x out of the dot, which must be the scalar rounding. */
+static void test_round16_edges(void)
+{
+    enum { N = 96 };
+    static uint8_t w[N * 2];
+    static float x[N];
+    float specials[] = {
+        0x1p-25f, 0x1.8p-25f, 3e-8f, 6e-8f, 1e-6f, -1.5e-7f, 6.1e-5f, 65504.0f, 65519.0f,
+        65520.0f, 70000.0f, 1.0f + 0x1p-11f, 1.0f + 0x1.8p-10f, 1.0f + 0x1p-8f,
+        1.0f + 0x1.8p-7f, 3.4e38f, 1e-40f, -2.5f, INFINITY, -INFINITY, NAN, 0, 0,
+    };
+    const uint32_t snan[2] = {0x7f800001u, 0xff800100u};    /* signaling NaNs: must stay NaN */
+    memcpy(&specials[21], &snan[0], 4);
+    memcpy(&specials[22], &snan[1], 4);
+    const uint32_t types[] = {ORK_TYPE_F16, ORK_TYPE_BF16};
+    int bad = 0;
+    for (int ti = 0; ti < 2; ti++)
+        for (size_t si = 0; si < sizeof specials / sizeof specials[0]; si++)
+            for (int pos = 0; pos < N; pos += 37) {     /* in the lanes and in the tail */
+                memset(w, 0, sizeof w);
+                memset(x, 0, sizeof x);
+                uint16_t one = types[ti] == ORK_TYPE_F16 ? ork_f32_to_fp16(1.0f)
+                                                         : ork_f32_to_bf16(1.0f);
+                w[2 * pos] = (uint8_t)one;
+                w[2 * pos + 1] = (uint8_t)(one >> 8);
+                x[pos] = specials[si];
+                float want = types[ti] == ORK_TYPE_F16
+                                 ? ork_fp16_to_f32(ork_f32_to_fp16(specials[si]))
+                                 : ork_bf16_to_f32(ork_f32_to_bf16(specials[si]));
+                float got = ork_vec_dot_act(types[ti], w, x, N, ORK_ACT_QUANT);
+                if (!(want == got || (isnan(want) && isnan(got)))) {
+                    fprintf(stderr, "%s x=%a at %d: %a, scalar rounding %a\n",
+                            ork_type_name(types[ti]), specials[si], pos, got, want);
+                    bad++;
+                }
+            }
+    CHECK_EQ_INT(bad, 0);
+}
+
 /* F32 weights keep f32 activations: identical bits in both modes. Q4_K / Q6_K weights take
  * Q8_K activations in ORK_ACT_QUANT mode: equal to the explicit two-step form, and close to
  * the f32-activation dot. */
@@ -295,6 +335,7 @@ int main(void)
     RUN(test_q8_dot);
     RUN(test_q8_dot_exact);
     RUN(test_round16_dot);
+    RUN(test_round16_edges);
     RUN(test_f32_act_types_unchanged);
     RUN(test_matmul_act);
     RUN(test_matmul_act_errors_and_no_alloc);
