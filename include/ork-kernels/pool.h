@@ -44,6 +44,13 @@ void ork_pool_destroy(struct ork_pool *p);
 int ork_pool_threads(const struct ork_pool *p);
 /* Run fn on all threads and return when all have finished. */
 void ork_pool_run(struct ork_pool *p, ork_pool_fn fn, void *ctx);
+/* For jobs whose threads take work items from a counter of the job's own until none is left
+ * (any ith may do any item, and a thread finding nothing left does nothing): the caller runs
+ * fn as thread 0, and when it returns every worker that has not started yet is released from
+ * the run (fn is not called for its ith), so a descheduled or waking worker never delays the
+ * caller; the call returns when the workers that did start have finished. Not for jobs that
+ * give fixed work to each ith. */
+void ork_pool_run_shared(struct ork_pool *p, ork_pool_fn fn, void *ctx);
 /* A 64-byte-aligned buffer of at least `bytes` owned by the pool, for the data a job shares
  * between its threads (e.g. activations quantized once per matmul). Grown (one allocation)
  * only when a larger size is asked for, so a steady decode loop allocates nothing; the
@@ -61,6 +68,7 @@ struct ork_pool_stats {
     uint64_t runs;              /* ork_pool_run calls that used the workers */
     uint64_t worker_sleeps;     /* times a worker gave up spinning and waited on the condvar */
     uint64_t caller_sleeps;     /* times the caller waited on the condvar for the workers */
+    uint64_t workers_released;  /* workers ork_pool_run_shared released before they started */
     int workers_asleep;         /* workers waiting on the condvar right now */
 };
 void ork_pool_get_stats(const struct ork_pool *p, struct ork_pool_stats *st);

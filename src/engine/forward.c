@@ -21,6 +21,7 @@
 #include <ork/error.h>
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 /* Rows of one multi-session pass (stack arrays); larger requests run in several passes. */
@@ -84,17 +85,22 @@ struct attn_job {
     float *scores;          /* (nth, ctx) */
     int32_t ctx;
     float scale;
+    atomic_int next;        /* next (row, head) item to take */
 };
 
+/* Threads take (row, head) items from j->next (ork_pool_run_shared): each item's bits do not
+ * depend on which thread computes it. */
 static void attn_worker(void *ctx, int ith, int nth)
 {
-    const struct attn_job *j = ctx;
+    struct attn_job *j = ctx;
+    (void)nth;
     int32_t q_dim = j->n_heads * j->head_dim;
     int32_t group = j->n_heads / j->n_kv_heads;
     float *sc = j->scores + (size_t)ith * (size_t)j->ctx;
     int32_t nh = j->h1 - j->h0;
     int32_t n_items = j->rows->n * nh;
-    for (int32_t it = ith; it < n_items; it += nth) {
+    for (int32_t it; (it = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) <
+                     n_items;) {
         int32_t i = it / nh, h = j->h0 + it % nh;
         const struct ork_kv_cache *kv = row_kv(j->rows, i);
         int32_t n_pos = row_pos(j->rows, i) + 1;            /* causal: keys 0 .. pos */
@@ -109,8 +115,9 @@ static void attn_worker(void *ctx, int ith, int nth)
 
 static void attention(struct attn_job *j, struct ork_pool *pool)
 {
+    atomic_store_explicit(&j->next, 0, memory_order_relaxed);
     if (pool)
-        ork_pool_run(pool, attn_worker, j);
+        ork_pool_run_shared(pool, attn_worker, j);
     else
         attn_worker(j, 0, 1);
 }

@@ -2,10 +2,13 @@
  * a persistent thread pool, and embedding row lookup. Not here: the per-element arithmetic
  * (dot.c, quant_ref.c) or the threads themselves (pool.c).
  *
- * Work split: the N weight rows are cut into nth contiguous ranges, one per pool thread, so a
- * weight row is read by exactly one thread. Each thread walks its rows; for a quantized or
- * 16-bit row it dequantizes the row once into a stack buffer and then dots it with all M rows
- * of X, so weights stream from memory once per call whatever M is.
+ * Work split: the N weight rows are cut into work items of whole panels that the threads take
+ * from an atomic counter (ork_pool_run_shared: a worker that has not started when the caller
+ * runs out of items is released), so a weight row is read by exactly one thread; decode items
+ * shrink towards the end of the rows so the threads finish together. Each thread walks its
+ * rows; for a quantized or 16-bit row it dequantizes the row once into a stack buffer and then
+ * dots it with all M rows of X, so weights stream from memory once per call whatever M is.
+ * (F32 activations and F16/BF16 weights keep nth contiguous ranges, one per thread.)
  *
  * Result: Y[m][n] = ork_vec_dot_f32(dequant(W[n]), X[m]) -- the same bits for any thread count,
  * any M, and rows longer than the stack buffer (those go through ork_vec_dot, which feeds the
@@ -80,7 +83,9 @@ struct mm_multi {
     uint8_t *panels;        /* XF_PACK: one panel buffer per thread */
     size_t panel_bytes;
     int64_t chunk;          /* rows per work item (a multiple of ORK_GEMM_NW) */
-    atomic_int_fast64_t next;   /* next work item to take */
+    int64_t tail_div;       /* decode: items shrink to (rows left) / tail_div; 0: fixed */
+    int64_t tail_min;       /* least rows of a shrunk item */
+    atomic_int_fast64_t next;   /* first row not yet taken */
 };
 
 /* Per output element through the chunked single-dot path (rows too long for the tiles). */
@@ -256,10 +261,6 @@ static void shared_rows(const struct mm_multi *j, const struct ork_mat *w, const
         ork__q8_wrows(j->isa, w->type, (const uint8_t *)w->data + (size_t)r0 * w->row_bytes,
                       w->row_bytes, r1 - r0, xs, nb, y + r0))
         return;     /* decode: X prepared once for all rows */
-    if (j->xf == XF_Q8_K && m == 1 &&
-        ork__q8k_wrows(j->isa, w->type, (const uint8_t *)w->data + (size_t)r0 * w->row_bytes,
-                       w->row_bytes, r1 - r0, xs, nb, y + r0))
-        return;     /* decode: several weight rows' block sums reduced together */
     /* X in tiles of MM_XQ_BYTES so a tile stays in L2 while the rows meet it */
     int64_t mt = rq ? (int64_t)(MM_XQ_BYTES / rq) : 1;
     mt = mt < 1 ? 1 : mt;
@@ -310,15 +311,55 @@ static void multi_rows(const struct mm_multi *j, int64_t g0, int64_t g1, uint8_t
  * with ork bench tg/pp on a 2-vCPU VM shared with other jobs (docs/kernels.md). */
 #define MM_ITEMS_PER_THREAD_DECODE 16
 #define MM_ITEMS_PER_THREAD_TILED 4
+/* Decode tail: once fewer than MM_TAIL_DIV * nth full items are left, an item is the rest
+ * divided by MM_TAIL_DIV * nth (whole panels, at least MM_TAIL_MIN_BYTES of weights), so the
+ * threads run out of work within about one small item of each other instead of one full item
+ * (up to 1/32 of the matrix: ~10 MB, ~0.3 ms, for the LM head of a 1.7B model). */
+#define MM_TAIL_DIV 2
+/* Least weight bytes of a decode item: 64 KiB stream in ~2-3 us at one thread's bandwidth
+ * (~25 GB/s, ork bench --membw), so the wait at the end of a run stays that short, while the
+ * per-item costs (the atomic, the X set-up of the row kernel) stay well under 5 %. */
+#define MM_TAIL_MIN_BYTES (64u << 10)
 
-/* Rows per work item for nth threads: whole panels, so only a matrix's last panel is ragged. */
-static int64_t item_rows(const struct mm_multi *j, int nth)
+static int64_t round_panels(int64_t rows)
+{
+    return (rows + ORK_GEMM_NW - 1) / ORK_GEMM_NW * ORK_GEMM_NW;
+}
+
+/* Rows per work item for nth threads: whole panels, so only a matrix's last panel is ragged;
+ * for decode also the tail divisor and the least item (j->tail_div, j->tail_min). */
+static void plan_items(struct mm_multi *j, int nth)
 {
     int per_thread = j->xf == XF_PACK ? MM_ITEMS_PER_THREAD_TILED : MM_ITEMS_PER_THREAD_DECODE;
     int64_t items = (int64_t)nth * per_thread;
-    int64_t c = (j->rows + items - 1) / items;
-    c = (c + ORK_GEMM_NW - 1) / ORK_GEMM_NW * ORK_GEMM_NW;
-    return c > 0 ? c : ORK_GEMM_NW;
+    int64_t c = round_panels((j->rows + items - 1) / items);
+    j->chunk = c > 0 ? c : ORK_GEMM_NW;
+    j->tail_div = j->xf == XF_PACK || nth < 2 ? 0 : (int64_t)nth * MM_TAIL_DIV;
+    size_t rb = j->w[0]->row_bytes ? j->w[0]->row_bytes : 1;
+    j->tail_min = round_panels((int64_t)((MM_TAIL_MIN_BYTES + rb - 1) / rb));
+}
+
+/* Takes the next item: its first row in *g0 and its row count, 0 when none is left. */
+static int64_t take_item(struct mm_multi *j, int64_t *g0)
+{
+    int64_t cur = atomic_load_explicit(&j->next, memory_order_relaxed);
+    for (;;) {
+        int64_t rem = j->rows - cur;
+        if (rem <= 0)
+            return 0;
+        int64_t c = j->chunk;
+        if (j->tail_div) {
+            int64_t t = round_panels(rem / j->tail_div);
+            t = t > j->tail_min ? t : j->tail_min;
+            c = t < c ? t : c;
+        }
+        c = c < rem ? c : rem;
+        if (atomic_compare_exchange_weak_explicit(&j->next, &cur, cur + c, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            *g0 = cur;
+            return c;
+        }
+    }
 }
 
 static void multi_thread(void *ctx, int ith, int nth)
@@ -326,13 +367,9 @@ static void multi_thread(void *ctx, int ith, int nth)
     struct mm_multi *j = ctx;
     (void)nth;
     uint8_t *panel = j->panels ? j->panels + (size_t)ith * j->panel_bytes : NULL;
-    for (;;) {
-        int64_t g0 = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed) * j->chunk;
-        if (g0 >= j->rows)
-            break;
-        int64_t g1 = g0 + j->chunk < j->rows ? g0 + j->chunk : j->rows;
-        multi_rows(j, g0, g1, panel);
-    }
+    int64_t g0, c;
+    while ((c = take_item(j, &g0)) > 0)
+        multi_rows(j, g0, g0 + c, panel);
 }
 
 /* Below this many X elements (M * K) the caller's thread quantizes X alone: a pool run costs
@@ -394,10 +431,10 @@ static void run_multi(struct ork_pool *pool, struct mm_multi *j)
         else
             quant_rows(j, j->x, 0, j->m, j->xs);
     }
-    j->chunk = item_rows(j, nth);
+    plan_items(j, nth);
     atomic_store_explicit(&j->next, 0, memory_order_relaxed);
     if (nth > 1 && j->rows > 1)
-        ork_pool_run(pool, multi_thread, j);
+        ork_pool_run_shared(pool, multi_thread, j);
     else
         multi_thread(j, 0, 1);
 }

@@ -6,7 +6,15 @@
  * jobs (a decode token runs ~200) never enter the kernel, while an idle pool is asleep after
  * spin_us. Running allocates nothing and creates no thread. Runs must not overlap: one caller
  * thread at a time (the engine's decode thread). Not here: how work is split (the job does it
- * from ith/nth).
+ * from ith/nth, or from a counter of its own for ork_pool_run_shared).
+ *
+ * Late workers (ork_pool_run_shared): each worker has a claim word holding the last generation
+ * it was settled for. For generation g both the worker (when it sees g) and the caller (when
+ * its own fn returns, i.e. the job's shared work is all taken) try to move the word from g - 1
+ * to g with one compare-and-swap; the winner decides: the worker runs fn, or the caller counts
+ * the worker as done without it. So a worker that is descheduled or still waking up when the
+ * work runs out never holds up the caller, and fn/ctx are read only by a worker that won. Plain
+ * runs never claim, so every worker runs fn.
  *
  * Sleeping without lost wake-ups: a sleeper announces itself (a seq_cst increment of asleep /
  * caller_asleep) under the mutex and re-checks the condition before waiting; the waker changes
@@ -16,6 +24,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,11 +57,21 @@
 /* Worker threads ever started by any pool of the process (ork_pool_threads_created). */
 static atomic_uint_fast64_t g_threads_created;
 
+/* Bytes per worker record: a cache line, so one worker's claim word shares its line with no
+ * other thread's (the caller writes each worker's word in ork_pool_run_shared). */
+#define POOL_WORKER_BYTES 64
+
 struct pool_worker {
+    atomic_uint_fast64_t claim;     /* last generation settled (run by the worker or released) */
     struct ork_pool *pool;
     int ith;
     pthread_t thread;
 };
+union pool_worker_slot {
+    struct pool_worker w;
+    char pad[POOL_WORKER_BYTES];
+};
+_Static_assert(sizeof(struct pool_worker) <= POOL_WORKER_BYTES, "worker record fits a line");
 
 struct ork_pool {
     int n;                          /* threads including the caller */
@@ -68,10 +87,11 @@ struct ork_pool {
     ork_pool_fn fn;                 /* written by the caller before gen is bumped */
     void *ctx;
     int n_started;                  /* workers successfully created */
-    struct pool_worker *workers;    /* n - 1 entries: ith 1 .. n-1 */
+    union pool_worker_slot *workers;    /* n - 1 entries: ith 1 .. n-1, one line each */
     void *scratch;                  /* ork_pool_scratch: grown on demand, never shrunk */
     size_t scratch_bytes;
-    atomic_uint_fast64_t n_runs, n_worker_sleeps, n_caller_sleeps;     /* ork_pool_get_stats */
+    /* ork_pool_get_stats */
+    atomic_uint_fast64_t n_runs, n_worker_sleeps, n_caller_sleeps, n_released;
 };
 
 static inline void cpu_relax(void)
@@ -165,6 +185,9 @@ static void *worker_main(void *arg)
         if (g == seen)
             break;                  /* stop */
         seen = g;
+        uint_fast64_t prev = g - 1;
+        if (!atomic_compare_exchange_strong(&w->claim, &prev, g))
+            continue;               /* released: the caller finished this run without us */
         p->fn(p->ctx, w->ith, p->n);
         /* the last worker out wakes the caller if it went to sleep */
         if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_asleep)) {
@@ -183,7 +206,7 @@ static void stop_workers(struct ork_pool *p)
     pthread_cond_broadcast(&p->start);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->n_started; i++)
-        pthread_join(p->workers[i].thread, NULL);
+        pthread_join(p->workers[i].w.thread, NULL);
 }
 
 int ork_pool_create(int n_threads, struct ork_pool **out)
@@ -219,9 +242,13 @@ int ork_pool_create_opts(const struct ork_pool_opts *opts, struct ork_pool **out
     atomic_init(&p->n_runs, 0);
     atomic_init(&p->n_worker_sleeps, 0);
     atomic_init(&p->n_caller_sleeps, 0);
+    atomic_init(&p->n_released, 0);
     int ret;
     if (n_threads > 1) {
-        p->workers = ork_calloc((size_t)(n_threads - 1), sizeof(*p->workers));
+        size_t wbytes = (size_t)(n_threads - 1) * sizeof(*p->workers);
+        p->workers = ork_aligned_alloc(POOL_WORKER_BYTES, wbytes);
+        if (p->workers)
+            memset(p->workers, 0, wbytes);
         if (!p->workers) {
             ret = ork_errorf(ORK_ENOMEM, "thread pool: out of memory for %d workers",
                              n_threads - 1);
@@ -249,7 +276,8 @@ int ork_pool_create_opts(const struct ork_pool_opts *opts, struct ork_pool **out
     if (pthread_attr_getstacksize(&attr, &stack) != 0 || stack < POOL_MIN_STACK_BYTES)
         pthread_attr_setstacksize(&attr, POOL_MIN_STACK_BYTES);
     for (int i = 0; i < n_threads - 1; i++) {
-        struct pool_worker *w = &p->workers[i];
+        struct pool_worker *w = &p->workers[i].w;
+        atomic_init(&w->claim, 0);
         w->pool = p;
         w->ith = i + 1;
         int e = pthread_create(&w->thread, &attr, worker_main, w);
@@ -334,28 +362,30 @@ void ork_pool_get_stats(const struct ork_pool *p, struct ork_pool_stats *st)
     st->runs = (uint64_t)atomic_load_explicit(&p->n_runs, memory_order_relaxed);
     st->worker_sleeps = (uint64_t)atomic_load_explicit(&p->n_worker_sleeps, memory_order_relaxed);
     st->caller_sleeps = (uint64_t)atomic_load_explicit(&p->n_caller_sleeps, memory_order_relaxed);
+    st->workers_released = (uint64_t)atomic_load_explicit(&p->n_released, memory_order_relaxed);
     st->workers_asleep = atomic_load(&p->asleep);
 }
 
-void ork_pool_run(struct ork_pool *p, ork_pool_fn fn, void *ctx)
+/* Publish (fn, ctx) as a new generation and wake sleeping workers; returns the generation. */
+static uint_fast64_t publish(struct ork_pool *p, ork_pool_fn fn, void *ctx)
 {
-    if (!p || p->n == 1) {
-        fn(ctx, 0, 1);
-        return;
-    }
     atomic_fetch_add_explicit(&p->n_runs, 1, memory_order_relaxed);
     p->fn = fn;
     p->ctx = ctx;
     atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed);
-    atomic_fetch_add(&p->gen, 1);   /* seq_cst: publishes fn/ctx/pending, orders the load below */
+    /* seq_cst: publishes fn/ctx/pending, orders the load below */
+    uint_fast64_t g = atomic_fetch_add(&p->gen, 1) + 1;
     if (atomic_load(&p->asleep) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->start);
         pthread_mutex_unlock(&p->mu);
     }
+    return g;
+}
 
-    fn(ctx, 0, p->n);
-
+/* Return once every worker has finished (or been released from) the current generation. */
+static void wait_done(struct ork_pool *p)
+{
     if (spin_for_done(p))
         return;
     pthread_mutex_lock(&p->mu);
@@ -368,4 +398,37 @@ void ork_pool_run(struct ork_pool *p, ork_pool_fn fn, void *ctx)
     }
     atomic_store(&p->caller_asleep, 0);
     pthread_mutex_unlock(&p->mu);
+}
+
+void ork_pool_run(struct ork_pool *p, ork_pool_fn fn, void *ctx)
+{
+    if (!p || p->n == 1) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    publish(p, fn, ctx);
+    fn(ctx, 0, p->n);
+    wait_done(p);
+}
+
+void ork_pool_run_shared(struct ork_pool *p, ork_pool_fn fn, void *ctx)
+{
+    if (!p || p->n == 1) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    uint_fast64_t g = publish(p, fn, ctx);
+    fn(ctx, 0, p->n);
+    /* the work is all taken: release the workers that have not started */
+    int released = 0;
+    for (int i = 0; i < p->n_started; i++) {
+        uint_fast64_t prev = g - 1;
+        if (atomic_compare_exchange_strong(&p->workers[i].w.claim, &prev, g))
+            released++;
+    }
+    if (released) {
+        atomic_fetch_sub(&p->pending, released);
+        atomic_fetch_add_explicit(&p->n_released, (uint_fast64_t)released, memory_order_relaxed);
+    }
+    wait_done(p);
 }

@@ -3,7 +3,9 @@
  * caller after ork_pool_run returns, threads = 1 and n <= 0 work, and a run allocates nothing;
  * the same with spinning off (spin_us = 0) and long; the spin/sleep transitions: idle workers
  * fall asleep after the spin bound and wake for the next run, runs separated by sleeps longer
- * than the bound, destroy while workers spin. Run under ASan/TSan via the sanitizer builds. */
+ * than the bound, destroy while workers spin; ork_pool_run_shared does every item of a shared
+ * counter exactly once and calls fn once per thread that was not released (and the caller
+ * always). Run under ASan/TSan via the sanitizer builds. */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -221,6 +223,98 @@ static void test_pool_opts(void)
     CHECK(st.runs == 0 && st.workers_asleep == 0);
 }
 
+/* ---- ork_pool_run_shared ---- */
+
+#define SHARED_ITEMS 997
+
+struct shared_job {
+    atomic_int next;
+    atomic_int hits[SHARED_ITEMS];
+    atomic_int calls[MAX_T];
+    int spin_per_item;          /* busy work per item (volatile loop iterations) */
+};
+
+static void shared_fn(void *ctx, int ith, int nth)
+{
+    struct shared_job *j = ctx;
+    (void)nth;
+    atomic_fetch_add(&j->calls[ith], 1);
+    for (int it; (it = atomic_fetch_add(&j->next, 1)) < SHARED_ITEMS;) {
+        for (volatile int k = 0; k < j->spin_per_item; k++) {
+        }
+        atomic_fetch_add(&j->hits[it], 1);
+    }
+}
+
+/* One shared run on a fresh stack frame (the job dies when it returns, so a released worker
+ * that still touched it would be caught by the sanitizer builds); returns the calls made. */
+static int shared_run_once(struct ork_pool *p, int spin_per_item, int *bad_items)
+{
+    struct shared_job j;
+    memset(&j, 0, sizeof j);
+    j.spin_per_item = spin_per_item;
+    ork_pool_run_shared(p, shared_fn, &j);
+    int calls = 0;
+    for (int t = 0; t < MAX_T; t++) {
+        int c = atomic_load(&j.calls[t]);
+        if (c > 1 || (t >= ork_pool_threads(p) && c))
+            (*bad_items)++;
+        calls += c;
+    }
+    if (atomic_load(&j.calls[0]) != 1)
+        (*bad_items)++;         /* the caller always runs */
+    for (int i = 0; i < SHARED_ITEMS; i++)
+        if (atomic_load(&j.hits[i]) != 1)
+            (*bad_items)++;
+    return calls;
+}
+
+/* Every item exactly once; calls = runs * nth - released (each worker either ran or was
+ * released, never both); nothing allocated. With spin 0 the workers sleep between runs, so
+ * with tiny items the caller finishes before they wake and releases them (at least sometimes:
+ * a wake-up takes microseconds, the whole job well under one); with long items they join. */
+static void check_shared(int n, int spin_us, int spin_per_item, int runs, int want_released)
+{
+    struct ork_pool_opts o = { .n_threads = n, .spin_us = spin_us };
+    struct ork_pool *p = NULL;
+    REQUIRE(ork_pool_create_opts(&o, &p) == 0);
+    struct ork_pool_stats st0, st1;
+    ork_pool_get_stats(p, &st0);
+    uint64_t allocs = ork_alloc_count();
+    int bad = 0;
+    int64_t calls = 0;
+    for (int r = 0; r < runs; r++)
+        calls += shared_run_once(p, spin_per_item, &bad);
+    CHECK(ork_alloc_count() == allocs);
+    ork_pool_get_stats(p, &st1);
+    CHECK_EQ_INT(bad, 0);
+    uint64_t released = st1.workers_released - st0.workers_released;
+    CHECK(calls == (int64_t)runs * n - (int64_t)released);
+    CHECK(st1.runs - st0.runs == (uint64_t)(n > 1 ? runs : 0));
+    if (want_released)
+        CHECK(released > 0);
+    /* plain runs on the same pool still run every thread */
+    int64_t slots[MAX_T] = { 0 };
+    ork_pool_run(p, add_one_fn, slots);
+    for (int t = 0; t < n; t++)
+        CHECK(slots[t] == t + 1);
+    ork_pool_destroy(p);
+}
+
+static void test_pool_shared(void)
+{
+    check_shared(1, -1, 0, 50, 0);
+    check_shared(2, 0, 0, 300, 1);
+    check_shared(3, 0, 0, 300, 1);
+    check_shared(2, -1, 0, 3000, 0);
+    check_shared(2, -1, 2000, 300, 0);
+    check_shared(4, 1000, 500, 300, 0);
+    struct shared_job j;
+    memset(&j, 0, sizeof j);
+    ork_pool_run_shared(NULL, shared_fn, &j);       /* no pool: inline, all items */
+    CHECK(atomic_load(&j.calls[0]) == 1 && atomic_load(&j.next) > SHARED_ITEMS);
+}
+
 /* The caller is thread 0. */
 static _Thread_local int tl_marker;
 static void mark_fn(void *ctx, int ith, int nth)
@@ -317,5 +411,6 @@ int main(void)
     RUN(test_pool_null_and_errors);
     RUN(test_pool_oom);
     RUN(test_pool_scratch);
+    RUN(test_pool_shared);
     return ork_test_done();
 }
