@@ -95,12 +95,6 @@ void ork__q8k_blocks(enum kisa k, uint32_t type, const uint8_t *w, const uint8_t
 void ork__q8k_rows(enum kisa k, uint32_t type, const uint8_t *w, const uint8_t *xq,
                    size_t x_stride, int nr, int64_t nb, float *out);
 
-/* Decode (one Q8_K X row): nr Q4_K / Q6_K weight rows at w (stride row_bytes), several at a
- * time; out[i] has the bits of ork__q8k_blocks on row i. False (nothing done) when path k has
- * no such kernel. */
-bool ork__q8k_wrows(enum kisa k, uint32_t type, const uint8_t *w, size_t row_bytes, int64_t nr,
-                    const uint8_t *xq, int64_t nb, float *out);
-
 /* ---- dot.c: F16 / BF16 weights against X rounded to their type ---- */
 
 /* X rounded to the 16-bit weight type and widened back (as ork_vec_dot_act does). */

@@ -725,79 +725,7 @@ TGT_AVX512 static void q8k_rows512(uint32_t type, const uint8_t *w, const uint8_
     for (int t = 0; t < nr; t++)
         out[t] = o[t];
 }
-/* Decode: up to four weight rows against one Q8_K X row, the rows' block sums reduced together
- * and their f32 steps in the lanes of one vector (lane t: row r + t), as q8k_rows512 does for
- * X rows. */
-TGT_AVX512 static void q8k_wrows512(uint32_t type, const uint8_t *w, size_t row_bytes,
-                                    int64_t nr, const uint8_t *xq, int64_t nb, float *out)
-{
-    const bool q4 = type == ORK_TYPE_Q4_K;
-    const size_t wbytes = q4 ? Q4_K_BYTES : Q6_K_BYTES;
-    for (int64_t r = 0; r < nr; r += ORK_Q8_ROWS_MAX) {
-        const int nt = nr - r < ORK_Q8_ROWS_MAX ? (int)(nr - r) : ORK_Q8_ROWS_MAX;
-        __m128 acc = _mm_setzero_ps();
-        for (int64_t b = 0; b < nb; b++) {
-            const uint8_t *xb = xq + (size_t)b * ORK_Q8_K_BYTES;
-            const int8_t *qx = (const int8_t *)(xb + Q8_K_Q);
-            __m256i bs = _mm256_loadu_si256((const __m256i *)(xb + Q8_K_BSUMS));
-            float dx;
-            memcpy(&dx, xb, sizeof dx);
-            __m512i sl[ORK_Q8_ROWS_MAX], ml[ORK_Q8_ROWS_MAX];
-            float d[ORK_Q8_ROWS_MAX] = { 0 }, dmin[ORK_Q8_ROWS_MAX] = { 0 };
-            for (int t = 0; t < ORK_Q8_ROWS_MAX; t++) {
-                if (t >= nt) {
-                    sl[t] = ml[t] = _mm512_setzero_si512();
-                    continue;
-                }
-                const uint8_t *blk = w + (size_t)(r + t) * row_bytes + (size_t)b * wbytes;
-                __m512i wv[Q8K_ROWS_VECS], scv[Q8K_ROWS_VECS];
-                __m256i wsc16;
-                if (q4) {
-                    q4k_unpack512(blk, wv, scv, &wsc16);
-                    d[t] = f16v(blk);
-                    dmin[t] = f16v(blk + 2);
-                } else {
-                    q6k_unpack512(blk, wv, scv, &wsc16);
-                    d[t] = f16v(blk + Q6_K_D);
-                }
-                sl[t] = q8k_lanes512(wv, scv, qx);
-                ml[t] = _mm512_castsi256_si512(_mm256_madd_epi16(wsc16, bs));
-            }
-            __m128i si = hsum4_512(sl), mi = hsum4_512(ml);
-            __m128 dxv = _mm_set1_ps(dx);
-            if (q4) {
-                __m128 dd = _mm_mul_ps(dxv, _mm_loadu_ps(d));
-                __m128 dm = _mm_mul_ps(dxv, _mm_loadu_ps(dmin));
-                __m128 ts = _mm_mul_ps(dd, _mm_cvtepi32_ps(si));
-                __m128 tm = _mm_mul_ps(dm, _mm_cvtepi32_ps(mi));
-                acc = _mm_add_ps(acc, _mm_sub_ps(ts, tm));
-            } else {
-                si = _mm_sub_epi32(si, _mm_mullo_epi32(mi, _mm_set1_epi32(Q6_K_OFFSET)));
-                __m128 dd = _mm_mul_ps(dxv, _mm_loadu_ps(d));
-                acc = _mm_add_ps(acc, _mm_mul_ps(dd, _mm_cvtepi32_ps(si)));
-            }
-        }
-        float o[ORK_Q8_ROWS_MAX];
-        _mm_storeu_ps(o, acc);
-        for (int t = 0; t < nt; t++)
-            out[r + t] = o[t];
-    }
-}
 #endif
-
-bool ork__q8k_wrows(enum kisa k, uint32_t type, const uint8_t *w, size_t row_bytes, int64_t nr,
-                    const uint8_t *xq, int64_t nb, float *out)
-{
-#ifdef QD_X86
-    if (k == KISA_AVX512VNNI) {
-        q8k_wrows512(type, w, row_bytes, nr, xq, nb, out);
-        return true;
-    }
-#endif
-    (void)k, (void)type, (void)w, (void)row_bytes, (void)nr, (void)xq, (void)nb, (void)out;
-    return false;
-}
-
 
 #ifdef QD_NEON
 /* Exact int32 sum of 16 products (each |product| <= 63 * 128; two per int16 lane fit). */
