@@ -1,13 +1,45 @@
 /* kv.c -- the KV cache: per layer, one row of n_kv_heads * head_dim rotated keys and one row of
  * values per position, stored as F32 (exact) or F16 (half the memory). Also the two attention
  * inner loops that read it (scores against K, weighted sum of V), so that the storage type stays
- * inside this file. Allocation happens once, at session creation. */
+ * inside this file. Allocation happens once, at session creation.
+ *
+ * Memory: rows are written (ork__kv_store) before any read, so the buffers are not zeroed, and
+ * buffers of at least KV_HUGE_BYTES are aligned to it and offered to the kernel as transparent
+ * huge pages (Linux madvise; elsewhere, or when refused, plain pages). Decode writes one new
+ * K and one new V row per layer and token, each on a page not touched before, and a first
+ * touch is a page fault on the decode thread between two pool runs: measured on the 2-vCPU
+ * development VM (an anonymous 64 MiB buffer touched page by page) ~15.5 us per 4 KiB page
+ * against ~2-3.5 us per 4 KiB worth with huge pages (one fault per 2 MiB, ~1-1.7 ms), i.e.
+ * for Qwen3-1.7B (F32 K/V, 56 new rows per token) ~1.7 ms of page faults per token without. */
 #include "model_priv.h"
 
 #include <ork/alloc.h>
 #include <ork/error.h>
 
+#include <stdint.h>
 #include <string.h>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+/* Huge page size for KV buffers (2 MiB: the PMD size of x86-64 and of arm64 with 4 KiB
+ * pages); smaller buffers use ordinary pages. */
+#define KV_HUGE_BYTES ((size_t)2 << 20)
+
+/* A KV buffer of `bytes` (contents undefined; NULL when memory is short). */
+static void *kv_alloc(size_t bytes)
+{
+    if (bytes < KV_HUGE_BYTES)
+        return ork_aligned_alloc(64, bytes);
+    size_t size = (bytes + KV_HUGE_BYTES - 1) / KV_HUGE_BYTES * KV_HUGE_BYTES;
+    void *p = size >= bytes ? ork_aligned_alloc(KV_HUGE_BYTES, size) : NULL;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (p)
+        (void)madvise(p, size, MADV_HUGEPAGE);     /* a hint: refused means ordinary pages */
+#endif
+    return p;
+}
 
 int ork__kv_init(struct ork_kv_cache *kv, enum ork_kv_type type, int32_t n_layers, int32_t ctx,
                  int32_t kv_dim)
@@ -17,8 +49,11 @@ int ork__kv_init(struct ork_kv_cache *kv, enum ork_kv_type type, int32_t n_layer
         return ork_errorf(ORK_EINVAL, "kv cache: unknown type %d", (int)type);
     size_t elt = type == ORK_KV_F32 ? sizeof(float) : sizeof(uint16_t);
     size_t n = (size_t)n_layers * (size_t)ctx * (size_t)kv_dim;
-    kv->k = ork_calloc(n, elt);
-    kv->v = ork_calloc(n, elt);
+    if (n != 0 && n > SIZE_MAX / elt)
+        return ork_errorf(ORK_ENOMEM, "kv cache: %d layers x %d positions x %d too large",
+                          n_layers, ctx, kv_dim);
+    kv->k = kv_alloc(n * elt);
+    kv->v = kv_alloc(n * elt);
     if (!kv->k || !kv->v) {
         ork_free(kv->k);
         ork_free(kv->v);
