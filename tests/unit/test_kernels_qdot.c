@@ -280,6 +280,8 @@ static void test_every_path(void)
         check_matmul_on_path(name, ORK_TYPE_Q6_K, 5, 3, 768);
         check_matmul_on_path(name, ORK_TYPE_Q4_K, 1, 7, 768);      /* decode: 4 rows + 3 */
         check_matmul_on_path(name, ORK_TYPE_Q6_K, 1, 9, 512);
+        check_matmul_on_path(name, ORK_TYPE_Q4_K, 1, 5, 256 * 9);  /* blocks past one batch */
+        check_matmul_on_path(name, ORK_TYPE_Q6_K, 1, 3, 256 * 17);
     }
     CHECK(ran >= 1);
     CHECK_EQ_INT(ork_kernels_set_path("no-such-path"), ORK_EINVAL);
