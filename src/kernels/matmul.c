@@ -4,10 +4,10 @@
  *
  * Work split: the N weight rows are cut into work items of whole panels that the threads take
  * from an atomic counter (ork_pool_run_shared: a worker that has not started when the caller
- * runs out of items is released), so a weight row is read by exactly one thread; decode items
- * shrink towards the end of the rows so the threads finish together. Each thread walks its
- * rows; for a quantized or 16-bit row it dequantizes the row once into a stack buffer and then
- * dots it with all M rows of X, so weights stream from memory once per call whatever M is.
+ * runs out of items is released), so a weight row is read by exactly one thread. Each thread
+ * walks its rows; for a quantized or 16-bit row it dequantizes the row once into a stack buffer
+ * and then dots it with all M rows of X, so weights stream from memory once per call whatever
+ * M is.
  * (F32 activations and F16/BF16 weights keep nth contiguous ranges, one per thread.)
  *
  * Result: Y[m][n] = ork_vec_dot_f32(dequant(W[n]), X[m]) -- the same bits for any thread count,
@@ -83,8 +83,6 @@ struct mm_multi {
     uint8_t *panels;        /* XF_PACK: one panel buffer per thread */
     size_t panel_bytes;
     int64_t chunk;          /* rows per work item (a multiple of ORK_GEMM_NW) */
-    int64_t tail_div;       /* decode: items shrink to (rows left) / tail_div; 0: fixed */
-    int64_t tail_min;       /* least rows of a shrunk item */
     atomic_int_fast64_t next;   /* first row not yet taken */
 };
 
@@ -311,55 +309,33 @@ static void multi_rows(const struct mm_multi *j, int64_t g0, int64_t g1, uint8_t
  * with ork bench tg/pp on a 2-vCPU VM shared with other jobs (docs/kernels.md). */
 #define MM_ITEMS_PER_THREAD_DECODE 16
 #define MM_ITEMS_PER_THREAD_TILED 4
-/* Decode tail: once fewer than MM_TAIL_DIV * nth full items are left, an item is the rest
- * divided by MM_TAIL_DIV * nth (whole panels, at least MM_TAIL_MIN_BYTES of weights), so the
- * threads run out of work within about one small item of each other instead of one full item
- * (up to 1/32 of the matrix: ~10 MB, ~0.3 ms, for the LM head of a 1.7B model). */
-#define MM_TAIL_DIV 2
-/* Least weight bytes of a decode item: 64 KiB stream in ~2-3 us at one thread's bandwidth
- * (~25 GB/s, ork bench --membw), so the wait at the end of a run stays that short, while the
- * per-item costs (the atomic, the X set-up of the row kernel) stay well under 5 %. */
-#define MM_TAIL_MIN_BYTES (64u << 10)
+/* Items were also tried shrinking towards the end of a decode matmul (the rest divided by
+ * 2 * nth, at least 64 KiB of weights) so the threads finish together: the end-of-run waits
+ * fell, but tg64 at t=2 ran ~6 % slower in alternated runs (the decode kernel streams four
+ * parts of an item side by side, which small items cut short), so items keep one size. */
 
 static int64_t round_panels(int64_t rows)
 {
     return (rows + ORK_GEMM_NW - 1) / ORK_GEMM_NW * ORK_GEMM_NW;
 }
 
-/* Rows per work item for nth threads: whole panels, so only a matrix's last panel is ragged;
- * for decode also the tail divisor and the least item (j->tail_div, j->tail_min). */
+/* Rows per work item for nth threads: whole panels, so only a matrix's last panel is ragged. */
 static void plan_items(struct mm_multi *j, int nth)
 {
     int per_thread = j->xf == XF_PACK ? MM_ITEMS_PER_THREAD_TILED : MM_ITEMS_PER_THREAD_DECODE;
     int64_t items = (int64_t)nth * per_thread;
     int64_t c = round_panels((j->rows + items - 1) / items);
     j->chunk = c > 0 ? c : ORK_GEMM_NW;
-    j->tail_div = j->xf == XF_PACK || nth < 2 ? 0 : (int64_t)nth * MM_TAIL_DIV;
-    size_t rb = j->w[0]->row_bytes ? j->w[0]->row_bytes : 1;
-    j->tail_min = round_panels((int64_t)((MM_TAIL_MIN_BYTES + rb - 1) / rb));
 }
 
 /* Takes the next item: its first row in *g0 and its row count, 0 when none is left. */
 static int64_t take_item(struct mm_multi *j, int64_t *g0)
 {
-    int64_t cur = atomic_load_explicit(&j->next, memory_order_relaxed);
-    for (;;) {
-        int64_t rem = j->rows - cur;
-        if (rem <= 0)
-            return 0;
-        int64_t c = j->chunk;
-        if (j->tail_div) {
-            int64_t t = round_panels(rem / j->tail_div);
-            t = t > j->tail_min ? t : j->tail_min;
-            c = t < c ? t : c;
-        }
-        c = c < rem ? c : rem;
-        if (atomic_compare_exchange_weak_explicit(&j->next, &cur, cur + c, memory_order_relaxed,
-                                                  memory_order_relaxed)) {
-            *g0 = cur;
-            return c;
-        }
-    }
+    int64_t cur = atomic_fetch_add_explicit(&j->next, j->chunk, memory_order_relaxed);
+    if (cur >= j->rows)
+        return 0;
+    *g0 = cur;
+    return j->rows - cur < j->chunk ? j->rows - cur : j->chunk;
 }
 
 static void multi_thread(void *ctx, int ith, int nth)
