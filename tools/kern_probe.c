@@ -5,12 +5,18 @@
  * weight GB/s (decode, M = 1) or GOP/s (prefill, M > 1). Not a test; not linked into libork.
  *
  *   kern_probe peak [threads]
- *   kern_probe mm TYPE N K M [threads] [path] [reps]     e.g. kern_probe mm q8_0 6144 2048 1 2
+ *   kern_probe mm TYPE N K M [threads] [path] [reps] [--file F] [--huge] [--split ROWS]
+ *     e.g. kern_probe mm q8_0 6144 2048 1 2
+ *   --file F: the weights written to file F and read through a private file mapping (what the
+ *     engine does with a GGUF) instead of anonymous memory; --huge: madvise that mapping
+ *     MADV_HUGEPAGE; --split ROWS: each timed run walks the matrix as a chain of matmuls of
+ *     ROWS rows (a decode step's stream of medium matrices over weights not in cache).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,9 +93,30 @@ static int cmd_mm(int argc, char **argv)
         return 2;
     uint32_t type = type_by_name(argv[2]);
     int64_t n = atoll(argv[3]), k = atoll(argv[4]), m = atoll(argv[5]);
-    int threads = argc > 6 ? atoi(argv[6]) : 0;
-    const char *path = argc > 7 ? argv[7] : NULL;
-    int reps = argc > 8 ? atoi(argv[8]) : 10;
+    /* options after the positional arguments */
+    const char *file = NULL;
+    bool huge = false;
+    int64_t chunk = 0;
+    int npos = argc;
+    for (int i = 6; i < argc; i++) {
+        if (strncmp(argv[i], "--", 2))
+            continue;
+        if (npos == argc)
+            npos = i;
+        if (!strcmp(argv[i], "--file") && i + 1 < argc)
+            file = argv[++i];
+        else if (!strcmp(argv[i], "--huge"))
+            huge = true;
+        else if (!strcmp(argv[i], "--split") && i + 1 < argc)
+            chunk = atoll(argv[++i]);
+        else {
+            fprintf(stderr, "unknown option '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    int threads = npos > 6 ? atoi(argv[6]) : 0;
+    const char *path = npos > 7 ? argv[7] : NULL;
+    int reps = npos > 8 ? atoi(argv[8]) : 10;
     if (type == UINT32_MAX || ork_kernels_check(type, k) < 0 || n <= 0 || m <= 0) {
         fprintf(stderr, "bad type or shape\n");
         return 2;
@@ -124,10 +151,8 @@ static int cmd_mm(int argc, char **argv)
         }
     for (int64_t i = 0; i < m * k; i++)
         x[i] = (float)(rnd() % 2000) / 1000.0f - 1.0f;
-    /* KP_FILE=path: the same weights written to a file and read through a private file
-     * mapping (what the engine does with a GGUF), to compare page-cache mappings with
-     * anonymous memory. */
-    const char *file = getenv("KP_FILE");
+    /* --file: the same weights through a private file mapping, to compare page-cache mappings
+     * with anonymous memory */
     uint8_t *wmap = NULL;
     if (file) {
         FILE *f = fopen(file, "wb");
@@ -139,7 +164,7 @@ static int cmd_mm(int argc, char **argv)
             close(fd);
         if (wmap == MAP_FAILED)
             return 1;
-        if (getenv("KP_HUGE"))
+        if (huge)
             madvise(wmap, bytes, MADV_HUGEPAGE);
     }
     struct ork_pool *pool = NULL;
@@ -147,10 +172,6 @@ static int cmd_mm(int argc, char **argv)
         return 1;
     struct ork_mat mat = { .type = type, .n_rows = n, .n_cols = k, .row_bytes = rb,
                            .data = wmap ? wmap : w };
-    /* KP_SPLIT=rows: each timed run walks the matrix as a chain of matmuls of that many rows
-     * (a decode step's stream of medium matrices over weights that are not in cache). */
-    const char *split = getenv("KP_SPLIT");
-    int64_t chunk = split ? atoll(split) : n;
     if (chunk <= 0 || chunk > n)
         chunk = n;
     ork_matmul_act(pool, &mat, x, m, y, ORK_ACT_QUANT);     /* warm */
@@ -190,6 +211,7 @@ int main(int argc, char **argv)
             return r;
     }
     fprintf(stderr, "usage: kern_probe peak [threads]\n"
-                    "       kern_probe mm TYPE N K M [threads] [path|-] [reps]\n");
+                    "       kern_probe mm TYPE N K M [threads] [path|-] [reps] [--file F] [--huge]\n"
+                    "                     [--split ROWS]\n");
     return 2;
 }

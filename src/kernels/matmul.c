@@ -307,7 +307,7 @@ static void multi_rows(const struct mm_multi *j, int64_t g0, int64_t g1, uint8_t
  * others at the end of the run. The tiled prefill kernel streams its X chunk once per item, so
  * it takes few, large ones. The decode kernel reads an item as four streams (gemm_q8.c), which
  * need length to ramp up: a chain of 2048-row Q8_0 matmuls at two threads
- * (KP_SPLIT=2048 tools/kern_probe mm q8_0 131072 2048 1 2, medians of 8 alternated runs) read
+ * (tools/kern_probe mm q8_0 131072 2048 1 2 - 3 --split 2048, medians of 8 alternated runs) read
  * 42.5 GB/s with 16 items per thread, 55.6 with 4, 60 with 2 and 1; ork bench tg64 at t=2
  * (4 alternated runs each) gave 22.3 t/s with 16, 23.4 with 4, 22.9 with 2 and 18.0 with one
  * fixed range per thread. */
