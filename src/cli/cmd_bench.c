@@ -56,6 +56,10 @@
 #define ROOF_MAX_BYTES ((size_t)4 << 30)
 #define ROOF_MIN_BYTES ((size_t)1 << 20)    /* ork_membw_reader_create's smallest array */
 #define ROOF_RUNS 5                         /* passes before and after a test: best of */
+/* Before / after readings further apart than this ratio: the host's bandwidth moved during the
+ * test (seen on a shared VM: 35.6 then 11.7 GB/s around one test), so its share is flagged as
+ * unreliable. 1.25: beyond the +-10 % two readings of a quiet minute differ by here. */
+#define ROOF_DRIFT_RATIO 1.25
 
 enum fmt { FMT_MD, FMT_JSON, FMT_CSV };
 
@@ -131,7 +135,8 @@ static void usage(FILE *out)
             "                       right after each tg test's timed runs (best of 5 each, over an\n"
             "                       array of the model's bytes per token, at most 4 GiB) and print\n"
             "                       both: roofline t/s = their mean / bytes per token, and the\n"
-            "                       share of it the test reached\n"
+            "                       share of it the test reached (marked (drift) when the two\n"
+            "                       readings differ by more than 25 %%)\n"
             "  --membw-mb MB        size of each bandwidth array (default 128), and of the tg\n"
             "                       tests' read array when given\n"
             "  --peak               measure the CPU's f32 FMA and int8 dot peaks per thread count;\n"
@@ -521,6 +526,14 @@ static double roof_gbps(const struct result *r)
     return 0.5 * (r->read_before + r->read_after);
 }
 
+/* True when a tg test's two read measurements disagree by more than ROOF_DRIFT_RATIO. */
+static bool roof_drift(const struct result *r)
+{
+    double lo = r->read_before < r->read_after ? r->read_before : r->read_after;
+    double hi = r->read_before < r->read_after ? r->read_after : r->read_before;
+    return lo <= 0 || hi / lo > ROOF_DRIFT_RATIO;
+}
+
 /* Roofline tokens/s of a tg test; 0 when not measured. */
 static double roof_ts(const struct result *r, const struct model_desc *d)
 {
@@ -607,27 +620,33 @@ static void print_md_peak(const struct model_desc *md, const struct result *res,
  * during the test shows, and the roofline from their mean. */
 static void print_md_roofline(const struct model_desc *md, const struct result *res, int n_res)
 {
-    bool any = false;
+    bool any = false, drift = false;
     for (int i = 0; i < n_res; i++) {
         const struct result *r = &res[i];
         const struct model_desc *d = &md[r->model];
         double roof = roof_ts(r, d);
         if (roof <= 0)
             continue;
+        drift |= roof_drift(r);
         if (!any) {
             printf("\n| model | threads | test | MB/token | read MiB | read GB/s before | "
                    "read GB/s after | roofline t/s | t/s | %% of roofline |\n"
                    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
             any = true;
         }
-        printf("| %s | %d | tg%d | %.1f | %zu | %.2f | %.2f | %.2f | %.2f | %.1f%% |\n", d->name,
-               r->threads, r->n_tokens, (double)d->bytes_per_token / 1e6, r->roof_bytes >> 20,
-               r->read_before, r->read_after, roof, r->avg_ts, 100.0 * r->avg_ts / roof);
+        printf("| %s | %d | tg%d | %.1f | %zu | %.2f | %.2f | %.2f | %.2f | %.1f%%%s |\n",
+               d->name, r->threads, r->n_tokens, (double)d->bytes_per_token / 1e6,
+               r->roof_bytes >> 20, r->read_before, r->read_after, roof, r->avg_ts,
+               100.0 * r->avg_ts / roof, roof_drift(r) ? " (drift)" : "");
     }
     if (any)
         printf("\nread GB/s: best of %d passes of the read kernel (%s) with the test's threads "
                "over read MiB, right before and right after the test's timed runs; roofline t/s = "
                "their mean / MB per token.\n", ROOF_RUNS, ork_cpu_read_insn());
+    if (drift)
+        printf("(drift): the two readings differ by more than %.0f %%: the memory bandwidth "
+               "moved during the test, so its share of the roofline is not reliable; run it "
+               "again.\n", 100.0 * (ROOF_DRIFT_RATIO - 1.0));
 }
 
 static void print_md(const struct opts *o, const struct model_desc *md, const struct result *res,
@@ -716,8 +735,9 @@ static void print_json(const struct opts *o, const struct model_desc *md,
             json_str(ork_cpu_read_insn());
             printf(", \"read_array_bytes\": %zu, \"read_runs\": %d, \"read_gbps_before\": %.6g, "
                    "\"read_gbps_after\": %.6g, \"read_gbps\": %.6g, \"roofline_ts\": %.6g, "
-                   "\"roofline_pct\": %.4g", r->roof_bytes, r->roof_runs, r->read_before,
-                   r->read_after, roof_gbps(r), roof, 100.0 * r->avg_ts / roof);
+                   "\"roofline_pct\": %.4g, \"read_drift\": %s", r->roof_bytes, r->roof_runs,
+                   r->read_before, r->read_after, roof_gbps(r), roof, 100.0 * r->avg_ts / roof,
+                   roof_drift(r) ? "true" : "false");
         }
         const struct ork_cpu_peak *k = peak_for(rf->pk, rf->n_pk, r->threads);
         if (k && r->pp) {

@@ -85,6 +85,9 @@ roof = mean * 1e9 / tg["bytes_per_token"]
 assert abs(tg["roofline_ts"] - roof) <= 1e-4 * roof, (tg["roofline_ts"], roof)
 pct = 100 * tg["avg_ts"] / tg["roofline_ts"]
 assert abs(tg["roofline_pct"] - pct) <= 1e-3 * pct, (tg["roofline_pct"], pct)
+lo, hi = sorted((tg["read_gbps_before"], tg["read_gbps_after"]))
+if abs(hi / lo - 1.25) > 1e-4:     # printed to 6 digits: skip the boundary itself
+    assert tg["read_drift"] == (hi / lo > 1.25), (tg["read_drift"], lo, hi)
 m = d["membw"]
 assert len(m) == 1 and m[0]["read_gbps"] > 0 and m[0]["triad_gbps"] > 0 and m[0]["read_insn"]
 ' "$out"
