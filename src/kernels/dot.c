@@ -693,6 +693,18 @@ static inline float mad_elem(float y, const uint8_t *v, uint32_t type, float a, 
     return y + pr;
 }
 
+/* ork_vec_mad_rows on the elements [from, n) the vector loops left, one at a time. */
+static void mad_rows_tail(float *y, const uint8_t *v, size_t stride, uint32_t type,
+                          const float *a, int64_t nr, int64_t from, int64_t n)
+{
+    for (int64_t i = from; i < n; i++) {
+        float yi = y[i];
+        for (int64_t t = 0; t < nr; t++)
+            yi = mad_elem(yi, v + (size_t)t * stride, type, a[t], i);
+        y[i] = yi;
+    }
+}
+
 /* The in-order f32 tail of one row's dot (elements [from, n)), as the one-row kernels add it. */
 static float dot_tail(const uint8_t *row, uint32_t type, const float *x, int64_t from, int64_t n)
 {
@@ -854,12 +866,7 @@ TGT_X86_512 static void mad_rows_avx512(float *y, const uint8_t *v, size_t strid
                                                    load16_512(v + (size_t)t * stride, type, i)));
         _mm512_storeu_ps(y + i, acc);
     }
-    for (; i < n; i++) {
-        float yi = y[i];
-        for (int64_t t = 0; t < nr; t++)
-            yi = mad_elem(yi, v + (size_t)t * stride, type, a[t], i);
-        y[i] = yi;
-    }
+    mad_rows_tail(y, v, stride, type, a, nr, i, n);
 }
 
 TGT_X86 static void mad_rows_avx2(float *y, const uint8_t *v, size_t stride, uint32_t type,
@@ -887,12 +894,7 @@ TGT_X86 static void mad_rows_avx2(float *y, const uint8_t *v, size_t stride, uin
                                                    load8_256(v + (size_t)t * stride, type, i)));
         _mm256_storeu_ps(y + i, acc);
     }
-    for (; i < n; i++) {
-        float yi = y[i];
-        for (int64_t t = 0; t < nr; t++)
-            yi = mad_elem(yi, v + (size_t)t * stride, type, a[t], i);
-        y[i] = yi;
-    }
+    mad_rows_tail(y, v, stride, type, a, nr, i, n);
 }
 #endif
 

@@ -661,6 +661,11 @@ TGT_AVX512 static inline float reduce_acc512(__m512 a)
  * 24 KiB of stack, in L1 while every weight row meets it. */
 #define WROWS_CHUNK 128
 
+/* One step of a row's chain: weight pair v (scales dw) against prepared X pair q. */
+#define WSTEP512(TO_U8, v, dw, q, acc)                                                         \
+    _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(bias[q], TO_U8(v), xv[q])),         \
+                    _mm512_mul_ps((dw), dx[q]), (acc))
+
 /* One weight row against pc prepared X pairs starting at pair p0; only the row's last pair
  * can lack its odd block. */
 #define WROW512(NAME, PAIR, PAIR_BYTES, TO_U8)                                                 \
@@ -673,8 +678,7 @@ TGT_AVX512 static inline float reduce_acc512(__m512 a)
         for (int64_t q = 0; q < pc; q++) {                                                     \
             __m512 dw;                                                                         \
             __m512i v = PAIR(w0 + (size_t)q * PAIR_BYTES, !ragged || q + 1 < pc, &dw);         \
-            __m512i s = _mm512_dpbusd_epi32(bias[q], TO_U8(v), xv[q]);                         \
-            a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, dx[q]), a);           \
+            a = WSTEP512(TO_U8, v, dw, q, a);                                                  \
         }                                                                                      \
         return a;                                                                              \
     }
@@ -686,11 +690,6 @@ WROW512(wrow512_q4, pair_q4_512, Q4_PAIR_BYTES, Q4_TO_U8)
 /* Weight rows read side by side by the decode kernel, one from each part of the thread's range
  * (WROWS_STREAMS memory streams in different pages, one FMA chain each). */
 #define WROWS_STREAMS 4
-
-/* One step of a row's chain: weight pair v (scales dw) against prepared X pair q. */
-#define WSTEP512(TO_U8, v, dw, q, acc)                                                         \
-    _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(bias[q], TO_U8(v), xv[q])),         \
-                    _mm512_mul_ps((dw), dx[q]), (acc))
 
 /* WROWS_STREAMS weight rows against the same prepared X pairs, each row's arithmetic as in
  * WROW512. */
