@@ -59,8 +59,18 @@ struct ork_model_config {
 
 struct ork_model;
 
+/* How the model file is put in memory (docs/engine.md "Loading"). */
+enum ork_model_load {
+    ORK_LOAD_AUTO = 0,          /* READ when the matmuls run on the CPU (device NULL or "cpu"),
+                                 * MMAP otherwise (the NPU reads its own packed copy) */
+    ORK_LOAD_MMAP = 1,          /* map the file (fast start, pages shared with the page cache) */
+    ORK_LOAD_READ = 2,          /* read it into private memory on transparent huge pages
+                                 * (faster decode on the CPU; the copy is the model's size) */
+};
+
 struct ork_model_params {
     bool no_tokenizer;          /* skip loading the tokenizer (evaluation from ids only) */
+    int32_t load;               /* enum ork_model_load */
     /* Where the matmuls run (docs/npu-inference.md): NULL or "cpu" = the CPU; "npu" = the
      * board's NPU (error without one); "sim" = the NPU simulator; "auto" = the NPU when one
      * exists, else the CPU. Everything but the matmuls stays on the CPU. */

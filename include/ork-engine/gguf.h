@@ -75,9 +75,19 @@ struct ork_gguf_tensor {
 
 struct ork_gguf;
 
+/* How ork_gguf_open_mode puts the file in memory. */
+enum ork_gguf_mode {
+    ORK_GGUF_MMAP = 0,  /* map it: pages shared with the page cache, read on first touch */
+    ORK_GGUF_READ = 1,  /* read it whole into private memory on transparent huge pages (where
+                         * the system gives them; docs/engine.md "Loading") */
+};
+
 /* Open a file (mmap). Errors: ORK_EIO (cannot open/map), ORK_EFORMAT (corrupt; message names
  * the field), ORK_EUNSUPPORTED (version), ORK_ENOMEM. */
 int ork_gguf_open(const char *path, struct ork_gguf **out);
+/* ork_gguf_open with a mode; ORK_GGUF_READ also fails with ORK_ENOMEM (no memory for the copy)
+ * or ORK_EIO (a read error, named with its offset). */
+int ork_gguf_open_mode(const char *path, enum ork_gguf_mode mode, struct ork_gguf **out);
 /* Parse a caller-owned buffer (borrowed: must outlive the reader). Used by fuzzers and tests. */
 int ork_gguf_open_mem(const void *data, size_t size, struct ork_gguf **out);
 void ork_gguf_close(struct ork_gguf *g);

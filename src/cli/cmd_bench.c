@@ -145,6 +145,8 @@ static void usage(FILE *out)
             "  --no-act-quant       f32 activations in matmuls (default: quantized for quantized\n"
             "                       weights, the integer dot-product kernels; as in ork run)\n"
             "  -h, --help           show this help\n"
+            "  --mmap, --no-mmap    map the model file, or read it into memory on huge pages\n"
+            "                       (default: read with --device cpu, map otherwise)\n"
             "\nNPU (with --device npu|sim: per test also submits per token, NPU busy per core,\n"
             "CPU busy, the CPU time overlapped with NPU submits and the modelled time per\n"
             "token):\n",

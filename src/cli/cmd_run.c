@@ -83,11 +83,24 @@ int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct or
         mp->npu_flags |= ORK_NPU_EXEC_NO_PACK;
         return 1;
     }
+    if (!strcmp(a, "--mmap") || !strcmp(a, "--no-mmap")) {
+        mp->load = !strcmp(a, "--mmap") ? ORK_LOAD_MMAP : ORK_LOAD_READ;
+        return 1;
+    }
     if (!strcmp(a, "--rebuild-pack")) {
         mp->npu_flags |= ORK_NPU_EXEC_REBUILD_PACK;
         return 1;
     }
     return 0;
+}
+
+void ork_cli_load_help(FILE *out)
+{
+    fprintf(out,
+            "  --mmap                    map the model file (fast start, pages shared with the\n"
+            "                            page cache; default with --device npu|sim|auto)\n"
+            "  --no-mmap                 read the model file into memory on huge pages (faster\n"
+            "                            decode on the CPU; default with --device cpu)\n");
 }
 
 void ork_cli_device_help(FILE *out)
@@ -266,6 +279,7 @@ void ork_cli_gen_help(FILE *out, bool sampling)
             "  -v, --verbose             model summary, cache reuse and timing details\n"
             "  --profile                 NPU executor counters and time per section\n"
             "  --trace FILE.json         timeline of NPU submits and executor phases (Perfetto)\n");
+    ork_cli_load_help(out);
     ork_cli_device_help(out);
     if (!sampling)
         return;

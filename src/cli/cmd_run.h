@@ -26,9 +26,12 @@ struct ork_cli_gen_opts {
     const char *trace;                      /* --trace FILE.json: Perfetto timeline */
 };
 
-/* The device options (--device, --sim-timing, --npu-executor, --npu-max-m, --no-pack,
- * --rebuild-pack): like ork_cli_gen_opt, 1 consumed, 0 not one of them, -1 usage error. */
+/* The model load and device options (--mmap, --no-mmap, --device, --sim-timing,
+ * --npu-executor, --npu-max-m, --no-pack, --rebuild-pack): like ork_cli_gen_opt, 1 consumed,
+ * 0 not one of them, -1 usage error. Help: ork_cli_load_help (--mmap, --no-mmap) and
+ * ork_cli_device_help (the rest). */
 int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct ork_model_params *mp);
+void ork_cli_load_help(FILE *out);
 void ork_cli_device_help(FILE *out);
 /* --profile report of the NPU executor (nothing when the model runs on the CPU). */
 void ork_cli_npu_report(FILE *out, const struct ork_model *m);

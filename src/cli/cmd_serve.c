@@ -37,6 +37,10 @@ static void usage(FILE *out)
             "                            (default: " ORK_STR(ORK_POOL_SPIN_US_DEFAULT) "; 0: sleep at once)\n"
             "  --kv-type f32|f16         KV cache precision (default: f32)\n"
             "  --device D                compute device: cpu (default: cpu)\n"
+            "  --mmap                    map the model file (fast start, pages shared with the\n"
+            "                            page cache)\n"
+            "  --no-mmap                 read the model file into memory on huge pages (faster\n"
+            "                            decode; the default)\n"
             "  --alias NAME              model id reported by the API (default: the file name)\n"
             "  --max-body N              largest request body in bytes (default: 1048576)\n"
             "  --no-batch                decode slots one at a time instead of in one batch\n");
@@ -52,6 +56,8 @@ int ork_cmd_serve(int argc, char **argv)
 {
     struct ork_server_params sp;
     ork_server_params_default(&sp);
+    struct ork_model_params mp;
+    ork_model_params_default(&mp);
     const char *model = NULL;
     long long n;
     for (int i = 1; i < argc; i++) {
@@ -123,6 +129,8 @@ int ork_cmd_serve(int argc, char **argv)
                         "cpu)\n", CMD, v);
                 return ORK_EXIT_USAGE;
             }
+        } else if (!strcmp(a, "--mmap") || !strcmp(a, "--no-mmap")) {
+            mp.load = !strcmp(a, "--mmap") ? ORK_LOAD_MMAP : ORK_LOAD_READ;
         } else if (!strcmp(a, "--no-batch")) {
             sp.batched = false;
         } else {
@@ -147,7 +155,7 @@ int ork_cmd_serve(int argc, char **argv)
 
     struct ork_model *m = NULL;
     struct ork_server *srv = NULL;
-    int ret = ork_model_load(model, NULL, &m);
+    int ret = ork_model_load(model, &mp, &m);
     if (ret < 0) {
         fprintf(stderr, "ork %s: cannot load model '%s': %s\n", CMD, model,
                 ork_error_describe(ret));

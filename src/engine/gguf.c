@@ -799,10 +799,67 @@ int ork_gguf_open_mem(const void *data, size_t size, struct ork_gguf **out)
     return open_buffer(data ? data : &empty, size, NULL, out);
 }
 
-int ork_gguf_open(const char *path, struct ork_gguf **out)
+/* Reading a file into memory: anonymous pages aligned to and advised as transparent huge
+ * pages (2 MiB on x86-64 and on AArch64 with 4 KiB pages), so a decode step's weight streams
+ * cross no 4 KiB page walks; read in pieces of at most GGUF_READ_CHUNK. */
+#define GGUF_HUGE_ALIGN ((size_t)2 << 20)
+#define GGUF_READ_CHUNK ((size_t)1 << 30)
+
+/* len bytes of anonymous memory starting on a GGUF_HUGE_ALIGN boundary (unmapped with
+ * munmap(p, len)); NULL when refused. */
+static void *anon_huge(size_t len)
+{
+    if (len > SIZE_MAX - GGUF_HUGE_ALIGN)
+        return NULL;
+    size_t span = len + GGUF_HUGE_ALIGN;
+    uint8_t *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        return NULL;
+    uintptr_t a = ((uintptr_t)raw + GGUF_HUGE_ALIGN - 1) & ~(uintptr_t)(GGUF_HUGE_ALIGN - 1);
+    uint8_t *p = (uint8_t *)a;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t used = (len + page - 1) / page * page;
+    if (p > raw)
+        munmap(raw, (size_t)(p - raw));
+    if (p + used < raw + span)
+        munmap(p + used, (size_t)(raw + span - (p + used)));
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, used, MADV_HUGEPAGE);     /* a hint: refused means ordinary pages */
+#endif
+    return p;
+}
+
+/* The file read into anonymous memory (read-only once filled), or an error. */
+static int read_whole(int fd, const char *path, size_t len, void **out)
+{
+    uint8_t *p = anon_huge(len);
+    if (!p)
+        return ork_errorf(ORK_ENOMEM, "gguf: no memory to read '%s' (%zu bytes); map it instead "
+                          "(--mmap)", path, len);
+    for (size_t got = 0; got < len;) {
+        size_t want = len - got < GGUF_READ_CHUNK ? len - got : GGUF_READ_CHUNK;
+        ssize_t r = pread(fd, p + got, want, (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            int e = r < 0 ? errno : 0;
+            munmap(p, len);
+            return ork_errorf(ORK_EIO, "gguf: reading '%s' at byte %zu of %zu: %s", path, got,
+                              len, e ? strerror(e) : "unexpected end of file");
+        }
+        got += (size_t)r;
+    }
+    (void)mprotect(p, len, PROT_READ);
+    *out = p;
+    return 0;
+}
+
+int ork_gguf_open_mode(const char *path, enum ork_gguf_mode mode, struct ork_gguf **out)
 {
     if (!path || !out)
         return ork_errorf(ORK_EINVAL, "gguf: open: NULL argument");
+    if (mode != ORK_GGUF_MMAP && mode != ORK_GGUF_READ)
+        return ork_errorf(ORK_EINVAL, "gguf: open: unknown mode %d", (int)mode);
     *out = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -826,15 +883,29 @@ int ork_gguf_open(const char *path, struct ork_gguf **out)
         return ork_errorf(ORK_EIO, "gguf: '%s' is too large to map", path);
     }
     size_t len = (size_t)st.st_size;
-    void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-    int e = errno;
-    close(fd);
-    if (map == MAP_FAILED)
-        return ork_errorf(ORK_EIO, "gguf: cannot map '%s' (%zu bytes): %s", path, len, strerror(e));
+    void *map = NULL;
+    if (mode == ORK_GGUF_READ) {
+        int ret = read_whole(fd, path, len, &map);
+        close(fd);
+        if (ret < 0)
+            return ret;
+    } else {
+        map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+        int e = errno;
+        close(fd);
+        if (map == MAP_FAILED)
+            return ork_errorf(ORK_EIO, "gguf: cannot map '%s' (%zu bytes): %s", path, len,
+                              strerror(e));
+    }
     int ret = open_buffer(map, len, map, out);
     if (ret < 0)
         munmap(map, len);
     return ret;
+}
+
+int ork_gguf_open(const char *path, struct ork_gguf **out)
+{
+    return ork_gguf_open_mode(path, ORK_GGUF_MMAP, out);
 }
 
 /* --- accessors ------------------------------------------------------------------------------- */

@@ -319,6 +319,17 @@ static int bind_weights(const struct ork_gguf *g, struct ork_model_config *c,
     return 0;
 }
 
+/* ORK_LOAD_* to the way the file is opened. */
+static enum ork_gguf_mode gguf_mode(const struct ork_model_params *p)
+{
+    if (p->load == ORK_LOAD_MMAP)
+        return ORK_GGUF_MMAP;
+    if (p->load == ORK_LOAD_READ)
+        return ORK_GGUF_READ;
+    bool cpu = !p->device || !strcmp(p->device, "cpu");
+    return cpu ? ORK_GGUF_READ : ORK_GGUF_MMAP;
+}
+
 /* ---- public ------------------------------------------------------------------------------ */
 
 int ork_model_load(const char *path, const struct ork_model_params *p, struct ork_model **out)
@@ -330,11 +341,13 @@ int ork_model_load(const char *path, const struct ork_model_params *p, struct or
     }
     if (!path || !out)
         return ork_errorf(ORK_EINVAL, "ork_model_load: path and out are required");
+    if (p->load < ORK_LOAD_AUTO || p->load > ORK_LOAD_READ)
+        return ork_errorf(ORK_EINVAL, "ork_model_load: unknown load mode %d", p->load);
     struct ork_model *m = ork_calloc(1, sizeof(*m));
     if (!m)
         return ORK_ENOMEM;
     const struct arch_desc *d = NULL;
-    int ret = ork_gguf_open(path, &m->gguf);
+    int ret = ork_gguf_open_mode(path, gguf_mode(p), &m->gguf);
     if (ret < 0)
         goto err_free;
     if ((ret = read_config(m->gguf, &m->cfg, &d)) < 0 ||

@@ -732,24 +732,31 @@ TGT_AVX512 static void xpairs512(const uint8_t *xq, int64_t nb, int64_t p0, int6
     }
 }
 
-TGT_AVX512 static void wrows512(uint32_t type, const uint8_t *w, size_t row_bytes, int64_t nr,
-                                const uint8_t *xq, int64_t nb, float *out)
+/* Up to WROWS_STREAMS streams of weight rows read side by side: stream t is s[t].n rows from
+ * s[t].w (row_bytes apart) into s[t].out. Pass r takes row r of every stream that has one; a
+ * full pass runs the four-row step, a partial one the one-row step (same arithmetic). */
+TGT_AVX512 static void wstreams512(uint32_t type, const struct ork__wstream *s, int ns_in,
+                                   size_t row_bytes, const uint8_t *xq, int64_t nb)
 {
     const bool q8 = type == ORK_TYPE_Q8_0;
     const __m512i off = _mm512_set1_epi8(q8 ? (char)U8_OFFSET : (char)Q4_0_OFFSET);
     __m512i xv[WROWS_CHUNK], bias[WROWS_CHUNK];
     __m512 dx[WROWS_CHUNK];
     const int64_t np = (nb + 1) / 2;
-    /* pass r: rows r, r + part, r + 2 part, ...; the last part may be shorter */
-    const int64_t part = (nr + WROWS_STREAMS - 1) / WROWS_STREAMS;
-    for (int64_t r = 0; r < part; r++) {
+    int64_t passes = 0;
+    for (int t = 0; t < ns_in; t++)
+        passes = s[t].n > passes ? s[t].n : passes;
+    for (int64_t r = 0; r < passes; r++) {
         const uint8_t *rows[WROWS_STREAMS];
+        float *outs[WROWS_STREAMS];
         __m512 acc[WROWS_STREAMS];
         int ns = 0;
-        for (int t = 0; t < WROWS_STREAMS; t++) {
-            ns += r + t * part < nr;
-            rows[t] = w + (size_t)(r + t * part < nr ? r + t * part : r) * row_bytes;
-            acc[t] = _mm512_setzero_ps();
+        for (int t = 0; t < ns_in; t++) {
+            if (r >= s[t].n)
+                continue;
+            rows[ns] = s[t].w + (size_t)r * row_bytes;
+            outs[ns] = s[t].out + r;
+            acc[ns++] = _mm512_setzero_ps();
         }
         for (int64_t p0 = 0; p0 < np; p0 += WROWS_CHUNK) {
             const int64_t pc = np - p0 < WROWS_CHUNK ? np - p0 : WROWS_CHUNK;
@@ -765,8 +772,21 @@ TGT_AVX512 static void wrows512(uint32_t type, const uint8_t *w, size_t row_byte
                                 : wrow512_q4(rows[t], p0, pc, nb, xv, bias, dx, acc[t]);
         }
         for (int t = 0; t < ns; t++)
-            out[r + t * part] = reduce_acc512(acc[t]);
+            *outs[t] = reduce_acc512(acc[t]);
     }
+}
+
+/* nr contiguous rows as WROWS_STREAMS streams, one per part (the last part may be shorter). */
+TGT_AVX512 static void wrows512(uint32_t type, const uint8_t *w, size_t row_bytes, int64_t nr,
+                                const uint8_t *xq, int64_t nb, float *out)
+{
+    const int64_t part = (nr + WROWS_STREAMS - 1) / WROWS_STREAMS;
+    struct ork__wstream s[WROWS_STREAMS];
+    int ns = 0;
+    for (int64_t r0 = 0; r0 < nr; r0 += part, ns++)
+        s[ns] = (struct ork__wstream){ .w = w + (size_t)r0 * row_bytes,
+                                       .n = nr - r0 < part ? nr - r0 : part, .out = out + r0 };
+    wstreams512(type, s, ns, row_bytes, xq, nb);
 }
 
 /* The 256-bit decode kernels: the same scheme one block per register, accumulators a0 (even
@@ -914,6 +934,35 @@ bool ork__q8_wrows(enum kisa k, uint32_t type, const uint8_t *w, size_t row_byte
 #endif
     (void)k, (void)type, (void)w, (void)row_bytes, (void)nr, (void)xq, (void)nb, (void)out;
     return false;
+}
+
+int ork__q8_wstreams_width(enum kisa k)
+{
+#ifdef GQ_X86
+    switch (k) {
+    case KISA_AVX512VNNI: return WROWS_STREAMS;
+    case KISA_AVXVNNI:
+    case KISA_AVX2: return 1;
+    default: break;
+    }
+#endif
+    (void)k;
+    return 0;
+}
+
+bool ork__q8_wstreams(enum kisa k, uint32_t type, const struct ork__wstream *s, int ns,
+                      size_t row_bytes, const uint8_t *xq, int64_t nb)
+{
+#ifdef GQ_X86
+    if (k == KISA_AVX512VNNI && ns <= WROWS_STREAMS) {
+        wstreams512(type, s, ns, row_bytes, xq, nb);
+        return true;
+    }
+#endif
+    for (int t = 0; t < ns; t++)
+        if (!ork__q8_wrows(k, type, s[t].w, row_bytes, s[t].n, xq, nb, s[t].out))
+            return false;
+    return true;
 }
 
 bool ork__gemm_q8_ok(enum kisa k)

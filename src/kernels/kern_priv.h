@@ -125,6 +125,20 @@ void ork__quantize_q8_k(enum kisa k, const float *x, uint8_t *dst, int64_t n);
  * no such kernel. */
 bool ork__q8_wrows(enum kisa k, uint32_t type, const uint8_t *w, size_t row_bytes, int64_t nr,
                    const uint8_t *xq, int64_t nb, float *out);
+/* Decode in streams: stream t is s[t].n weight rows (row_bytes apart) from s[t].w, results to
+ * s[t].out, each row with the bits of ork__q8_wrows. ork__q8_wstreams_width: streams the kernel
+ * of path k reads side by side (4 with AVX-512, 1 with AVX2; 0: no kernel). ork__q8_wstreams
+ * takes up to that many (more run one after another); false when path k has no kernel, with
+ * nothing done. */
+#define ORK_WSTREAMS_MAX 4
+struct ork__wstream {
+    const uint8_t *w;
+    int64_t n;
+    float *out;
+};
+int ork__q8_wstreams_width(enum kisa k);
+bool ork__q8_wstreams(enum kisa k, uint32_t type, const struct ork__wstream *s, int ns,
+                      size_t row_bytes, const uint8_t *xq, int64_t nb);
 /* True when path k has the tiled kernel (x86-64 AVX2 and up). */
 bool ork__gemm_q8_ok(enum kisa k);
 /* Bytes of one packed X row of k elements (Q8_0 blocks by pairs, biases, f32 scales). */

@@ -2,9 +2,11 @@
  * a persistent thread pool, and embedding row lookup. Not here: the per-element arithmetic
  * (dot.c, quant_ref.c) or the threads themselves (pool.c).
  *
- * Work split: the N weight rows are cut into work items of whole panels that the threads take
- * from an atomic counter (ork_pool_run_shared: a worker that has not started when the caller
- * runs out of items is released), so a weight row is read by exactly one thread. Each thread
+ * Work split: for M > 1 the N weight rows are cut into work items of whole panels that the
+ * threads take from an atomic counter (ork_pool_run_shared: a worker that has not started when
+ * the caller runs out of items is released); for decode (M = 1) each thread streams spans of
+ * its own share and steals from the others at the end (below). Either way a weight row is read
+ * by exactly one thread. Each thread
  * walks its rows; for a quantized or 16-bit row it dequantizes the row once into a stack buffer
  * and then dots it with all M rows of X, so weights stream from memory once per call whatever
  * M is.
@@ -84,6 +86,11 @@ struct mm_multi {
     size_t panel_bytes;
     int64_t chunk;          /* rows per work item (a multiple of ORK_GEMM_NW) */
     atomic_int_fast64_t next;   /* first row not yet taken */
+    /* decode (stolen spans, below): per thread one line of spans, streams per thread, rows
+     * claimed per stream at a time */
+    struct mm_spans *spans;
+    int streams;
+    int64_t claim;
 };
 
 /* Per output element through the chunked single-dot path (rows too long for the tiles). */
@@ -301,22 +308,187 @@ static void multi_rows(const struct mm_multi *j, int64_t g0, int64_t g1, uint8_t
     }
 }
 
-/* Work items per thread: the rows are cut into about this many chunks per thread, taken in
- * turn from an atomic counter, so a thread that is slowed (another process on its core, a
- * little core of a big.LITTLE SoC, page faults) takes fewer of them instead of holding up the
- * others at the end of the run. The tiled prefill kernel streams its X chunk once per item, so
- * it takes few, large ones. The decode kernel reads an item as four streams (gemm_q8.c), which
- * need length to ramp up: a chain of 2048-row Q8_0 matmuls at two threads
- * (tools/kern_probe mm q8_0 131072 2048 1 2 - 3 --split 2048, medians of 8 alternated runs) read
- * 42.5 GB/s with 16 items per thread, 55.6 with 4, 60 with 2 and 1; ork bench tg64 at t=2
- * (4 alternated runs each) gave 22.3 t/s with 16, 23.4 with 4, 22.9 with 2 and 18.0 with one
- * fixed range per thread. */
-#define MM_ITEMS_PER_THREAD_DECODE 4
+/* ---- decode: spans of rows with stealing ----------------------------------------------- *
+ *
+ * A decode matmul (M = 1) streams every weight byte once and does little else, so what counts
+ * is that every thread streams until the very end. Work items from a counter leave one thread
+ * alone for up to an item at the end of every matmul: at two threads that was 10-16 % of the
+ * matmul time (instrumented ork bench tg64 at t=2; 2.5-3 % with spans, docs/kernels.md
+ * "Threads" for the end-to-end effect). Instead each thread starts
+ * with an equal share of the rows as `streams` spans (the streams its decode kernel reads side
+ * by side, ork__q8_wstreams_width) and claims `claim` rows from the front of each in turn; a
+ * thread whose spans are empty steals the back half of the longest span left anywhere (all of
+ * it when that is short), splits it into its own spans and goes on. A span is one atomic word
+ * (first row, end row), changed only by compare-and-swap, so every row is claimed once: by
+ * its owner from the front or by a thief from the back. A thread returns only when no span
+ * has rows left, so a worker that never started (ork_pool_run_shared releases it) has had its
+ * rows stolen. */
+
+/* Bytes of weights a thread claims per stream at a time: small enough that the threads end
+ * within a few microseconds of each other, large enough that the claims' compare-and-swaps
+ * (one per stream per claim) and the kernel's X preparation (once per call, ~1 % of a call of
+ * this size at K = 2048) cost nothing measurable. */
+#define MM_CLAIM_BYTES (64u << 10)
+#define MM_SPAN_LINE 64
+/* Spans hold 32-bit row numbers; matrices with more rows take the work items. */
+#define MM_SPAN_ROWS_MAX INT32_MAX
+
+struct mm_spans {
+    _Alignas(MM_SPAN_LINE) atomic_uint_fast64_t s[ORK_WSTREAMS_MAX];
+};
+_Static_assert(sizeof(struct mm_spans) == MM_SPAN_LINE, "one line of spans per thread");
+
+static uint64_t span_pack(int64_t lo, int64_t hi)
+{
+    return (uint64_t)lo | (uint64_t)hi << 32;
+}
+
+static int64_t span_lo(uint64_t v) { return (int64_t)(v & 0xffffffffu); }
+static int64_t span_hi(uint64_t v) { return (int64_t)(v >> 32); }
+
+/* Rows [lo, hi) spread over the `streams` spans of sp (equal parts, the last one shorter). */
+static void spans_set(struct mm_spans *sp, int streams, int64_t lo, int64_t hi)
+{
+    int64_t part = (hi - lo + streams - 1) / streams;
+    for (int t = 0; t < streams; t++) {
+        int64_t a = lo + t * part < hi ? lo + t * part : hi;
+        int64_t b = a + part < hi ? a + part : hi;
+        atomic_store_explicit(&sp->s[t], span_pack(a, b), memory_order_relaxed);
+    }
+}
+
+/* The matrix holding global row g: its index, and its first global row in *off. */
+static int mat_of(const struct mm_multi *j, int64_t g, int64_t *off)
+{
+    int64_t o = 0;
+    int q = 0;
+    while (q + 1 < j->n_w && g >= o + j->w[q]->n_rows)
+        o += j->w[q++]->n_rows;
+    *off = o;
+    return q;
+}
+
+/* Claims up to j->claim rows from the front of span a, not past the end of their matrix:
+ * the first in *g0, the count returned (0 when the span is empty). */
+static int64_t span_claim(const struct mm_multi *j, atomic_uint_fast64_t *a, int64_t *g0)
+{
+    uint64_t v = atomic_load_explicit(a, memory_order_relaxed);
+    for (;;) {
+        int64_t lo = span_lo(v), hi = span_hi(v);
+        if (lo >= hi)
+            return 0;
+        int64_t off, n = hi - lo < j->claim ? hi - lo : j->claim;
+        int q = mat_of(j, lo, &off);
+        if (lo + n > off + j->w[q]->n_rows)
+            n = off + j->w[q]->n_rows - lo;
+        if (atomic_compare_exchange_weak_explicit(a, &v, span_pack(lo + n, hi),
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+            *g0 = lo;
+            return n;
+        }
+    }
+}
+
+/* One claim from each of this thread's spans, Q8_0 / Q4_0 ones of one type read side by side
+ * by the stream kernel, the others through multi_rows; false when all spans are empty. */
+static bool spans_step(const struct mm_multi *j, struct mm_spans *mine, uint8_t *panel)
+{
+    struct ork__wstream ws[ORK_WSTREAMS_MAX];
+    int64_t wg[ORK_WSTREAMS_MAX];
+    const struct ork_mat *w0 = NULL;
+    int ns = 0;
+    bool any = false;
+    for (int t = 0; t < j->streams; t++) {
+        int64_t g0, off, n = span_claim(j, &mine->s[t], &g0);
+        if (n == 0)
+            continue;
+        any = true;
+        int q = mat_of(j, g0, &off);
+        const struct ork_mat *w = j->w[q];
+        bool kern = j->xf == XF_Q8_0 && (w->type == ORK_TYPE_Q8_0 || w->type == ORK_TYPE_Q4_0);
+        if (kern && (!w0 || (w->type == w0->type && w->row_bytes == w0->row_bytes))) {
+            w0 = w;
+            wg[ns] = g0;
+            ws[ns++] = (struct ork__wstream){
+                .w = (const uint8_t *)w->data + (size_t)(g0 - off) * w->row_bytes, .n = n,
+                .out = j->y[q] + (g0 - off) };
+        } else {
+            multi_rows(j, g0, g0 + n, panel);
+        }
+    }
+    if (ns > 0 && !ork__q8_wstreams(j->isa, w0->type, ws, ns, w0->row_bytes, j->xs,
+                                    j->k / Q8_0_BLOCK))
+        for (int t = 0; t < ns; t++)    /* no stream kernel on this path */
+            multi_rows(j, wg[t], wg[t] + ws[t].n, panel);
+    return any;
+}
+
+/* Steals the back half of the longest span of any thread (all of it when at most `claim` rows
+ * per stream are left) into this thread's empty spans; false when no span has rows left. */
+static bool spans_steal(const struct mm_multi *j, int nth, struct mm_spans *mine)
+{
+    for (;;) {
+        atomic_uint_fast64_t *best = NULL;
+        uint64_t bv = 0;
+        int64_t brem = 0;
+        for (int i = 0; i < nth; i++)
+            for (int t = 0; t < j->streams; t++) {
+                atomic_uint_fast64_t *a = &j->spans[i].s[t];
+                uint64_t v = atomic_load_explicit(a, memory_order_relaxed);
+                if (span_hi(v) - span_lo(v) > brem) {
+                    best = a, bv = v;
+                    brem = span_hi(v) - span_lo(v);
+                }
+            }
+        if (!best)
+            return false;
+        int64_t take = brem <= j->claim * j->streams ? brem : brem / 2;
+        int64_t hi = span_hi(bv);
+        if (atomic_compare_exchange_strong_explicit(best, &bv, span_pack(span_lo(bv), hi - take),
+                                                    memory_order_relaxed,
+                                                    memory_order_relaxed)) {
+            spans_set(mine, j->streams, hi - take, hi);
+            return true;
+        }
+    }
+}
+
+static void spans_thread(void *ctx, int ith, int nth)
+{
+    struct mm_multi *j = ctx;
+    uint8_t *panel = j->panels ? j->panels + (size_t)ith * j->panel_bytes : NULL;
+    struct mm_spans *mine = &j->spans[ith];
+    do {
+        while (spans_step(j, mine, panel))
+            ;
+    } while (spans_steal(j, nth, mine));
+}
+
+/* Sets up the spans: thread i's equal share of the rows over its streams. */
+static void spans_plan(struct mm_multi *j, int nth)
+{
+    int width = j->xf == XF_Q8_0 ? ork__q8_wstreams_width(j->isa) : 0;
+    j->streams = width > 0 ? width : 1;
+    int64_t rb = (int64_t)j->w[0]->row_bytes;
+    j->claim = rb > 0 && rb < (int64_t)MM_CLAIM_BYTES ? (int64_t)MM_CLAIM_BYTES / rb : 1;
+    int64_t per = (j->rows + nth - 1) / nth;
+    for (int i = 0; i < nth; i++) {
+        int64_t lo = per * i < j->rows ? per * i : j->rows;
+        int64_t hi = lo + per < j->rows ? lo + per : j->rows;
+        spans_set(&j->spans[i], j->streams, lo, hi);
+    }
+}
+
+/* Work items per thread (M > 1; decode takes spans): the rows are cut into about this many
+ * chunks per thread, taken in turn from an atomic counter, so a thread that is slowed (another
+ * process on its core, a little core of a big.LITTLE SoC, page faults) takes fewer of them
+ * instead of holding up the others at the end of the run. The tiled prefill kernel streams its
+ * X chunk once per item, so it takes few, large ones; the one-row kernels (K-quant prefill,
+ * paths without the tiled kernel) take the same count. History of the decode split, which used
+ * items before the spans (16, 4, 2 or 1 per thread, shrinking items): docs/kernels.md
+ * "Threads". */
+#define MM_ITEMS_PER_THREAD_ROWS 4
 #define MM_ITEMS_PER_THREAD_TILED 4
-/* Items were also tried shrinking towards the end of a decode matmul (the rest divided by
- * 2 * nth, at least 64 KiB of weights) so the threads finish together: the end-of-run waits
- * fell, but tg64 at t=2 ran ~6 % slower in alternated runs (the decode kernel streams four
- * parts of an item side by side, which small items cut short), so items keep one size. */
 
 static int64_t round_panels(int64_t rows)
 {
@@ -326,7 +498,7 @@ static int64_t round_panels(int64_t rows)
 /* Rows per work item for nth threads: whole panels, so only a matrix's last panel is ragged. */
 static void plan_items(struct mm_multi *j, int nth)
 {
-    int per_thread = j->xf == XF_PACK ? MM_ITEMS_PER_THREAD_TILED : MM_ITEMS_PER_THREAD_DECODE;
+    int per_thread = j->xf == XF_PACK ? MM_ITEMS_PER_THREAD_TILED : MM_ITEMS_PER_THREAD_ROWS;
     int64_t items = (int64_t)nth * per_thread;
     int64_t c = round_panels((j->rows + items - 1) / items);
     j->chunk = c > 0 ? c : ORK_GEMM_NW;
@@ -399,17 +571,26 @@ static void run_multi(struct ork_pool *pool, struct mm_multi *j)
         j->xrow = xrow_bytes(j->xf, j->k);
         j->panel_bytes = j->xf == XF_PACK ? align_up(ork__gemm_panel_bytes(j->k)) : 0;
         size_t xbytes = align_up(j->xrow * (size_t)j->m);
-        uint8_t *s = pool ? ork_pool_scratch(pool, xbytes + (size_t)nth * j->panel_bytes) : NULL;
+        size_t pbytes = (size_t)nth * j->panel_bytes;
+        bool spans = nth > 1 && j->m == 1 && j->rows <= MM_SPAN_ROWS_MAX;
+        size_t sbytes = spans ? (size_t)nth * sizeof(struct mm_spans) : 0;
+        uint8_t *s = pool ? ork_pool_scratch(pool, xbytes + pbytes + sbytes) : NULL;
         if (!s) {
             multi_stack(j);
             return;
         }
         j->xs = s;
         j->panels = j->xf == XF_PACK ? s + xbytes : NULL;
+        j->spans = spans ? (struct mm_spans *)(void *)(s + xbytes + pbytes) : NULL;
         if (nth > 1 && j->m * j->k >= MM_QUANT_PAR_MIN && j->m > 1)
             ork_pool_run(pool, quant_thread, j);
         else
             quant_rows(j, j->x, 0, j->m, j->xs);
+    }
+    if (j->spans) {
+        spans_plan(j, nth);
+        ork_pool_run_shared(pool, spans_thread, j);
+        return;
     }
     plan_items(j, nth);
     atomic_store_explicit(&j->next, 0, memory_order_relaxed);

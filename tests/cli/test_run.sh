@@ -26,6 +26,14 @@ printf 'Once upon a time' >"$tmp/prompt.txt"
 "$ORK" run -m "$MODEL" -f "$tmp/prompt.txt" -n 48 --temp 0 -b 2 --kv-type f16 >"$tmp/out2" 2>/dev/null
 check "prompt file, batch 2, f16 kv" 'grep -qF -- "$want" "$tmp/out2"'
 
+# the model file mapped (--mmap) or read into memory (--no-mmap, the CPU default): same text
+"$ORK" run -m "$MODEL" -p "Once upon a time" -n 48 --temp 0 --mmap >"$tmp/outm" 2>/dev/null
+"$ORK" run -m "$MODEL" -p "Once upon a time" -n 48 --temp 0 --no-mmap >"$tmp/outr" 2>/dev/null
+check "--mmap and --no-mmap: the reference text" \
+    'grep -qF -- "$want" "$tmp/outm" && cmp -s "$tmp/outm" "$tmp/outr"'
+"$ORK" run --help >"$tmp/help" 2>&1
+check "--help lists --mmap and --no-mmap" 'grep -q -- "--mmap " "$tmp/help" && grep -q -- "--no-mmap" "$tmp/help"'
+
 # --stop cuts the text before the stop string
 "$ORK" run -m "$MODEL" -p "Once upon a time" -n 48 --temp 0 --stop "Lily" >"$tmp/out3" 2>/dev/null
 check "--stop" 'grep -qF "girl named " "$tmp/out3" && ! grep -q "Lily" "$tmp/out3"'

@@ -1,6 +1,7 @@
 /* test_model_errors.c -- loading a broken model fails with the right code and a message naming
  * what is wrong: a missing tensor, a tensor of an unsupported type, a tensor of the wrong shape,
- * an unknown architecture, a truncated file, a missing file. The broken models are copies of
+ * an unknown architecture, a truncated file, a missing file, an unknown load mode; the file
+ * mapped and read into memory give the same logits. The broken models are copies of
  * stories260K.gguf with a few header bytes patched (same-length edits keep the file valid GGUF). */
 #include "ork_test.h"
 
@@ -151,6 +152,50 @@ static void test_truncated(void)
     CHECK(strlen(ork_error_message()) > 0);
 }
 
+/* Logits of a few tokens with the model loaded in mode `load` (0 on success). */
+static int logits_with(const char *path, int32_t load, float *out, int32_t *nv)
+{
+    struct ork_model_params mp;
+    ork_model_params_default(&mp);
+    mp.load = load;
+    struct ork_model *m = NULL;
+    int ret = ork_model_load(path, &mp, &m);
+    if (ret < 0)
+        return ret;
+    struct ork_session_params sp;
+    ork_session_params_default(&sp);
+    sp.ctx_size = 16;
+    sp.n_threads = 2;
+    struct ork_session *s = NULL;
+    const int32_t toks[3] = { 1, 42, 7 };
+    *nv = ork_model_config(m)->n_vocab;
+    if ((ret = ork_session_create(m, &sp, &s)) == 0)
+        ret = ork_model_eval(s, toks, 3, 0, out, ORK_EVAL_LAST_LOGITS);
+    ork_session_free(s);
+    ork_model_free(m);
+    return ret;
+}
+
+static void test_load_modes(void)
+{
+    enum { MAX_VOCAB = 1024 };
+    static float a[MAX_VOCAB], b[MAX_VOCAB];
+    const char *path = ork_test_fixture("models/stories260K.gguf");
+    int32_t nv = 0;
+    REQUIRE(logits_with(path, ORK_LOAD_MMAP, a, &nv) == 0);
+    REQUIRE(nv <= MAX_VOCAB);
+    REQUIRE(logits_with(path, ORK_LOAD_READ, b, &nv) == 0);
+    CHECK(memcmp(a, b, sizeof(float) * (size_t)nv) == 0);
+    ork_error_clear();
+    struct ork_model_params mp;
+    ork_model_params_default(&mp);
+    mp.load = 9;
+    struct ork_model *m = NULL;
+    CHECK_EQ_INT(ork_model_load(path, &mp, &m), ORK_EINVAL);
+    CHECK(m == NULL);
+    CHECK(strstr(ork_error_message(), "load mode 9") != NULL);
+}
+
 static void test_missing_file(void)
 {
     struct ork_model *m = NULL;
@@ -172,6 +217,7 @@ int main(void)
     RUN(test_unknown_arch);
     RUN(test_truncated);
     RUN(test_missing_file);
+    RUN(test_load_modes);
     free(g_file);
     return ork_test_done();
 }

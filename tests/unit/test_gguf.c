@@ -111,7 +111,8 @@ static void test_small_file(void)
     }
 }
 
-/* The mmap path: the same small file written to disk, an empty file, a directory, a missing file. */
+/* The file paths (mapped, and read into memory): the same small file written to disk, an empty
+ * file, a directory, a missing file, an unknown mode. */
 static void test_open_file(void)
 {
     char path[] = "/tmp/ork_test_gguf_XXXXXX";
@@ -130,16 +131,33 @@ static void test_open_file(void)
         CHECK((uintptr_t)t->data % 32 == 0);    /* the mapping is page aligned */
         ork_gguf_close(g);
     }
+    /* read into memory: the same bytes, from a 2 MiB aligned copy */
+    CHECK_EQ_INT(ork_gguf_open_mode(path, ORK_GGUF_READ, &g), 0);
+    if (g) {
+        CHECK_EQ_INT(ork_gguf_file_size(g), b.len);
+        CHECK(!memcmp(ork_gguf_base(g), b.buf, b.len));
+        CHECK((uintptr_t)ork_gguf_base(g) % ((uintptr_t)2 << 20) == 0);
+        const struct ork_gguf_tensor *t = ork_gguf_tensor_find(g, "c");
+        CHECK(t && !memcmp(t->data, b.buf + b.len - SMALL_DATA_BYTES + 96, 12));
+        ork_gguf_close(g);
+    }
+    ork_error_clear();
+    CHECK_EQ_INT(ork_gguf_open_mode(path, (enum ork_gguf_mode)7, &g), ORK_EINVAL);
+    CHECK(strstr(ork_error_message(), "unknown mode 7"));
     CHECK_EQ_INT(truncate(path, 0), 0);
-    ork_error_clear();
-    CHECK_EQ_INT(ork_gguf_open(path, &g), ORK_EFORMAT);
-    CHECK(strstr(ork_error_message(), "empty") && strstr(ork_error_message(), path));
+    for (int mode = ORK_GGUF_MMAP; mode <= ORK_GGUF_READ; mode++) {
+        ork_error_clear();
+        CHECK_EQ_INT(ork_gguf_open_mode(path, (enum ork_gguf_mode)mode, &g), ORK_EFORMAT);
+        CHECK(strstr(ork_error_message(), "empty") && strstr(ork_error_message(), path));
+    }
     unlink(path);
-    ork_error_clear();
-    CHECK_EQ_INT(ork_gguf_open(path, &g), ORK_EIO);
-    CHECK(strstr(ork_error_message(), "cannot open") && strstr(ork_error_message(), path));
-    CHECK_EQ_INT(ork_gguf_open("/tmp", &g), ORK_EIO);
-    CHECK(strstr(ork_error_message(), "not a regular file"));
+    for (int mode = ORK_GGUF_MMAP; mode <= ORK_GGUF_READ; mode++) {
+        ork_error_clear();
+        CHECK_EQ_INT(ork_gguf_open_mode(path, (enum ork_gguf_mode)mode, &g), ORK_EIO);
+        CHECK(strstr(ork_error_message(), "cannot open") && strstr(ork_error_message(), path));
+        CHECK_EQ_INT(ork_gguf_open_mode("/tmp", (enum ork_gguf_mode)mode, &g), ORK_EIO);
+        CHECK(strstr(ork_error_message(), "not a regular file"));
+    }
     CHECK_EQ_INT(ork_gguf_open(NULL, &g), ORK_EINVAL);
     gb_free(&b);
 }

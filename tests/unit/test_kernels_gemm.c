@@ -4,7 +4,8 @@
  * with ragged M / N and odd block counts, pools of 1..4 threads and no pool; the vectorized
  * Q8_0 / Q8_K activation quantizers equal the scalar ones byte for byte on random values,
  * rounding ties, zeros, equal values and +-FLT_MAX; ork_matmul_act_multi equals one
- * ork_matmul_act per matrix; repeated calls allocate nothing. */
+ * ork_matmul_act per matrix; decode matmuls long enough for many claims and steals of row
+ * spans (matmul.c) equal the scalar path too; repeated calls allocate nothing. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -228,6 +229,73 @@ static void test_multi(void)
     }
 }
 
+/* Decode (M = 1) over rows long enough that every thread claims many times and steals at the
+ * end (matmul.c spans, a claim is ~64 KiB of a stream): Q8_0 / Q4_0 matrices end to end, whose
+ * claims stop at the matrix boundaries, and Q4_K / Q6_K through the one-row kernels; more
+ * threads than cores in the larger pools make descheduled owners and thieves common. Every
+ * output bit equal to the scalar path's. */
+static void test_decode_spans(void)
+{
+    enum { K = 8192, NW = 5 };
+    const uint32_t types[NW] = { ORK_TYPE_Q8_0, ORK_TYPE_Q4_0, ORK_TYPE_Q8_0, ORK_TYPE_Q4_K,
+                                 ORK_TYPE_Q6_K };
+    const int64_t ns[NW] = { 61, 37, 90, 150, 77 };
+    uint8_t *wd[NW];
+    struct ork_mat mats[NW];
+    const struct ork_mat *mp[NW];
+    float *ys[NW], *want[NW];
+    static float x[K];
+    for (int i = 0; i < K; i++)
+        x[i] = frand() * (float)(1 + i % 5);
+    for (int q = 0; q < NW; q++) {
+        size_t rb = ork_type_row_bytes(types[q], K);
+        wd[q] = ork_malloc(rb * (size_t)ns[q]);
+        ys[q] = ork_malloc(sizeof(float) * (size_t)ns[q]);
+        want[q] = ork_malloc(sizeof(float) * (size_t)ns[q]);
+        REQUIRE(wd[q] && ys[q] && want[q]);
+        for (int64_t r = 0; r < ns[q]; r++)
+            kt_random_row(types[q], wd[q] + r * rb, K);
+        mats[q] = (struct ork_mat){ .type = types[q], .n_rows = ns[q], .n_cols = K,
+                                    .row_bytes = rb, .data = wd[q] };
+        mp[q] = &mats[q];
+    }
+    REQUIRE(ork_kernels_set_path("scalar") == 0);
+    for (int q = 0; q < NW; q++)
+        REQUIRE(ork_matmul_act(NULL, mp[q], x, 1, want[q], ORK_ACT_QUANT) == 0);
+    int differ = 0, runs = 0;
+    for (int i = 0; ork_kernels_path_name(i); i++) {
+        if (ork_kernels_set_path(ork_kernels_path_name(i)) != 0)
+            continue;
+        for (int pi = 1; pi < MAX_THREADS; pi++) {
+            if (!pools[pi])
+                continue;
+            for (int rep = 0; rep < 8; rep++, runs++) {
+                for (int q = 0; q < NW; q++)
+                    memset(ys[q], 0xff, sizeof(float) * (size_t)ns[q]);
+                /* the three Q8_0 / Q4_0 matrices as one, the K-quants one by one */
+                REQUIRE(ork_matmul_act_multi(pools[pi], mp, 3, x, 1, ys, ORK_ACT_QUANT) == 0);
+                REQUIRE(ork_matmul_act(pools[pi], mp[3], x, 1, ys[3], ORK_ACT_QUANT) == 0);
+                REQUIRE(ork_matmul_act(pools[pi], mp[4], x, 1, ys[4], ORK_ACT_QUANT) == 0);
+                for (int q = 0; q < NW; q++) {
+                    int d = memcmp(ys[q], want[q], sizeof(float) * (size_t)ns[q]) != 0;
+                    if (d)
+                        fprintf(stderr, "%s %s decode, %d threads: outputs differ\n",
+                                ork_kernels_path_name(i), ork_type_name(types[q]), pi + 1);
+                    differ += d;
+                }
+            }
+        }
+    }
+    REQUIRE(ork_kernels_set_path(NULL) == 0);
+    CHECK(runs > 0);
+    CHECK_EQ_INT(differ, 0);
+    for (int q = 0; q < NW; q++) {
+        ork_free(wd[q]);
+        ork_free(ys[q]);
+        ork_free(want[q]);
+    }
+}
+
 /* Once the pool scratch has grown, repeated calls (prefill-sized and decode-sized) allocate
  * nothing. */
 static void test_no_alloc(void)
@@ -267,6 +335,8 @@ int main(void)
     RUN(test_quantizers);
     RUN(test_paths_shapes);
     RUN(test_multi);
+    if (pools[1])
+        RUN(test_decode_spans);
     if (pools[1])
         RUN(test_no_alloc);
     for (int t = 0; t < MAX_THREADS; t++)
