@@ -175,7 +175,7 @@ static int cmd_mm(int argc, char **argv)
     if (chunk <= 0 || chunk > n)
         chunk = n;
     ork_matmul_act(pool, &mat, x, m, y, ORK_ACT_QUANT);     /* warm */
-    double best = 1e30;
+    double best = 1e30, sum = 0;
     for (int r = 0; r < reps; r++) {
         double t0 = now();
         for (int64_t r0 = 0; r0 < n; r0 += chunk) {
@@ -185,13 +185,17 @@ static int cmd_mm(int argc, char **argv)
             ork_matmul_act(pool, &sub, x, m, y, ORK_ACT_QUANT);
         }
         double dt = now() - t0;
+        sum += dt;
         if (dt < best)
             best = dt;
     }
+    double mean = sum / reps;
     double ops = 2.0 * (double)n * (double)k * (double)m;
-    printf("%s %s N=%lld K=%lld M=%lld t=%d: %.3f ms, weights %.2f GB/s, %.1f GOP/s\n",
+    printf("%s %s N=%lld K=%lld M=%lld t=%d: %.3f ms, weights %.2f GB/s, %.1f GOP/s "
+           "(best of %d; mean %.3f ms, %.2f GB/s)\n",
            ork_kernels_path(), tr->name, (long long)n, (long long)k, (long long)m,
-           ork_pool_threads(pool), best * 1e3, (double)bytes / best / 1e9, ops / best / 1e9);
+           ork_pool_threads(pool), best * 1e3, (double)bytes / best / 1e9, ops / best / 1e9,
+           reps, mean * 1e3, (double)bytes / mean / 1e9);
     ork_pool_destroy(pool);
     if (wmap)
         munmap(wmap, bytes);

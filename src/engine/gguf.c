@@ -829,7 +829,7 @@ static void *anon_huge(size_t len)
     return p;
 }
 
-/* The file read into anonymous memory (read-only once filled), or an error. */
+/* The file read into anonymous memory, or an error. */
 static int read_whole(int fd, const char *path, size_t len, void **out)
 {
     uint8_t *p = anon_huge(len);
@@ -849,7 +849,9 @@ static int read_whole(int fd, const char *path, size_t len, void **out)
         }
         got += (size_t)r;
     }
-    (void)mprotect(p, len, PROT_READ);
+    /* Left writable: making it read-only (mprotect) cost the first pass over the weights
+     * 4-7x (146 against 36 ms over the layers of a 1.8 GB model, measured), and the reader only
+     * hands out const pointers. */
     *out = p;
     return 0;
 }
