@@ -657,25 +657,47 @@ TGT_AVX512 static inline float reduce_acc512(__m512 a)
     return _mm_cvtss_f32(_mm_add_ss(r2, _mm_movehdup_ps(r2)));
 }
 
-/* Pairs of X prepared at a time for the decode kernel: 128 pairs (K = 8192) x 192 bytes =
- * 24 KiB of stack, in L1 while every weight row meets it. */
+/* Pairs of X prepared at a time for the decode kernel: 128 pairs (K = 8192) x 72 bytes (64
+ * of quants, two f32 scales) = 9 KiB of stack, in L1 while every weight row meets it.
+ * The prepared pair is kept that small on purpose: the X bias (-offset x the group sums) is
+ * recomputed per pair from the quants with one vpdpbusd, and the scales are widened to their
+ * lanes with one permute, shared by the four rows of a pass. The first version kept the bias
+ * and the widened scales as two more 64-byte vectors per pair (192 bytes a pair, 18 KiB at
+ * K = 6144), and those lines competed in L1 with the weight streams: from DRAM at two threads
+ * (kern_probe mm q8_0 43690 6144 1 2 - 4, binaries alternated, medians of 6 runs) 49.0 GB/s
+ * with 192 bytes a pair, 55.5 with the bias recomputed (128 bytes), 60.6 with both (72 bytes);
+ * at K = 2048 62.5 / 66.0 / 66.4; Q4_0 at K = 6144 53.6 / 57.8 / 57.5 and at K = 2048 (more
+ * arithmetic per byte) 60.3 / 58.9 / 57.7. */
 #define WROWS_CHUNK 128
+
+/* The per-pair X operands of step q, shared by the rows of a pass: the bias for the weights'
+ * u8 offset (off) and the two scales widened to lanes 0-7 / 8-15. */
+#define XPAIR512(q)                                                                            \
+    const __m512i nbias = _mm512_sub_epi32(                                                    \
+        _mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, xv[q]));     \
+    const __m512 dxq = _mm512_permutexvar_ps(                                                  \
+        lanes01, _mm512_castpd_ps(_mm512_set1_pd(xd[q])))
 
 /* One step of a row's chain: weight pair v (scales dw) against prepared X pair q. */
 #define WSTEP512(TO_U8, v, dw, q, acc)                                                         \
-    _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(bias[q], TO_U8(v), xv[q])),         \
-                    _mm512_mul_ps((dw), dx[q]), (acc))
+    _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(nbias, TO_U8(v), xv[q])),           \
+                    _mm512_mul_ps((dw), dxq), (acc))
+
+/* Lane pattern of a pair's two values (even block: lanes 0-7, odd block: 8-15). */
+#define LANES01 _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0)
 
 /* One weight row against pc prepared X pairs starting at pair p0; only the row's last pair
- * can lack its odd block. */
+ * can lack its odd block. xd[q]: pair q's two f32 scales. */
 #define WROW512(NAME, PAIR, PAIR_BYTES, TO_U8)                                                 \
     TGT_AVX512 static inline __m512 NAME(const uint8_t *row, int64_t p0, int64_t pc,          \
-                                         int64_t nb, const __m512i *xv, const __m512i *bias,  \
-                                         const __m512 *dx, __m512 a)                          \
+                                         int64_t nb, const __m512i *xv, const double *xd,     \
+                                         __m512i off, __m512 a)                               \
     {                                                                                          \
         const bool ragged = p0 + pc == (nb + 1) / 2 && nb % 2;                                 \
         const uint8_t *w0 = row + (size_t)p0 * PAIR_BYTES;                                     \
+        const __m512i lanes01 = LANES01;                                                       \
         for (int64_t q = 0; q < pc; q++) {                                                     \
+            XPAIR512(q);                                                                       \
             __m512 dw;                                                                         \
             __m512i v = PAIR(w0 + (size_t)q * PAIR_BYTES, !ragged || q + 1 < pc, &dw);         \
             a = WSTEP512(TO_U8, v, dw, q, a);                                                  \
@@ -690,22 +712,25 @@ WROW512(wrow512_q4, pair_q4_512, Q4_PAIR_BYTES, Q4_TO_U8)
 /* Weight rows read side by side by the decode kernel, one from each part of the thread's range
  * (WROWS_STREAMS memory streams in different pages, one FMA chain each). */
 #define WROWS_STREAMS 4
+_Static_assert(WROWS_STREAMS <= ORK_WSTREAMS_MAX, "ork__q8_wstreams takes this many streams");
 
 /* WROWS_STREAMS weight rows against the same prepared X pairs, each row's arithmetic as in
  * WROW512. */
 #define WROWS512(NAME, PAIR, PAIR_BYTES, TO_U8)                                                \
     TGT_AVX512 static inline void NAME(const uint8_t *const *rows, int64_t p0, int64_t pc,    \
-                                       int64_t nb, const __m512i *xv, const __m512i *bias,    \
-                                       const __m512 *dx, __m512 *acc)                         \
+                                       int64_t nb, const __m512i *xv, const double *xd,       \
+                                       __m512i off, __m512 *acc)                              \
     {                                                                                          \
         const bool ragged = p0 + pc == (nb + 1) / 2 && nb % 2;                                 \
         const size_t o = (size_t)p0 * PAIR_BYTES;                                              \
         const uint8_t *w0 = rows[0] + o, *w1 = rows[1] + o, *w2 = rows[2] + o,                 \
                       *w3 = rows[3] + o;                                                       \
+        const __m512i lanes01 = LANES01;                                                       \
         __m512 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];                             \
         for (int64_t q = 0; q < pc; q++) {                                                     \
             const bool two = !ragged || q + 1 < pc;                                            \
             const size_t at = (size_t)q * PAIR_BYTES;                                          \
+            XPAIR512(q);                                                                       \
             __m512 d0, d1, d2, d3;                                                             \
             __m512i v0 = PAIR(w0 + at, two, &d0), v1 = PAIR(w1 + at, two, &d1);                \
             __m512i v2 = PAIR(w2 + at, two, &d2), v3 = PAIR(w3 + at, two, &d3);                \
@@ -719,16 +744,19 @@ WROW512(wrow512_q4, pair_q4_512, Q4_PAIR_BYTES, Q4_TO_U8)
 WROWS512(wrows4_512_q8, pair_q8_512, Q8_PAIR_BYTES, Q8_TO_U8)
 WROWS512(wrows4_512_q4, pair_q4_512, Q4_PAIR_BYTES, Q4_TO_U8)
 
-/* X pairs p0 .. p0 + pc - 1 as vpdpbusd operands: quants, the bias for the weights' u8 offset
- * and the scales. */
+/* X pairs p0 .. p0 + pc - 1 as vpdpbusd operands: the quants, and the two scales as f32 side
+ * by side in xd[q] (0 for an absent odd block). */
 TGT_AVX512 static void xpairs512(const uint8_t *xq, int64_t nb, int64_t p0, int64_t pc,
-                                 __m512i off, __m512i *xv, __m512i *bias, __m512 *dx)
+                                 __m512i *xv, double *xd)
 {
     for (int64_t q = 0; q < pc; q++) {
         const int64_t b = 2 * (p0 + q);
-        xv[q] = pair_q8_512(xq + (size_t)b * Q8_0_BYTES, b + 1 < nb, &dx[q]);
-        bias[q] = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                   _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, xv[q]));
+        __m512 d;
+        xv[q] = pair_q8_512(xq + (size_t)b * Q8_0_BYTES, b + 1 < nb, &d);
+        /* lanes 0 and 8 hold the two scales */
+        __m256 lo = _mm512_castps512_ps256(d), hi = _mm512_extractf32x8_ps(d, 1);
+        __m128 two = _mm_unpacklo_ps(_mm256_castps256_ps128(lo), _mm256_castps256_ps128(hi));
+        _mm_storel_pd(&xd[q], _mm_castps_pd(two));
     }
 }
 
@@ -740,8 +768,8 @@ TGT_AVX512 static void wstreams512(uint32_t type, const struct ork__wstream *s, 
 {
     const bool q8 = type == ORK_TYPE_Q8_0;
     const __m512i off = _mm512_set1_epi8(q8 ? (char)U8_OFFSET : (char)Q4_0_OFFSET);
-    __m512i xv[WROWS_CHUNK], bias[WROWS_CHUNK];
-    __m512 dx[WROWS_CHUNK];
+    __m512i xv[WROWS_CHUNK];
+    double xd[WROWS_CHUNK];
     const int64_t np = (nb + 1) / 2;
     int64_t passes = 0;
     for (int t = 0; t < ns_in; t++)
@@ -761,15 +789,15 @@ TGT_AVX512 static void wstreams512(uint32_t type, const struct ork__wstream *s, 
         for (int64_t p0 = 0; p0 < np; p0 += WROWS_CHUNK) {
             const int64_t pc = np - p0 < WROWS_CHUNK ? np - p0 : WROWS_CHUNK;
             if (np > WROWS_CHUNK || r == 0)
-                xpairs512(xq, nb, p0, pc, off, xv, bias, dx);
+                xpairs512(xq, nb, p0, pc, xv, xd);
             if (ns == WROWS_STREAMS && q8)
-                wrows4_512_q8(rows, p0, pc, nb, xv, bias, dx, acc);
+                wrows4_512_q8(rows, p0, pc, nb, xv, xd, off, acc);
             else if (ns == WROWS_STREAMS)
-                wrows4_512_q4(rows, p0, pc, nb, xv, bias, dx, acc);
+                wrows4_512_q4(rows, p0, pc, nb, xv, xd, off, acc);
             else
                 for (int t = 0; t < ns; t++)
-                    acc[t] = q8 ? wrow512_q8(rows[t], p0, pc, nb, xv, bias, dx, acc[t])
-                                : wrow512_q4(rows[t], p0, pc, nb, xv, bias, dx, acc[t]);
+                    acc[t] = q8 ? wrow512_q8(rows[t], p0, pc, nb, xv, xd, off, acc[t])
+                                : wrow512_q4(rows[t], p0, pc, nb, xv, xd, off, acc[t]);
         }
         for (int t = 0; t < ns; t++)
             *outs[t] = reduce_acc512(acc[t]);
