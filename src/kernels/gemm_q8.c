@@ -821,7 +821,8 @@ TGT_AVX512 static void wrows512(uint32_t type, const uint8_t *w, size_t row_byte
  * blocks, lanes 0-7) and a1 (odd blocks, lanes 8-15). AVX-VNNI: u8 weights and X biases as in
  * wrows512. AVX2: Q4_0 nibbles (0..15) by x with vpmaddubsw (a pair <= 2 * 15 * 127, no
  * saturation) plus the -8 * sum bias; Q8_0 with |w| by sign(w) * x (no bias). */
-#define W256_CHUNK 256      /* X blocks prepared at a time: 256 x 68 bytes = 17 KiB */
+#define W256_CHUNK 256      /* X blocks prepared at a time: 256 x 68 bytes = 17 KiB (32 of
+                             * quants, 32 of bias, the f32 scale; broadcast where used) */
 
 TGT_AVX2 static inline __m256i nibbles_avx2(const uint8_t *qs)
 {
@@ -869,7 +870,7 @@ TGT_AVX2 static inline float reduce_acc256(__m256 a0, __m256 a1)
         const size_t wbytes = type == ORK_TYPE_Q8_0 ? Q8_0_BYTES : Q4_0_BYTES;                 \
         const int shift = type == ORK_TYPE_Q8_0 ? 7 : 3;   /* offset 128 or 8 */              \
         __m256i xv[W256_CHUNK], bias[W256_CHUNK];                                              \
-        __m256 dx[W256_CHUNK];                                                                 \
+        float dx[W256_CHUNK];                                                                  \
         for (int64_t r = 0; r < nr; r++) {                                                     \
             const uint8_t *row = w + (size_t)r * row_bytes;                                    \
             __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();                         \
@@ -879,7 +880,7 @@ TGT_AVX2 static inline float reduce_acc256(__m256 a0, __m256 a1)
                     for (int64_t q = 0; q < bc; q++) {                                         \
                         const uint8_t *x0 = xq + (size_t)(b0 + q) * Q8_0_BYTES;                \
                         xv[q] = _mm256_loadu_si256((const __m256i *)(x0 + 2));                 \
-                        dx[q] = _mm256_set1_ps(_cvtsh_ss((unsigned short)(x0[0] | x0[1] << 8))); \
+                        dx[q] = _cvtsh_ss((unsigned short)(x0[0] | x0[1] << 8));               \
                         __m256i s = _mm256_madd_epi16(                                         \
                             _mm256_maddubs_epi16(_mm256_set1_epi8(1), xv[q]),                  \
                             _mm256_set1_epi16(1));                                             \
@@ -893,9 +894,11 @@ TGT_AVX2 static inline float reduce_acc256(__m256 a0, __m256 a1)
                     __m256i p0 = PART(type, w0 + 2, xv[q], bias[q]);                           \
                     __m256i p1 = PART(type, w1 + 2, xv[q + 1], bias[q + 1]);                   \
                     __m256 d0 = _mm256_mul_ps(                                                 \
-                        _mm256_cvtph_ps(_mm_set1_epi16((short)(w0[0] | w0[1] << 8))), dx[q]);  \
+                        _mm256_cvtph_ps(_mm_set1_epi16((short)(w0[0] | w0[1] << 8))),          \
+                        _mm256_broadcast_ss(&dx[q]));                                          \
                     __m256 d1 = _mm256_mul_ps(                                                 \
-                        _mm256_cvtph_ps(_mm_set1_epi16((short)(w1[0] | w1[1] << 8))), dx[q + 1]); \
+                        _mm256_cvtph_ps(_mm_set1_epi16((short)(w1[0] | w1[1] << 8))),          \
+                        _mm256_broadcast_ss(&dx[q + 1]));                                      \
                     a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), d0, a0);                      \
                     a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), d1, a1);                      \
                 }                                                                              \
@@ -903,7 +906,8 @@ TGT_AVX2 static inline float reduce_acc256(__m256 a0, __m256 a1)
                     const uint8_t *w0 = row + (size_t)(b0 + q) * wbytes;                       \
                     __m256i p0 = PART(type, w0 + 2, xv[q], bias[q]);                           \
                     __m256 d0 = _mm256_mul_ps(                                                 \
-                        _mm256_cvtph_ps(_mm_set1_epi16((short)(w0[0] | w0[1] << 8))), dx[q]);  \
+                        _mm256_cvtph_ps(_mm_set1_epi16((short)(w0[0] | w0[1] << 8))),          \
+                        _mm256_broadcast_ss(&dx[q]));                                          \
                     a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), d0, a0);                      \
                 }                                                                              \
             }                                                                                  \
