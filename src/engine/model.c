@@ -11,8 +11,10 @@
 #include <ork/log.h>
 #include <ork-kernels/types.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Defaults when the metadata omits a key (GGUF spec / llama.cpp conventions). */
 #define ORK_ROPE_BASE_DEFAULT 10000.0f  /* RoFormer paper, theta = 10000 */
@@ -319,15 +321,57 @@ static int bind_weights(const struct ork_gguf *g, struct ork_model_config *c,
     return 0;
 }
 
-/* ORK_LOAD_* to the way the file is opened. */
-static enum ork_gguf_mode gguf_mode(const struct ork_model_params *p)
+/* Memory the kernel reports as available for new allocations without swapping (Linux
+ * /proc/meminfo MemAvailable: free memory plus reclaimable page cache), or UINT64_MAX when
+ * unknown. */
+static uint64_t mem_available(void)
 {
-    if (p->load == ORK_LOAD_MMAP)
-        return ORK_GGUF_MMAP;
-    if (p->load == ORK_LOAD_READ)
-        return ORK_GGUF_READ;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return UINT64_MAX;
+    char line[128];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
+    fclose(f);
+    return found && kib <= UINT64_MAX / 1024 ? (uint64_t)kib * 1024 : UINT64_MAX;
+}
+
+/* AUTO reads the file only while it takes at most this share of the available memory
+ * (numerator / denominator), leaving the rest for the KV cache, the scratch and the other
+ * processes; a larger file is mapped (its pages then come and go with the page cache). */
+#define LOAD_AUTO_SHARE_NUM 3
+#define LOAD_AUTO_SHARE_DEN 4
+
+/* How to open the file: ORK_LOAD_* (AUTO: read when the matmuls run on the CPU and the file
+ * fits the available memory, map otherwise), or an error when READ was asked for a file larger
+ * than the available memory (the copy would push the system into the OOM killer). */
+static int gguf_mode(const char *path, const struct ork_model_params *p, enum ork_gguf_mode *mode)
+{
     bool cpu = !p->device || !strcmp(p->device, "cpu");
-    return cpu ? ORK_GGUF_READ : ORK_GGUF_MMAP;
+    *mode = ORK_GGUF_MMAP;
+    if (p->load == ORK_LOAD_MMAP || (p->load == ORK_LOAD_AUTO && !cpu))
+        return 0;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return 0;       /* ork_gguf_open_mode names the problem */
+    uint64_t size = (uint64_t)st.st_size, avail = mem_available();
+    if (p->load == ORK_LOAD_READ) {
+        if (avail != UINT64_MAX && size > avail)
+            return ork_errorf(ORK_ENOMEM, "cannot read '%s' into memory: %llu MiB, %llu MiB "
+                              "available; map it instead (--mmap)", path,
+                              (unsigned long long)(size >> 20), (unsigned long long)(avail >> 20));
+        *mode = ORK_GGUF_READ;
+        return 0;
+    }
+    if (avail == UINT64_MAX || size <= avail / LOAD_AUTO_SHARE_DEN * LOAD_AUTO_SHARE_NUM) {
+        *mode = ORK_GGUF_READ;
+    } else if (ork_debug(ORK_DBG_MODEL)) {
+        ORK_LOGI("model: %llu MiB > 3/4 of the %llu MiB available: mapped, not read",
+                 (unsigned long long)(size >> 20), (unsigned long long)(avail >> 20));
+    }
+    return 0;
 }
 
 /* ---- public ------------------------------------------------------------------------------ */
@@ -347,8 +391,9 @@ int ork_model_load(const char *path, const struct ork_model_params *p, struct or
     if (!m)
         return ORK_ENOMEM;
     const struct arch_desc *d = NULL;
-    int ret = ork_gguf_open_mode(path, gguf_mode(p), &m->gguf);
-    if (ret < 0)
+    enum ork_gguf_mode mode;
+    int ret = gguf_mode(path, p, &mode);
+    if (ret < 0 || (ret = ork_gguf_open_mode(path, mode, &m->gguf)) < 0)
         goto err_free;
     if ((ret = read_config(m->gguf, &m->cfg, &d)) < 0 ||
         (ret = bind_weights(m->gguf, &m->cfg, d, &m->w)) < 0)

@@ -31,6 +31,14 @@ check "prompt file, batch 2, f16 kv" 'grep -qF -- "$want" "$tmp/out2"'
 "$ORK" run -m "$MODEL" -p "Once upon a time" -n 48 --temp 0 --no-mmap >"$tmp/outr" 2>/dev/null
 check "--mmap and --no-mmap: the reference text" \
     'grep -qF -- "$want" "$tmp/outm" && cmp -s "$tmp/outm" "$tmp/outr"'
+# a file larger than the memory: --no-mmap refuses it with a message; the default maps it
+# (sparse, so it takes no disk), and the reader then names what is wrong with it
+truncate -s 1T "$tmp/huge.gguf"
+"$ORK" run -m "$tmp/huge.gguf" -p x --no-mmap >/dev/null 2>"$tmp/eh1"; rc=$?
+check "--no-mmap of a file larger than memory exits 1" \
+    '[ $rc -eq 1 ] && grep -q "into memory: .* MiB available; map it instead (--mmap)" "$tmp/eh1"'
+"$ORK" run -m "$tmp/huge.gguf" -p x >/dev/null 2>"$tmp/eh2"; rc=$?
+check "default load maps a file larger than memory" '[ $rc -eq 1 ] && grep -q "bad magic" "$tmp/eh2"'
 "$ORK" run --help >"$tmp/help" 2>&1
 check "--help lists --mmap and --no-mmap" 'grep -q -- "--mmap " "$tmp/help" && grep -q -- "--no-mmap" "$tmp/help"'
 
