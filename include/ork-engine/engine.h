@@ -121,6 +121,8 @@ int ork_model_npu_stats(const struct ork_model *m, struct ork_npu_exec_stats *ou
 void ork_model_npu_stats_reset(struct ork_model *m);
 /* "cpu", or the NPU backend's name. */
 const char *ork_model_device(const struct ork_model *m);
+/* How the model file was put in memory: "read" (ORK_LOAD_READ, or AUTO's choice) or "mmap". */
+const char *ork_model_load_name(const struct ork_model *m);
 void ork_model_params_default(struct ork_model_params *p);
 
 /* Open, validate and bind a model. Errors: ORK_EIO / ORK_EFORMAT from the GGUF reader,

@@ -90,6 +90,7 @@ struct model_desc {
     uint64_t layer_mat_params;  /* elements of the layers' weight matrices (blk.*, 2-D) */
     uint64_t out_params;        /* elements of the output matrix (the embedding when tied) */
     char backend[16];           /* "CPU", or the NPU backend of the matmuls ("sim", "rknpu") */
+    const char *load;           /* "read" or "mmap" (ork_model_load_name) */
 };
 
 struct result {
@@ -309,6 +310,7 @@ static void describe_model(const struct ork_model *m, struct model_desc *d)
     memset(d, 0, sizeof(*d));
     const char *dev = ork_model_device(m);
     snprintf(d->backend, sizeof d->backend, "%s", strcmp(dev, "cpu") ? dev : "CPU");
+    d->load = ork_model_load_name(m);
     for (uint64_t i = 0; i < ork_gguf_n_tensors(g); i++) {
         const struct ork_gguf_tensor *t = ork_gguf_tensor_at(g, i);
         uint64_t n = 1;
@@ -721,7 +723,8 @@ static void print_json(const struct opts *o, const struct model_desc *md,
         printf(", \"model_path\": ");
         json_str(o->models[r->model]);
         printf(", \"size_bytes\": %" PRIu64 ", \"n_params\": %" PRIu64 ", \"backend\": \"%s\", "
-               "\"kernels\": ", d->size_bytes, d->n_params, d->backend);
+               "\"load\": \"%s\", \"kernels\": ", d->size_bytes, d->n_params, d->backend,
+               d->load);
         json_str(ork_kernels_path());
         printf(", \"threads\": %d, \"test\": \"%s%d\", \"n_prompt\": %d, \"n_gen\": %d, "
                "\"repetitions\": %d, \"avg_ts\": %.6g, \"stddev_ts\": %.6g, \"samples_ts\": [",
@@ -869,6 +872,8 @@ int ork_cmd_bench(int argc, char **argv)
             goto out;
         }
         describe_model(m, &md[mi]);
+        fprintf(stderr, "ork bench: %s: %s\n", o.models[mi],
+                !strcmp(md[mi].load, "read") ? "read into memory (--no-mmap)" : "mapped (--mmap)");
         for (int ti = 0; ti < o.t.n && ret == 0; ti++)
             ret = bench_model_threads(m, mi, &md[mi], (int)o.t.v[ti], &o, res, &n_res);
         ork_model_free(m);

@@ -376,6 +376,11 @@ static int gguf_mode(const char *path, const struct ork_model_params *p, enum or
 
 /* ---- public ------------------------------------------------------------------------------ */
 
+const char *ork_model_load_name(const struct ork_model *m)
+{
+    return m && m->read_in ? "read" : "mmap";
+}
+
 int ork_model_load(const char *path, const struct ork_model_params *p, struct ork_model **out)
 {
     struct ork_model_params defp;
@@ -395,6 +400,7 @@ int ork_model_load(const char *path, const struct ork_model_params *p, struct or
     int ret = gguf_mode(path, p, &mode);
     if (ret < 0 || (ret = ork_gguf_open_mode(path, mode, &m->gguf)) < 0)
         goto err_free;
+    m->read_in = mode == ORK_GGUF_READ;
     if ((ret = read_config(m->gguf, &m->cfg, &d)) < 0 ||
         (ret = bind_weights(m->gguf, &m->cfg, d, &m->w)) < 0)
         goto err_close;

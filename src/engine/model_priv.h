@@ -47,6 +47,7 @@ struct ork_model {
     struct ork_weights w;
     struct ork_tokenizer *tok;          /* owned; NULL with no_tokenizer */
     struct ork__npu_exec *npu;          /* owned; NULL: every matmul on the CPU (npu_exec.c) */
+    bool read_in;                       /* file read into memory (else mapped) */
 };
 
 /* ---- NPU executor (npu_exec.c) ----------------------------------------------------------- */
