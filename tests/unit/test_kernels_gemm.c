@@ -164,31 +164,59 @@ static void test_paths_shapes(void)
     }
 }
 
+/* Random weight matrices of the given types and row counts, K columns, with outputs of
+ * m_out X rows each (ys, want). */
+#define MATS_MAX 8
+struct mats {
+    int n;
+    uint8_t *wd[MATS_MAX];
+    struct ork_mat m[MATS_MAX];
+    const struct ork_mat *p[MATS_MAX];
+    float *ys[MATS_MAX], *want[MATS_MAX];
+};
+
+static void mats_make(struct mats *s, int n, const uint32_t *types, const int64_t *ns, int64_t k,
+                      int64_t m_out)
+{
+    REQUIRE(n <= MATS_MAX);
+    s->n = n;
+    for (int q = 0; q < n; q++) {
+        size_t rb = ork_type_row_bytes(types[q], (uint64_t)k);
+        s->wd[q] = ork_malloc(rb * (size_t)ns[q]);
+        s->ys[q] = ork_malloc(sizeof(float) * (size_t)(m_out * ns[q]));
+        s->want[q] = ork_malloc(sizeof(float) * (size_t)(m_out * ns[q]));
+        REQUIRE(s->wd[q] && s->ys[q] && s->want[q]);
+        for (int64_t r = 0; r < ns[q]; r++)
+            kt_random_row(types[q], s->wd[q] + r * rb, k);
+        s->m[q] = (struct ork_mat){ .type = types[q], .n_rows = ns[q], .n_cols = k,
+                                    .row_bytes = rb, .data = s->wd[q] };
+        s->p[q] = &s->m[q];
+    }
+}
+
+static void mats_free(struct mats *s)
+{
+    for (int q = 0; q < s->n; q++) {
+        ork_free(s->wd[q]);
+        ork_free(s->ys[q]);
+        ork_free(s->want[q]);
+    }
+}
+
 /* ork_matmul_act_multi: each output equal to ork_matmul_act on its matrix alone. */
 static void test_multi(void)
 {
     enum { K = 352, M = 11, NW = 4 };
     const uint32_t types[NW] = { ORK_TYPE_Q8_0, ORK_TYPE_Q8_0, ORK_TYPE_Q4_0, ORK_TYPE_Q8_0 };
     const int64_t ns[NW] = { 13, 6, 9, 1 };
-    uint8_t *wd[NW];
-    struct ork_mat mats[NW];
-    const struct ork_mat *mp[NW];
-    float *ys[NW], *want[NW];
     static float x[M * K];
     for (int i = 0; i < M * K; i++)
         x[i] = frand();
-    for (int q = 0; q < NW; q++) {
-        size_t rb = ork_type_row_bytes(types[q], K);
-        wd[q] = ork_malloc(rb * (size_t)ns[q]);
-        ys[q] = ork_malloc(sizeof(float) * (size_t)(M * ns[q]));
-        want[q] = ork_malloc(sizeof(float) * (size_t)(M * ns[q]));
-        REQUIRE(wd[q] && ys[q] && want[q]);
-        for (int64_t r = 0; r < ns[q]; r++)
-            kt_random_row(types[q], wd[q] + r * rb, K);
-        mats[q] = (struct ork_mat){ .type = types[q], .n_rows = ns[q], .n_cols = K,
-                                    .row_bytes = rb, .data = wd[q] };
-        mp[q] = &mats[q];
-    }
+    struct mats ms;
+    mats_make(&ms, NW, types, ns, K, M);
+    const struct ork_mat *const *mp = ms.p;
+    float *const *ys = ms.ys, *const *want = ms.want;
+    const struct ork_mat *mats = ms.m;
     int differ = 0;
     for (int i = 0; ork_kernels_path_name(i); i++) {
         if (ork_kernels_set_path(ork_kernels_path_name(i)) != 0)
@@ -222,11 +250,7 @@ static void test_multi(void)
     CHECK_EQ_INT(ork_matmul_act_multi(pools[1], mp, 0, x, 1, ys, ORK_ACT_QUANT), ORK_EINVAL);
     float *ynull[2] = { ys[0], NULL };
     CHECK_EQ_INT(ork_matmul_act_multi(pools[1], mp, 2, x, 1, ynull, ORK_ACT_QUANT), ORK_EINVAL);
-    for (int q = 0; q < NW; q++) {
-        ork_free(wd[q]);
-        ork_free(ys[q]);
-        ork_free(want[q]);
-    }
+    mats_free(&ms);
 }
 
 /* Decode (M = 1) over rows long enough that every thread claims many times and steals at the
@@ -240,25 +264,13 @@ static void test_decode_spans(void)
     const uint32_t types[NW] = { ORK_TYPE_Q8_0, ORK_TYPE_Q4_0, ORK_TYPE_Q8_0, ORK_TYPE_Q4_K,
                                  ORK_TYPE_Q6_K };
     const int64_t ns[NW] = { 61, 37, 90, 150, 77 };
-    uint8_t *wd[NW];
-    struct ork_mat mats[NW];
-    const struct ork_mat *mp[NW];
-    float *ys[NW], *want[NW];
     static float x[K];
     for (int i = 0; i < K; i++)
         x[i] = frand() * (float)(1 + i % 5);
-    for (int q = 0; q < NW; q++) {
-        size_t rb = ork_type_row_bytes(types[q], K);
-        wd[q] = ork_malloc(rb * (size_t)ns[q]);
-        ys[q] = ork_malloc(sizeof(float) * (size_t)ns[q]);
-        want[q] = ork_malloc(sizeof(float) * (size_t)ns[q]);
-        REQUIRE(wd[q] && ys[q] && want[q]);
-        for (int64_t r = 0; r < ns[q]; r++)
-            kt_random_row(types[q], wd[q] + r * rb, K);
-        mats[q] = (struct ork_mat){ .type = types[q], .n_rows = ns[q], .n_cols = K,
-                                    .row_bytes = rb, .data = wd[q] };
-        mp[q] = &mats[q];
-    }
+    struct mats ms;
+    mats_make(&ms, NW, types, ns, K, 1);
+    const struct ork_mat *const *mp = ms.p;
+    float *const *ys = ms.ys, *const *want = ms.want;
     REQUIRE(ork_kernels_set_path("scalar") == 0);
     for (int q = 0; q < NW; q++)
         REQUIRE(ork_matmul_act(NULL, mp[q], x, 1, want[q], ORK_ACT_QUANT) == 0);
@@ -289,11 +301,7 @@ static void test_decode_spans(void)
     REQUIRE(ork_kernels_set_path(NULL) == 0);
     CHECK(runs > 0);
     CHECK_EQ_INT(differ, 0);
-    for (int q = 0; q < NW; q++) {
-        ork_free(wd[q]);
-        ork_free(ys[q]);
-        ork_free(want[q]);
-    }
+    mats_free(&ms);
 }
 
 /* Once the pool scratch has grown, repeated calls (prefill-sized and decode-sized) allocate
