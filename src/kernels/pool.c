@@ -19,10 +19,16 @@
  * Sleeping without lost wake-ups: a sleeper announces itself (a seq_cst increment of asleep /
  * caller_asleep) under the mutex and re-checks the condition before waiting; the waker changes
  * the condition (seq_cst) and then reads the announcement, taking the mutex to signal only when
- * someone announced. Sequential consistency guarantees at least one side sees the other. */
+ * someone announced. Sequential consistency guarantees at least one side sees the other. Each
+ * side also puts a full fence (DEKKER_FENCE) between its write and its read: C11 does not need
+ * it after seq_cst operations, but it makes the store-load order explicit as one barrier
+ * instruction (dmb ish, mfence), which emulators translate faithfully: under qemu-aarch64 user
+ * mode on an x86-64 host the fence-less version lost a wake-up (tests/unit/test_pool.c hung
+ * in 3 runs of 3, workers and caller each asleep on their condition variable). */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -94,6 +100,9 @@ struct ork_pool {
     atomic_uint_fast64_t n_runs, n_worker_sleeps, n_caller_sleeps, n_released;
 };
 
+/* The store-load barrier of the sleep / wake-up handshake (see the top of the file). */
+#define DEKKER_FENCE() atomic_thread_fence(memory_order_seq_cst)
+
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -160,6 +169,7 @@ static uint_fast64_t wait_for_gen(struct ork_pool *p, uint_fast64_t seen)
     if (!spin_for_gen(p, seen)) {
         pthread_mutex_lock(&p->mu);
         atomic_fetch_add(&p->asleep, 1);
+        DEKKER_FENCE();
         if (atomic_load(&p->gen) == seen && !atomic_load(&p->stop)) {
             atomic_fetch_add_explicit(&p->n_worker_sleeps, 1, memory_order_relaxed);
             do
@@ -190,7 +200,9 @@ static void *worker_main(void *arg)
             continue;               /* released: the caller finished this run without us */
         p->fn(p->ctx, w->ith, p->n);
         /* the last worker out wakes the caller if it went to sleep */
-        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_asleep)) {
+        bool last = atomic_fetch_sub(&p->pending, 1) == 1;
+        DEKKER_FENCE();
+        if (last && atomic_load(&p->caller_asleep)) {
             pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->done);
             pthread_mutex_unlock(&p->mu);
@@ -375,6 +387,7 @@ static uint_fast64_t publish(struct ork_pool *p, ork_pool_fn fn, void *ctx)
     atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed);
     /* seq_cst: publishes fn/ctx/pending, orders the load below */
     uint_fast64_t g = atomic_fetch_add(&p->gen, 1) + 1;
+    DEKKER_FENCE();
     if (atomic_load(&p->asleep) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->start);
@@ -390,6 +403,7 @@ static void wait_done(struct ork_pool *p)
         return;
     pthread_mutex_lock(&p->mu);
     atomic_store(&p->caller_asleep, 1);
+    DEKKER_FENCE();
     if (atomic_load(&p->pending) > 0) {
         atomic_fetch_add_explicit(&p->n_caller_sleeps, 1, memory_order_relaxed);
         do

@@ -418,10 +418,12 @@ static inline int32_t q4k_mins(const uint8_t *blk, const int16_t bs[16], int32_t
     return m;
 }
 
-static inline float q4k_block_sum(float sum, const uint8_t *blk, float dx, int32_t s, int32_t m)
+/* A block's term added to sum; d and dmin: the block's f16 scales widened (each path with its
+ * own conversion: the same value, fp16.c), dx the X block's scale. */
+static inline float q4k_block_sum(float sum, float d, float dmin, float dx, int32_t s, int32_t m)
 {
-    float dd = dx * f16v(blk);
-    float dm = dx * f16v(blk + 2);
+    float dd = dx * d;
+    float dm = dx * dmin;
     float ts = dd * (float)s;
     float tm = dm * (float)m;
     float t = ts - tm;
@@ -450,9 +452,9 @@ static inline int32_t q6k_bias(const uint8_t *blk, const int16_t bs[16])
     return s;
 }
 
-static inline float q6k_block_sum(float sum, const uint8_t *blk, float dx, int32_t s)
+static inline float q6k_block_sum(float sum, float d, float dx, int32_t s)
 {
-    float dd = dx * f16v(blk + Q6_K_D);
+    float dd = dx * d;
     float t = dd * (float)s;
     return sum + t;
 }
@@ -479,7 +481,7 @@ static void q8k_scalar(uint32_t type, const uint8_t *w, const uint8_t *xq, int64
                 }
                 s += sc[2 * p] * s0 + sc[2 * p + 1] * s1;
             }
-            acc = q4k_block_sum(acc, blk, dx, s, m);
+            acc = q4k_block_sum(acc, f16v(blk), f16v(blk + 2), dx, s, m);
         } else {
             const uint8_t *blk = w + (size_t)b * Q6_K_BYTES;
             const int8_t *sc = (const int8_t *)(blk + Q6_K_SC);
@@ -495,7 +497,7 @@ static void q8k_scalar(uint32_t type, const uint8_t *w, const uint8_t *xq, int64
                 }
             }
             s -= Q6_K_OFFSET * q6k_bias(blk, bs);
-            acc = q6k_block_sum(acc, blk, dx, s);
+            acc = q6k_block_sum(acc, f16v(blk + Q6_K_D), dx, s);
         }
     }
     *sum = acc;
@@ -539,7 +541,8 @@ TGT_AVX2 static void q8k_avx2(uint32_t type, const uint8_t *w, const uint8_t *xq
                                                _mm256_set1_epi16((int16_t)sc[2 * p + 1]));
                 s32 = _mm256_add_epi32(s32, _mm256_add_epi32(p0, p1));
             }
-            acc = q4k_block_sum(acc, blk, dx, hsum_i32_avx2(s32), m);
+            acc = q4k_block_sum(acc, f16v_x86(blk), f16v_x86(blk + 2), dx, hsum_i32_avx2(s32),
+                                m);
         } else {
             const uint8_t *blk = w + (size_t)b * Q6_K_BYTES;
             const int8_t *sc = (const int8_t *)(blk + Q6_K_SC);
@@ -570,7 +573,7 @@ TGT_AVX2 static void q8k_avx2(uint32_t type, const uint8_t *w, const uint8_t *xq
                 }
             }
             int32_t s = hsum_i32_avx2(s32) - Q6_K_OFFSET * q6k_bias(blk, bs);
-            acc = q6k_block_sum(acc, blk, dx, s);
+            acc = q6k_block_sum(acc, f16v_x86(blk + Q6_K_D), dx, s);
         }
     }
     *sum = acc;
@@ -708,15 +711,15 @@ TGT_AVX512 static void q8k_rows512(uint32_t type, const uint8_t *w, const uint8_
         __m128i si = hsum4_512(sl), mi = hsum4_512(ml);
         __m128 dx = _mm_loadu_ps(dxs);
         if (q4) {
-            __m128 dd = _mm_mul_ps(dx, _mm_set1_ps(f16v(blk)));
-            __m128 dm = _mm_mul_ps(dx, _mm_set1_ps(f16v(blk + 2)));
+            __m128 dd = _mm_mul_ps(dx, _mm_set1_ps(f16v_x86(blk)));
+            __m128 dm = _mm_mul_ps(dx, _mm_set1_ps(f16v_x86(blk + 2)));
             __m128 ts = _mm_mul_ps(dd, _mm_cvtepi32_ps(si));
             __m128 tm = _mm_mul_ps(dm, _mm_cvtepi32_ps(mi));
             acc = _mm_add_ps(acc, _mm_sub_ps(ts, tm));
         } else {
             /* S - 32 * bias in int32 before the one conversion, as q6k_block_sum's caller */
             si = _mm_sub_epi32(si, _mm_mullo_epi32(mi, _mm_set1_epi32(Q6_K_OFFSET)));
-            __m128 dd = _mm_mul_ps(dx, _mm_set1_ps(f16v(blk + Q6_K_D)));
+            __m128 dd = _mm_mul_ps(dx, _mm_set1_ps(f16v_x86(blk + Q6_K_D)));
             acc = _mm_add_ps(acc, _mm_mul_ps(dd, _mm_cvtepi32_ps(si)));
         }
     }
@@ -767,11 +770,11 @@ TGT_AVX512 static float q8k_row512(uint32_t type, const uint8_t *w, const uint8_
             __m256i wsc16;
             if (q4) {
                 q4k_unpack512(blk, wv, scv, &wsc16);
-                d[j] = f16v(blk);
-                dmin[j] = f16v(blk + 2);
+                d[j] = f16v_x86(blk);
+                dmin[j] = f16v_x86(blk + 2);
             } else {
                 q6k_unpack512(blk, wv, scv, &wsc16);
-                d[j] = f16v(blk + Q6_K_D);
+                d[j] = f16v_x86(blk + Q6_K_D);
             }
             memcpy(&dx[j], xb, sizeof dx[j]);
             __m512i l = q8k_lanes512(wv, scv, (const int8_t *)(xb + Q8_K_Q));
@@ -841,7 +844,7 @@ TGT_DOTPROD static inline int32_t dot16_dot(int8x16_t a, int8x16_t b)
                     }                                                                          \
                     s += sc[2 * p] * s0 + sc[2 * p + 1] * s1;                                  \
                 }                                                                              \
-                acc = q4k_block_sum(acc, blk, dx, s, m);                                       \
+                acc = q4k_block_sum(acc, f16v_neon(blk), f16v_neon(blk + 2), dx, s, m);        \
             } else {                                                                           \
                 const uint8_t *blk = w + (size_t)b * Q6_K_BYTES;                               \
                 const int8_t *sc = (const int8_t *)(blk + Q6_K_SC);                            \
@@ -864,7 +867,7 @@ TGT_DOTPROD static inline int32_t dot16_dot(int8x16_t a, int8x16_t b)
                     }                                                                          \
                 }                                                                              \
                 s -= Q6_K_OFFSET * q6k_bias(blk, bs);                                          \
-                acc = q6k_block_sum(acc, blk, dx, s);                                          \
+                acc = q6k_block_sum(acc, f16v_neon(blk + Q6_K_D), dx, s);                      \
             }                                                                                  \
         }                                                                                      \
         *sum = acc;                                                                            \
