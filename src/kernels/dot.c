@@ -191,11 +191,6 @@ float ork_vec_dot_f32(const float *a, const float *b, int64_t n)
 #define Q6_K_SC 192
 #define Q6_K_D 208
 
-static inline float f16_at(const uint8_t *p)
-{
-    return ork_fp16_to_f32((uint16_t)(p[0] | (p[1] << 8)));
-}
-
 /* 6-bit scale and min of sub-block j of a Q4_K block (layout in quant_ref.c). */
 static void q4k_scale_min(const uint8_t *s, int j, float *sc, float *mn)
 {
@@ -209,25 +204,32 @@ static void q4k_scale_min(const uint8_t *s, int j, float *sc, float *mn)
 }
 
 #ifdef ORK_HAVE_X86_DISPATCH
+/* An f16 scale widened by vcvtph2ps (the value of ork_fp16_to_f32, without the call). */
+__attribute__((target("avx2,f16c")))
+static inline float f16_at_x86(const uint8_t *p)
+{
+    return _cvtsh_ss((unsigned short)(p[0] | (p[1] << 8)));
+}
+
 /* 8 int32 -> f32, times d, stored. */
-__attribute__((target("avx2")))
+__attribute__((target("avx2,f16c")))
 static inline void st8_mul(float *y, __m256i q, __m256 d)
 {
     _mm256_storeu_ps(y, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
 }
 
-__attribute__((target("avx2")))
+__attribute__((target("avx2,f16c")))
 static void deq_q8_0_avx2(const uint8_t *b, float *y)
 {
-    __m256 d = _mm256_set1_ps(f16_at(b));
+    __m256 d = _mm256_set1_ps(f16_at_x86(b));
     for (int i = 0; i < QK_BLOCK; i += 8)
         st8_mul(y + i, _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2 + i))), d);
 }
 
-__attribute__((target("avx2")))
+__attribute__((target("avx2,f16c")))
 static void deq_q4_0_avx2(const uint8_t *b, float *y)
 {
-    __m256 d = _mm256_set1_ps(f16_at(b));
+    __m256 d = _mm256_set1_ps(f16_at_x86(b));
     __m128i raw = _mm_loadu_si128((const __m128i *)(b + 2));
     __m128i lo = _mm_sub_epi8(_mm_and_si128(raw, _mm_set1_epi8(15)), _mm_set1_epi8(8));
     __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(15)),
@@ -238,10 +240,10 @@ static void deq_q4_0_avx2(const uint8_t *b, float *y)
     st8_mul(y + 24, _mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)), d);
 }
 
-__attribute__((target("avx2")))
+__attribute__((target("avx2,f16c")))
 static void deq_q4_k_avx2(const uint8_t *b, float *y)
 {
-    float d = f16_at(b), dmin = f16_at(b + 2);
+    float d = f16_at_x86(b), dmin = f16_at_x86(b + 2);
     const uint8_t *qs = b + Q4_K_QS;
     for (int p = 0; p < 4; p++) {
         float sc0, mn0, sc1, mn1;
@@ -259,10 +261,10 @@ static void deq_q4_k_avx2(const uint8_t *b, float *y)
     }
 }
 
-__attribute__((target("avx2")))
+__attribute__((target("avx2,f16c")))
 static void deq_q6_k_avx2(const uint8_t *b, float *y)
 {
-    float d = f16_at(b + Q6_K_D);
+    float d = f16_at_x86(b + Q6_K_D);
     const __m256i three = _mm256_set1_epi32(3), fifteen = _mm256_set1_epi32(15);
     const __m256i off = _mm256_set1_epi32(32);
     for (int h = 0; h < 2; h++) {
@@ -292,6 +294,13 @@ static void deq_q6_k_avx2(const uint8_t *b, float *y)
 #endif
 
 #ifdef ORK_HAVE_NEON
+/* An f16 scale widened by fcvtl (the value of ork_fp16_to_f32, without the call). */
+static inline float f16_at_neon(const uint8_t *p)
+{
+    uint16x4_t h = vdup_n_u16((uint16_t)(p[0] | (p[1] << 8)));
+    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(h)), 0);
+}
+
 /* 8 uint8/int8-derived int16 -> two f32x4, times d, stored. */
 static inline void st8_mul_neon(float *y, int16x8_t q, float32x4_t d)
 {
@@ -301,14 +310,14 @@ static inline void st8_mul_neon(float *y, int16x8_t q, float32x4_t d)
 
 static void deq_q8_0_neon(const uint8_t *b, float *y)
 {
-    float32x4_t d = vdupq_n_f32(f16_at(b));
+    float32x4_t d = vdupq_n_f32(f16_at_neon(b));
     for (int i = 0; i < QK_BLOCK; i += 8)
         st8_mul_neon(y + i, vmovl_s8(vld1_s8((const int8_t *)(b + 2 + i))), d);
 }
 
 static void deq_q4_0_neon(const uint8_t *b, float *y)
 {
-    float32x4_t d = vdupq_n_f32(f16_at(b));
+    float32x4_t d = vdupq_n_f32(f16_at_neon(b));
     uint8x16_t raw = vld1q_u8(b + 2);
     int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(15))), vdupq_n_s8(8));
     int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), vdupq_n_s8(8));
@@ -320,7 +329,7 @@ static void deq_q4_0_neon(const uint8_t *b, float *y)
 
 static void deq_q4_k_neon(const uint8_t *b, float *y)
 {
-    float d = f16_at(b), dmin = f16_at(b + 2);
+    float d = f16_at_neon(b), dmin = f16_at_neon(b + 2);
     const uint8_t *qs = b + Q4_K_QS;
     for (int p = 0; p < 4; p++) {
         float sc0, mn0, sc1, mn1;
@@ -347,7 +356,7 @@ static void deq_q4_k_neon(const uint8_t *b, float *y)
 
 static void deq_q6_k_neon(const uint8_t *b, float *y)
 {
-    float d = f16_at(b + Q6_K_D);
+    float d = f16_at_neon(b + Q6_K_D);
     const uint8x8_t three = vdup_n_u8(3), fifteen = vdup_n_u8(15);
     const int16x8_t off = vdupq_n_s16(32);
     for (int h = 0; h < 2; h++) {
@@ -531,7 +540,7 @@ static bool dot_fused_neon(uint32_t type, const uint8_t *row, const float *x, in
         const size_t bb = type == ORK_TYPE_Q8_0 ? 34 : 18;
         for (; i < n; i += QK_BLOCK) {
             const uint8_t *b = row + (size_t)(i / QK_BLOCK) * bb;
-            float32x4_t d = vdupq_n_f32(f16_at(b));
+            float32x4_t d = vdupq_n_f32(f16_at_neon(b));
             int8x16_t q0, q1;
             if (type == ORK_TYPE_Q8_0) {
                 q0 = vld1q_s8((const int8_t *)b + 2);
