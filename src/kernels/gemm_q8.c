@@ -586,10 +586,11 @@ TILE256(tile_avx2, TGT_AVX2, part_avx2, 1)
 TILE256(tile_avx2, TGT_AVX2, part_avx2, 2)
 
 /* Decode (one X row): weight rows read straight from the matrix (no repacking) against X
- * block pairs prepared once (values, biases, scales) for all of them; lanes in struct q8_acc
- * order (even block 0-7, odd 8-15), reduced in registers.
+ * block pairs prepared once (values and scales, WROWS_CHUNK) for all of them; lanes in struct
+ * q8_acc order (even block 0-7, odd 8-15), reduced in registers.
  * Weights as u8 (Q8_0: w + 128; Q4_0: the nibble itself, 0..15) with the matching X bias
- * (-128 or -8 times the group sum of x), so each partial is exact.
+ * (-128 or -8 times the group sum of x, recomputed per pair and pass), so each partial is
+ * exact.
  * A pair's loads stay inside its blocks; with !two the odd block is absent and loads as zero
  * quants with a zero scale, as the accumulator layout requires.
  *
