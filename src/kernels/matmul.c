@@ -6,10 +6,9 @@
  * threads take from an atomic counter (ork_pool_run_shared: a worker that has not started when
  * the caller runs out of items is released); for decode (M = 1) each thread streams spans of
  * its own share and steals from the others at the end (below). Either way a weight row is read
- * by exactly one thread. Each thread
- * walks its rows; for a quantized or 16-bit row it dequantizes the row once into a stack buffer
- * and then dots it with all M rows of X, so weights stream from memory once per call whatever
- * M is.
+ * by exactly one thread. Each thread walks its rows; for a quantized or 16-bit row it
+ * dequantizes the row once into a stack buffer and then dots it with all M rows of X, so
+ * weights stream from memory once per call whatever M is.
  * (F32 activations and F16/BF16 weights keep nth contiguous ranges, one per thread.)
  *
  * Result: Y[m][n] = ork_vec_dot_f32(dequant(W[n]), X[m]) -- the same bits for any thread count,
@@ -314,11 +313,11 @@ static void multi_rows(const struct mm_multi *j, int64_t g0, int64_t g1, uint8_t
  * is that every thread streams until the very end. Work items from a counter leave one thread
  * alone for up to an item at the end of every matmul: at two threads that was 10-16 % of the
  * matmul time (instrumented ork bench tg64 at t=2; 2.5-3 % with spans, docs/kernels.md
- * "Threads" for the end-to-end effect). Instead each thread starts
- * with an equal share of the rows as `streams` spans (the streams its decode kernel reads side
- * by side, ork__q8_wstreams_width) and claims `claim` rows from the front of each in turn; a
- * thread whose spans are empty steals the back half of the longest span left anywhere (all of
- * it when that is short), splits it into its own spans and goes on. A span is one atomic word
+ * "Threads" for the end-to-end effect). Instead each thread starts with an equal share of the
+ * rows as `streams` spans (the streams its decode kernel reads side by side,
+ * ork__q8_wstreams_width) and claims `claim` rows from the front of each in turn; a thread
+ * whose spans are empty steals the back half of the longest span left anywhere (all of it when
+ * that is short), splits it into its own spans and goes on. A span is one atomic word
  * (first row, end row), changed only by compare-and-swap, so every row is claimed once: by
  * its owner from the front or by a thief from the back. A thread returns only when no span
  * has rows left, so a worker that never started (ork_pool_run_shared releases it) has had its
