@@ -368,8 +368,9 @@ static int gguf_mode(const char *path, const struct ork_model_params *p, enum or
     if (avail == UINT64_MAX || size <= avail / LOAD_AUTO_SHARE_DEN * LOAD_AUTO_SHARE_NUM) {
         *mode = ORK_GGUF_READ;
     } else if (ork_debug(ORK_DBG_MODEL)) {
-        ORK_LOGI("model: %llu MiB > 3/4 of the %llu MiB available: mapped, not read",
-                 (unsigned long long)(size >> 20), (unsigned long long)(avail >> 20));
+        ORK_LOGI("model: %llu MiB > %d/%d of the %llu MiB available: mapped, not read",
+                 (unsigned long long)(size >> 20), LOAD_AUTO_SHARE_NUM, LOAD_AUTO_SHARE_DEN,
+                 (unsigned long long)(avail >> 20));
     }
     return 0;
 }
