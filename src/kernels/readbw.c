@@ -59,100 +59,79 @@ static size_t part_bytes(size_t bytes, size_t chunk)
     return bytes / (RB_STREAMS * chunk) * chunk;
 }
 
+/* The read-sum loop for one vector type: the parts side by side, then single vectors of the
+ * rest; the bytes consumed (a multiple of the vector size) go to *done. VEC: the vector type,
+ * V: its bytes; ZERO(), LOAD(p), ADD(a, b) and REDUCE(a) (the lanes' sum, as unsigned) its
+ * operations. */
+#define READ_SUM(NAME, TGT, VEC, V, ZERO, LOAD, ADD, REDUCE)                                    \
+    TGT static uint64_t NAME(const uint8_t *p, size_t bytes, size_t *done)                     \
+    {                                                                                          \
+        const size_t chunk = 2 * RB_PER * (V);                                                 \
+        VEC a[RB_STREAMS * RB_PER];                                                            \
+        for (int i = 0; i < RB_STREAMS * RB_PER; i++)                                          \
+            a[i] = ZERO();                                                                     \
+        size_t part = part_bytes(bytes, chunk);                                                \
+        for (size_t o = 0; o < part; o += chunk)                                               \
+            for (int s = 0; s < RB_STREAMS; s++) {                                             \
+                const uint8_t *q = p + (size_t)s * part + o;                                   \
+                for (int k = 0; k < RB_PER; k++) {                                             \
+                    VEC x = LOAD(q + (size_t)k * (V)), y = LOAD(q + (size_t)(k + RB_PER) * (V)); \
+                    a[s * RB_PER + k] = ADD(a[s * RB_PER + k], ADD(x, y));                     \
+                }                                                                              \
+            }                                                                                  \
+        size_t off = RB_STREAMS * part;                                                        \
+        for (; off + (V) <= bytes; off += (V))                                                 \
+            a[0] = ADD(a[0], LOAD(p + off));                                                   \
+        for (int i = 1; i < RB_STREAMS * RB_PER; i++)                                          \
+            a[0] = ADD(a[0], a[i]);                                                            \
+        *done = off;                                                                           \
+        return REDUCE(a[0]);                                                                   \
+    }
+
 #ifdef RB_X86
-/* The parts, then single vectors of the rest; the bytes consumed (a multiple of the vector
- * size) go to *done. */
-__attribute__((target("avx512f"))) static uint64_t sum_zmm(const uint8_t *p, size_t bytes,
-                                                          size_t *done)
+#define TGT_512 __attribute__((target("avx512f")))
+#define TGT_256 __attribute__((target("avx2")))
+
+TGT_512 static inline __m512i ld_zmm(const uint8_t *p) { return _mm512_loadu_si512(p); }
+
+/* lanes summed as unsigned (the compiler's reduce intrinsic adds signed: overflow) */
+TGT_512 static inline uint64_t sum_lanes_zmm(__m512i v)
 {
-    const size_t v = 64, chunk = 2 * RB_PER * v;
-    __m512i a[RB_STREAMS * RB_PER];
-    for (int i = 0; i < RB_STREAMS * RB_PER; i++)
-        a[i] = _mm512_setzero_si512();
-    size_t part = part_bytes(bytes, chunk);
-    for (size_t o = 0; o < part; o += chunk)
-        for (int s = 0; s < RB_STREAMS; s++) {
-            const uint8_t *q = p + (size_t)s * part + o;
-            for (int k = 0; k < RB_PER; k++) {
-                __m512i x = _mm512_loadu_si512(q + (size_t)k * v);
-                __m512i y = _mm512_loadu_si512(q + (size_t)(k + RB_PER) * v);
-                a[s * RB_PER + k] = _mm512_add_epi64(a[s * RB_PER + k], _mm512_add_epi64(x, y));
-            }
-        }
-    size_t off = RB_STREAMS * part;
-    for (; off + v <= bytes; off += v)
-        a[0] = _mm512_add_epi64(a[0], _mm512_loadu_si512(p + off));
-    for (int i = 1; i < RB_STREAMS * RB_PER; i++)
-        a[0] = _mm512_add_epi64(a[0], a[i]);
-    *done = off;
-    /* lanes summed as unsigned (the compiler's reduce intrinsic adds signed: overflow) */
     uint64_t w[8];
-    _mm512_storeu_si512(w, a[0]);
+    _mm512_storeu_si512(w, v);
     return w[0] + w[1] + w[2] + w[3] + w[4] + w[5] + w[6] + w[7];
 }
 
-__attribute__((target("avx2"))) static __m256i ld_ymm(const uint8_t *p)
+TGT_256 static inline __m256i ld_ymm(const uint8_t *p)
 {
     return _mm256_loadu_si256((const __m256i *)(const void *)p);
 }
 
-__attribute__((target("avx2"))) static uint64_t sum_ymm(const uint8_t *p, size_t bytes,
-                                                       size_t *done)
+TGT_256 static inline uint64_t sum_lanes_ymm(__m256i v)
 {
-    const size_t v = 32, chunk = 2 * RB_PER * v;
-    __m256i a[RB_STREAMS * RB_PER];
-    for (int i = 0; i < RB_STREAMS * RB_PER; i++)
-        a[i] = _mm256_setzero_si256();
-    size_t part = part_bytes(bytes, chunk);
-    for (size_t o = 0; o < part; o += chunk)
-        for (int s = 0; s < RB_STREAMS; s++) {
-            const uint8_t *q = p + (size_t)s * part + o;
-            for (int k = 0; k < RB_PER; k++) {
-                __m256i x = ld_ymm(q + (size_t)k * v), y = ld_ymm(q + (size_t)(k + RB_PER) * v);
-                a[s * RB_PER + k] = _mm256_add_epi64(a[s * RB_PER + k], _mm256_add_epi64(x, y));
-            }
-        }
-    size_t off = RB_STREAMS * part;
-    for (; off + v <= bytes; off += v)
-        a[0] = _mm256_add_epi64(a[0], ld_ymm(p + off));
-    for (int i = 1; i < RB_STREAMS * RB_PER; i++)
-        a[0] = _mm256_add_epi64(a[0], a[i]);
-    *done = off;
-    __m128i h = _mm_add_epi64(_mm256_castsi256_si128(a[0]), _mm256_extracti128_si256(a[0], 1));
+    __m128i h = _mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     return (uint64_t)_mm_cvtsi128_si64(h) + (uint64_t)_mm_extract_epi64(h, 1);
 }
+
+READ_SUM(sum_zmm, TGT_512, __m512i, 64, _mm512_setzero_si512, ld_zmm, _mm512_add_epi64,
+         sum_lanes_zmm)
+READ_SUM(sum_ymm, TGT_256, __m256i, 32, _mm256_setzero_si256, ld_ymm, _mm256_add_epi64,
+         sum_lanes_ymm)
 #endif
 
 #ifdef RB_NEON
 /* vld1q_u8: byte-element loads, so p needs no alignment */
-static uint64x2_t ld_neon(const uint8_t *p)
+static inline uint64x2_t ld_neon(const uint8_t *p)
 {
     return vreinterpretq_u64_u8(vld1q_u8(p));
 }
 
-static uint64_t sum_neon(const uint8_t *p, size_t bytes, size_t *done)
+static inline uint64x2_t zero_neon(void)
 {
-    const size_t v = 16, chunk = 2 * RB_PER * v;
-    uint64x2_t a[RB_STREAMS * RB_PER];
-    for (int i = 0; i < RB_STREAMS * RB_PER; i++)
-        a[i] = vdupq_n_u64(0);
-    size_t part = part_bytes(bytes, chunk);
-    for (size_t o = 0; o < part; o += chunk)
-        for (int s = 0; s < RB_STREAMS; s++) {
-            const uint8_t *q = p + (size_t)s * part + o;
-            for (int k = 0; k < RB_PER; k++) {
-                uint64x2_t x = ld_neon(q + (size_t)k * v), y = ld_neon(q + (size_t)(k + RB_PER) * v);
-                a[s * RB_PER + k] = vaddq_u64(a[s * RB_PER + k], vaddq_u64(x, y));
-            }
-        }
-    size_t off = RB_STREAMS * part;
-    for (; off + v <= bytes; off += v)
-        a[0] = vaddq_u64(a[0], ld_neon(p + off));
-    for (int i = 1; i < RB_STREAMS * RB_PER; i++)
-        a[0] = vaddq_u64(a[0], a[i]);
-    *done = off;
-    return vaddvq_u64(a[0]);
+    return vdupq_n_u64(0);
 }
+
+READ_SUM(sum_neon, , uint64x2_t, 16, zero_neon, ld_neon, vaddq_u64, vaddvq_u64)
 #endif
 
 uint64_t ork_cpu_read_sum(const void *ptr, size_t bytes)
