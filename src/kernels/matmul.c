@@ -90,6 +90,7 @@ struct mm_multi {
     struct mm_spans *spans;
     int streams;
     int64_t claim;
+    bool wkern;             /* the path has a decode stream kernel (ork__q8_wstreams) */
 };
 
 /* Per output element through the chunked single-dot path (rows too long for the tiles). */
@@ -388,12 +389,12 @@ static int64_t span_claim(const struct mm_multi *j, atomic_uint_fast64_t *a, int
     }
 }
 
-/* One claim from each of this thread's spans, Q8_0 / Q4_0 ones of one type read side by side
- * by the stream kernel, the others through multi_rows; false when all spans are empty. */
+/* One claim from each of this thread's spans; Q8_0 / Q4_0 ones of one type read side by side
+ * by the stream kernel when the path has one (j->wkern), the others through multi_rows; false
+ * when all spans are empty. */
 static bool spans_step(const struct mm_multi *j, struct mm_spans *mine, uint8_t *panel)
 {
     struct ork__wstream ws[ORK_WSTREAMS_MAX];
-    int64_t wg[ORK_WSTREAMS_MAX];
     const struct ork_mat *w0 = NULL;
     int ns = 0;
     bool any = false;
@@ -404,10 +405,9 @@ static bool spans_step(const struct mm_multi *j, struct mm_spans *mine, uint8_t 
         any = true;
         int q = mat_of(j, g0, &off);
         const struct ork_mat *w = j->w[q];
-        bool kern = j->xf == XF_Q8_0 && (w->type == ORK_TYPE_Q8_0 || w->type == ORK_TYPE_Q4_0);
+        bool kern = j->wkern && (w->type == ORK_TYPE_Q8_0 || w->type == ORK_TYPE_Q4_0);
         if (kern && (!w0 || (w->type == w0->type && w->row_bytes == w0->row_bytes))) {
             w0 = w;
-            wg[ns] = g0;
             ws[ns++] = (struct ork__wstream){
                 .w = (const uint8_t *)w->data + (size_t)(g0 - off) * w->row_bytes, .n = n,
                 .out = j->y[q] + (g0 - off) };
@@ -415,10 +415,9 @@ static bool spans_step(const struct mm_multi *j, struct mm_spans *mine, uint8_t 
             multi_rows(j, g0, g0 + n, panel);
         }
     }
-    if (ns > 0 && !ork__q8_wstreams(j->isa, w0->type, ws, ns, w0->row_bytes, j->xs,
-                                    j->k / Q8_0_BLOCK))
-        for (int t = 0; t < ns; t++)    /* no stream kernel on this path */
-            multi_rows(j, wg[t], wg[t] + ws[t].n, panel);
+    if (ns > 0)
+        (void)ork__q8_wstreams(j->isa, w0->type, ws, ns, w0->row_bytes, j->xs,
+                               j->k / Q8_0_BLOCK);   /* present: j->wkern */
     return any;
 }
 
@@ -467,6 +466,7 @@ static void spans_thread(void *ctx, int ith, int nth)
 static void spans_plan(struct mm_multi *j, int nth)
 {
     int width = j->xf == XF_Q8_0 ? ork__q8_wstreams_width(j->isa) : 0;
+    j->wkern = width > 0;
     j->streams = width > 0 ? width : 1;
     int64_t rb = (int64_t)j->w[0]->row_bytes;
     j->claim = rb > 0 && rb < (int64_t)MM_CLAIM_BYTES ? (int64_t)MM_CLAIM_BYTES / rb : 1;
