@@ -5,12 +5,14 @@
  * weight GB/s (decode, M = 1) or GOP/s (prefill, M > 1). Not a test; not linked into libork.
  *
  *   kern_probe peak [threads]
- *   kern_probe mm TYPE N K M [threads] [path] [reps] [--file F] [--huge] [--split ROWS]
+ *   kern_probe mm TYPE N K M [threads] [path] [reps] [--file F] [--huge] [--split ROWS] [--x16]
  *     e.g. kern_probe mm q8_0 6144 2048 1 2
  *   --file F: the weights written to file F and read through a private file mapping (what the
  *     engine does with a GGUF) instead of anonymous memory; --huge: madvise that mapping
  *     MADV_HUGEPAGE; --split ROWS: each timed run walks the matrix as a chain of matmuls of
- *     ROWS rows (a decode step's stream of medium matrices over weights not in cache).
+ *     ROWS rows (a decode step's stream of medium matrices over weights not in cache);
+ *   --x16: the matrix interleaved by 16 rows first (ork_mat_x16_pack; Q8_0 / Q4_0, anonymous
+ *     memory only; ROWS a multiple of 16).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -95,7 +97,7 @@ static int cmd_mm(int argc, char **argv)
     int64_t n = atoll(argv[3]), k = atoll(argv[4]), m = atoll(argv[5]);
     /* options after the positional arguments */
     const char *file = NULL;
-    bool huge = false;
+    bool huge = false, x16 = false;
     int64_t chunk = 0;
     int npos = argc;
     for (int i = 6; i < argc; i++) {
@@ -109,6 +111,8 @@ static int cmd_mm(int argc, char **argv)
             huge = true;
         else if (!strcmp(argv[i], "--split") && i + 1 < argc)
             chunk = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--x16"))
+            x16 = true;
         else {
             fprintf(stderr, "unknown option '%s'\n", argv[i]);
             return 2;
@@ -174,12 +178,17 @@ static int cmd_mm(int argc, char **argv)
                            .data = wmap ? wmap : w };
     if (chunk <= 0 || chunk > n)
         chunk = n;
+    if (x16 && (wmap || chunk % 16 || ork_mat_x16_pack(&mat) < 0)) {
+        fprintf(stderr, "--x16: %s\n", wmap ? "not with --file" : chunk % 16 ? "--split ROWS "
+                "must be a multiple of 16" : ork_error_message());
+        return 1;
+    }
     ork_matmul_act(pool, &mat, x, m, y, ORK_ACT_QUANT);     /* warm */
     double best = 1e30, sum = 0;
     for (int r = 0; r < reps; r++) {
         double t0 = now();
         for (int64_t r0 = 0; r0 < n; r0 += chunk) {
-            struct ork_mat sub = mat;
+            struct ork_mat sub = mat;   /* r0 is a group start with --x16 */
             sub.n_rows = n - r0 < chunk ? n - r0 : chunk;
             sub.data = (const uint8_t *)mat.data + (size_t)r0 * rb;
             ork_matmul_act(pool, &sub, x, m, y, ORK_ACT_QUANT);
@@ -216,6 +225,6 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "usage: kern_probe peak [threads]\n"
                     "       kern_probe mm TYPE N K M [threads] [path|-] [reps] [--file F] [--huge]\n"
-                    "                     [--split ROWS]\n");
+                    "                     [--split ROWS] [--x16]\n");
     return 2;
 }

@@ -71,6 +71,10 @@ enum ork_model_load {
 struct ork_model_params {
     bool no_tokenizer;          /* skip loading the tokenizer (evaluation from ids only) */
     int32_t load;               /* enum ork_model_load */
+    bool no_repack;             /* keep the GGUF row layout; by default a model read into
+                                 * memory for the CPU has its Q8_0 / Q4_0 matrices interleaved
+                                 * by 16 rows when the CPU's kernels read that faster (x86-64
+                                 * AVX-512 VNNI; docs/engine.md "Loading") */
     /* Where the matmuls run (docs/npu-inference.md): NULL or "cpu" = the CPU; "npu" = the
      * board's NPU (error without one); "sim" = the NPU simulator; "auto" = the NPU when one
      * exists, else the CPU. Everything but the matmuls stays on the CPU. */
@@ -123,6 +127,9 @@ void ork_model_npu_stats_reset(struct ork_model *m);
 const char *ork_model_device(const struct ork_model *m);
 /* How the model file was put in memory: "read" (ORK_LOAD_READ, or AUTO's choice) or "mmap". */
 const char *ork_model_load_name(const struct ork_model *m);
+/* Matrices interleaved for the CPU kernels at load (0 with no_repack, a mapped file, the NPU,
+ * or a CPU without the interleaved kernels). */
+int32_t ork_model_n_interleaved(const struct ork_model *m);
 void ork_model_params_default(struct ork_model_params *p);
 
 /* Open, validate and bind a model. Errors: ORK_EIO / ORK_EFORMAT from the GGUF reader,

@@ -7,6 +7,7 @@
 #ifndef ORK_KERNELS_KERNELS_H
 #define ORK_KERNELS_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,13 +19,32 @@ extern "C" {
 
 struct ork_pool;
 
+/* Where a matrix's rows are (struct ork_mat.layout). */
+enum ork_mat_layout {
+    ORK_LAYOUT_ROWS = 0,    /* row r at data + r * row_bytes (the GGUF layout) */
+    ORK_LAYOUT_X16 = 1,     /* Q8_0 / Q4_0 rows interleaved by 16 for the CPU kernels
+                             * (ork_mat_x16_pack; docs/kernels.md "Interleaved weights") */
+};
+
 struct ork_mat {
     uint32_t type;          /* enum ork_type */
     int64_t n_rows;         /* N */
     int64_t n_cols;         /* K */
     size_t row_bytes;       /* ork_type_row_bytes(type, K) unless strided */
     const void *data;
+    uint32_t layout;        /* enum ork_mat_layout; 0 (rows) when zero-initialized */
 };
+
+/* True when w (rows layout) can be interleaved and this CPU's kernel path reads the interleaved
+ * layout faster: Q8_0 / Q4_0, a multiple of 16 rows, unstrided rows of at most 64 KiB, and
+ * x86-64 AVX-512 VNNI. */
+bool ork_mat_x16_wanted(const struct ork_mat *w);
+/* Rearranges w's data IN PLACE into ORK_LAYOUT_X16 and sets w->layout (w->data must point to
+ * writable memory the caller owns; same size). Every kernel accepts either layout (a path
+ * without interleaved kernels reads the rows back one at a time, slowly). Errors: ORK_EINVAL
+ * (no data, already interleaved), ORK_EUNSUPPORTED naming why the matrix does not fit,
+ * ORK_ENOMEM (a 16-row buffer). */
+int ork_mat_x16_pack(struct ork_mat *w);
 
 /* Scalar reference: dequantize n elements (multiple of the block) of one row. 0 or
  * ORK_EUNSUPPORTED naming the type. */

@@ -148,6 +148,8 @@ static void usage(FILE *out)
             "  -h, --help           show this help\n"
             "  --mmap, --no-mmap    map the model file, or read it into memory on huge pages\n"
             "                       (default: read with --device cpu, map otherwise)\n"
+            "  --no-repack          keep a model read into memory in the GGUF row layout (default:\n"
+            "                       Q8_0/Q4_0 matrices interleaved by 16 rows with AVX-512 VNNI)\n"
             "\nNPU (with --device npu|sim: per test also submits per token, NPU busy per core,\n"
             "CPU busy, the CPU time overlapped with NPU submits and the modelled time per\n"
             "token):\n",
@@ -872,8 +874,10 @@ int ork_cmd_bench(int argc, char **argv)
             goto out;
         }
         describe_model(m, &md[mi]);
-        fprintf(stderr, "ork bench: %s: %s\n", o.models[mi],
-                !strcmp(md[mi].load, "read") ? "read into memory (--no-mmap)" : "mapped (--mmap)");
+        fprintf(stderr, "ork bench: %s: %s, %d matrices interleaved by 16 rows%s\n",
+                o.models[mi],
+                !strcmp(md[mi].load, "read") ? "read into memory (--no-mmap)" : "mapped (--mmap)",
+                (int)ork_model_n_interleaved(m), o.mp.no_repack ? " (--no-repack)" : "");
         for (int ti = 0; ti < o.t.n && ret == 0; ti++)
             ret = bench_model_threads(m, mi, &md[mi], (int)o.t.v[ti], &o, res, &n_res);
         ork_model_free(m);

@@ -87,6 +87,10 @@ int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct or
         mp->load = !strcmp(a, "--mmap") ? ORK_LOAD_MMAP : ORK_LOAD_READ;
         return 1;
     }
+    if (!strcmp(a, "--no-repack")) {
+        mp->no_repack = true;
+        return 1;
+    }
     if (!strcmp(a, "--rebuild-pack")) {
         mp->npu_flags |= ORK_NPU_EXEC_REBUILD_PACK;
         return 1;
@@ -100,7 +104,10 @@ void ork_cli_load_help(FILE *out)
             "  --mmap                    map the model file (fast start, pages shared with the\n"
             "                            page cache; default with --device npu|sim|auto)\n"
             "  --no-mmap                 read the model file into memory on huge pages (faster\n"
-            "                            decode on the CPU; default with --device cpu)\n");
+            "                            decode on the CPU; default with --device cpu)\n"
+            "  --no-repack               keep a model read into memory in the GGUF row layout\n"
+            "                            (default: Q8_0/Q4_0 matrices interleaved by 16 rows\n"
+            "                            when the CPU has AVX-512 VNNI)\n");
 }
 
 void ork_cli_device_help(FILE *out)

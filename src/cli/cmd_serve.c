@@ -41,6 +41,9 @@ static void usage(FILE *out)
             "                            page cache)\n"
             "  --no-mmap                 read the model file into memory on huge pages (faster\n"
             "                            decode; the default)\n"
+            "  --no-repack               keep a model read into memory in the GGUF row layout\n"
+            "                            (default: Q8_0/Q4_0 matrices interleaved by 16 rows\n"
+            "                            when the CPU has AVX-512 VNNI)\n"
             "  --alias NAME              model id reported by the API (default: the file name)\n"
             "  --max-body N              largest request body in bytes (default: 1048576)\n"
             "  --no-batch                decode slots one at a time instead of in one batch\n");
@@ -131,6 +134,8 @@ int ork_cmd_serve(int argc, char **argv)
             }
         } else if (!strcmp(a, "--mmap") || !strcmp(a, "--no-mmap")) {
             mp.load = !strcmp(a, "--mmap") ? ORK_LOAD_MMAP : ORK_LOAD_READ;
+        } else if (!strcmp(a, "--no-repack")) {
+            mp.no_repack = true;
         } else if (!strcmp(a, "--no-batch")) {
             sp.batched = false;
         } else {

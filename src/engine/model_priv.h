@@ -48,6 +48,7 @@ struct ork_model {
     struct ork_tokenizer *tok;          /* owned; NULL with no_tokenizer */
     struct ork__npu_exec *npu;          /* owned; NULL: every matmul on the CPU (npu_exec.c) */
     bool read_in;                       /* file read into memory (else mapped) */
+    int32_t n_interleaved;              /* matrices in ORK_LAYOUT_X16 (interleave, model.c) */
 };
 
 /* ---- NPU executor (npu_exec.c) ----------------------------------------------------------- */

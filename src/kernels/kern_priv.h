@@ -155,4 +155,33 @@ int64_t ork__gemm_chunk_rows(int64_t k);
 void ork__gemm_q8(enum kisa k, const struct ork_mat *w, int64_t r0, int64_t r1,
                   const uint8_t *xp, int64_t m, float *y, int64_t ldy, uint8_t *panel);
 
+/* ---- x16.c: Q8_0 / Q4_0 rows interleaved by 16 (ORK_LAYOUT_X16) ---- */
+
+#define ORK_X16_ROWS 16         /* rows per group, one per 32-bit lane of a 512-bit vector */
+#define ORK_X16_XBLOCK 48       /* bytes of one X block in the interleaved kernels' X form */
+#define X16_STREAMS_MAX 4       /* groups the decode kernel can read side by side */
+#define X16_STREAMS 4           /* ... and reads (ork__x16_streams_width) */
+#define X16_MX 4                /* X rows per M > 1 tile */
+/* 0, or the error naming why an interleaved matrix is malformed (rows layout: 0). */
+int ork__x16_check(const struct ork_mat *w);
+/* True when path k has the interleaved kernels. */
+bool ork__x16_ok(enum kisa k);
+int ork__x16_streams_width(enum kisa k);
+/* Row r of w in the plain GGUF row layout: a pointer into w (rows layout) or buf filled with
+ * it (interleaved; buf holds row_bytes). */
+const uint8_t *ork__mat_row(const struct ork_mat *w, int64_t r, uint8_t *buf);
+/* Bytes of one X row of k elements in the X form, and quantizing n elements into it (the
+ * quants bit for bit ork_quantize_row_q8_0's). */
+size_t ork__x16_xrow_bytes(int64_t k);
+void ork__x16_xprep(enum kisa k, const float *x, int64_t n, uint8_t *dst);
+/* Decode: stream t is s[t].n rows (a multiple of 16) of an interleaved matrix from s[t].w (a
+ * group start), results to s[t].out, against one X row xs (nb blocks); up to X16_STREAMS_MAX
+ * streams read side by side. False (nothing done) when path k has no kernel. */
+bool ork__x16_streams(enum kisa k, uint32_t type, const struct ork__wstream *s, int ns,
+                      size_t row_bytes, const uint8_t *xs, int64_t nb);
+/* Y[i][r] (y + i * ldy + r) for the nr rows (a multiple of 16) of an interleaved matrix from w
+ * (a group start) and the m X rows at xs (xrow bytes apart). False when path k has no kernel. */
+bool ork__x16_gemm(enum kisa k, uint32_t type, const uint8_t *w, size_t row_bytes, int64_t nr,
+                   const uint8_t *xs, size_t xrow, int64_t m, float *y, int64_t ldy);
+
 #endif

@@ -59,7 +59,12 @@ enum xform {
     XF_Q8_0,        /* Q8_0 blocks, rq bytes a row */
     XF_Q8_K,        /* Q8_K blocks */
     XF_PACK,        /* packed rows of the tiled kernel (ork__xpack_rows) */
+    XF_X16,         /* the interleaved kernels' X form (ork__x16_xprep) */
 };
+
+/* Largest plain row read back from an interleaved matrix (ork__mat_row) on the stack: the
+ * packer's limit (x16.c). */
+#define MM_X16_ROW_BYTES (64u << 10)
 
 struct mm_job {
     const struct ork_mat *w;
@@ -83,7 +88,8 @@ struct mm_multi {
     size_t xrow;            /* bytes per row of xs */
     uint8_t *panels;        /* XF_PACK: one panel buffer per thread */
     size_t panel_bytes;
-    int64_t chunk;          /* rows per work item (a multiple of ORK_GEMM_NW) */
+    int64_t chunk;          /* rows per work item (a multiple of ORK_GEMM_NW and unit) */
+    int64_t unit;           /* rows split only in multiples of this (16: interleaved) */
     atomic_int_fast64_t next;   /* first row not yet taken */
     /* decode (stolen spans, below): per thread one line of spans, streams per thread, rows
      * claimed per stream at a time */
@@ -98,11 +104,12 @@ static void mm_rows_pairs(const struct mm_job *j, int64_t r0, int64_t r1)
 {
     const struct ork_mat *w = j->w;
     const int64_t k = w->n_cols, n = w->n_rows;
-    for (int64_t r = r0; r < r1; r++)
+    uint8_t rbuf[MM_X16_ROW_BYTES];
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *row = ork__mat_row(w, r, rbuf);
         for (int64_t i = 0; i < j->m; i++)
-            j->y[i * n + r] = ork_vec_dot_act(w->type,
-                                              (const uint8_t *)w->data + (size_t)r * w->row_bytes,
-                                              j->x + i * k, k, j->act);
+            j->y[i * n + r] = ork_vec_dot_act(w->type, row, j->x + i * k, k, j->act);
+    }
 }
 
 /* Rows [r0, r1) against the rounded X rows m0 .. m0 + mc - 1 in register tiles (weights widened
@@ -155,13 +162,13 @@ static void mm_rows_f32act(const struct mm_job *j, int64_t r0, int64_t r1)
 {
     const struct ork_mat *w = j->w;
     const int64_t k = w->n_cols, n = w->n_rows, m = j->m;
-    const uint8_t *base = w->data;
     const bool fused = w->type == ORK_TYPE_F16 || w->type == ORK_TYPE_BF16 ||
                        w->type == ORK_TYPE_Q8_0 || w->type == ORK_TYPE_Q4_0;
     float buf[MM_ROW_MAX];
+    uint8_t rbuf[MM_X16_ROW_BYTES];
 
     for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *row = base + (size_t)r * w->row_bytes;
+        const uint8_t *row = ork__mat_row(w, r, rbuf);
         const float *wr;
         if (w->type == ORK_TYPE_F32) {
             wr = (const float *)row;
@@ -201,10 +208,13 @@ static void mm_rows(const struct mm_job *j, int64_t r0, int64_t r1)
  * back and the one-row dots read the weights directly (measured, docs/kernels.md). */
 #define MM_GEMM_M_MIN 2
 
-static enum xform xform_of(uint32_t type, enum ork_act act, enum kisa isa, int64_t m)
+static enum xform xform_of(const struct ork_mat *w, enum ork_act act, enum kisa isa, int64_t m)
 {
+    const uint32_t type = w->type;
     if (act != ORK_ACT_QUANT)
         return XF_NONE;
+    if (w->layout == ORK_LAYOUT_X16)
+        return ork__x16_ok(isa) ? XF_X16 : XF_NONE;    /* else rows read back one at a time */
     if (type == ORK_TYPE_Q8_0 || type == ORK_TYPE_Q4_0)
         return ork__gemm_q8_ok(isa) && m >= MM_GEMM_M_MIN ? XF_PACK : XF_Q8_0;
     if (type == ORK_TYPE_Q4_K || type == ORK_TYPE_Q6_K)
@@ -216,6 +226,7 @@ static size_t xrow_bytes(enum xform xf, int64_t k)
 {
     switch (xf) {
     case XF_PACK: return ork__xpack_row_bytes(k);
+    case XF_X16: return ork__x16_xrow_bytes(k);
     case XF_Q8_0: return (size_t)(k / Q8_0_BLOCK) * Q8_0_BYTES;
     case XF_Q8_K: return (size_t)(k / ORK_Q8_K_BLOCK) * ORK_Q8_K_BYTES;
     default: return 0;
@@ -236,7 +247,9 @@ static void quant_rows(const struct mm_multi *j, const float *x, int64_t i0, int
         return;
     }
     for (int64_t i = i0; i < i1; i++) {
-        if (j->xf == XF_Q8_0)
+        if (j->xf == XF_X16)
+            ork__x16_xprep(j->isa, x + i * j->k, j->k, xs + (size_t)i * j->xrow);
+        else if (j->xf == XF_Q8_0)
             ork__quantize_q8_0(j->isa, x + i * j->k, xs + (size_t)i * j->xrow, j->k);
         else
             ork__quantize_q8_k(j->isa, x + i * j->k, xs + (size_t)i * j->xrow, j->k);
@@ -258,6 +271,11 @@ static void shared_rows(const struct mm_multi *j, const struct ork_mat *w, const
 {
     if (j->xf == XF_PACK) {
         ork__gemm_q8(j->isa, w, r0, r1, xs, m, y, ldy, panel);
+        return;
+    }
+    if (j->xf == XF_X16) {
+        (void)ork__x16_gemm(j->isa, w->type, (const uint8_t *)w->data + (size_t)r0 * w->row_bytes,
+                            w->row_bytes, r1 - r0, xs, j->xrow, m, y + r0, ldy);  /* XF_X16: ok */
         return;
     }
     const int64_t blk = j->xf == XF_Q8_K ? ORK_Q8_K_BLOCK : Q8_0_BLOCK, nb = j->k / blk;
@@ -346,10 +364,16 @@ static uint64_t span_pack(int64_t lo, int64_t hi)
 static int64_t span_lo(uint64_t v) { return (int64_t)(v & 0xffffffffu); }
 static int64_t span_hi(uint64_t v) { return (int64_t)(v >> 32); }
 
-/* Rows [lo, hi) spread over the `streams` spans of sp (equal parts, the last one shorter). */
-static void spans_set(struct mm_spans *sp, int streams, int64_t lo, int64_t hi)
+static int64_t round_up(int64_t v, int64_t unit)
 {
-    int64_t part = (hi - lo + streams - 1) / streams;
+    return (v + unit - 1) / unit * unit;
+}
+
+/* Rows [lo, hi) spread over the `streams` spans of sp (equal parts of whole units, the last
+ * one shorter). */
+static void spans_set(struct mm_spans *sp, int streams, int64_t unit, int64_t lo, int64_t hi)
+{
+    int64_t part = round_up((hi - lo + streams - 1) / streams, unit);
     for (int t = 0; t < streams; t++) {
         int64_t a = lo + t * part < hi ? lo + t * part : hi;
         int64_t b = a + part < hi ? a + part : hi;
@@ -405,7 +429,8 @@ static bool spans_step(const struct mm_multi *j, struct mm_spans *mine, uint8_t 
         any = true;
         int q = mat_of(j, g0, &off);
         const struct ork_mat *w = j->w[q];
-        bool kern = j->wkern && (w->type == ORK_TYPE_Q8_0 || w->type == ORK_TYPE_Q4_0);
+        bool kern = j->wkern && (w->type == ORK_TYPE_Q8_0 || w->type == ORK_TYPE_Q4_0) &&
+                    (j->xf == XF_X16) == (w->layout == ORK_LAYOUT_X16);
         if (kern && (!w0 || (w->type == w0->type && w->row_bytes == w0->row_bytes))) {
             w0 = w;
             ws[ns++] = (struct ork__wstream){
@@ -415,7 +440,10 @@ static bool spans_step(const struct mm_multi *j, struct mm_spans *mine, uint8_t 
             multi_rows(j, g0, g0 + n, panel);
         }
     }
-    if (ns > 0)
+    if (ns > 0 && j->xf == XF_X16)
+        (void)ork__x16_streams(j->isa, w0->type, ws, ns, w0->row_bytes, j->xs,
+                               j->k / Q8_0_BLOCK);   /* present: j->wkern */
+    else if (ns > 0)
         (void)ork__q8_wstreams(j->isa, w0->type, ws, ns, w0->row_bytes, j->xs,
                                j->k / Q8_0_BLOCK);   /* present: j->wkern */
     return any;
@@ -440,12 +468,12 @@ static bool spans_steal(const struct mm_multi *j, int nth, struct mm_spans *mine
             }
         if (!best)
             return false;
-        int64_t take = brem <= j->claim * j->streams ? brem : brem / 2;
+        int64_t take = brem <= j->claim * j->streams ? brem : round_up(brem / 2, j->unit);
         int64_t hi = span_hi(bv);
         if (atomic_compare_exchange_strong_explicit(best, &bv, span_pack(span_lo(bv), hi - take),
                                                     memory_order_relaxed,
                                                     memory_order_relaxed)) {
-            spans_set(mine, j->streams, hi - take, hi);
+            spans_set(mine, j->streams, j->unit, hi - take, hi);
             return true;
         }
     }
@@ -465,16 +493,18 @@ static void spans_thread(void *ctx, int ith, int nth)
 /* Sets up the spans: thread i's equal share of the rows over its streams. */
 static void spans_plan(struct mm_multi *j, int nth)
 {
-    int width = j->xf == XF_Q8_0 ? ork__q8_wstreams_width(j->isa) : 0;
+    int width = j->xf == XF_Q8_0 ? ork__q8_wstreams_width(j->isa)
+              : j->xf == XF_X16 ? ork__x16_streams_width(j->isa) : 0;
     j->wkern = width > 0;
     j->streams = width > 0 ? width : 1;
     int64_t rb = (int64_t)j->w[0]->row_bytes;
     j->claim = rb > 0 && rb < (int64_t)MM_CLAIM_BYTES ? (int64_t)MM_CLAIM_BYTES / rb : 1;
-    int64_t per = (j->rows + nth - 1) / nth;
+    j->claim = j->claim < j->unit ? j->unit : j->claim / j->unit * j->unit;
+    int64_t per = round_up((j->rows + nth - 1) / nth, j->unit);
     for (int i = 0; i < nth; i++) {
         int64_t lo = per * i < j->rows ? per * i : j->rows;
         int64_t hi = lo + per < j->rows ? lo + per : j->rows;
-        spans_set(&j->spans[i], j->streams, lo, hi);
+        spans_set(&j->spans[i], j->streams, j->unit, lo, hi);
     }
 }
 
@@ -499,8 +529,8 @@ static void plan_items(struct mm_multi *j, int nth)
 {
     int per_thread = j->xf == XF_PACK ? MM_ITEMS_PER_THREAD_TILED : MM_ITEMS_PER_THREAD_ROWS;
     int64_t items = (int64_t)nth * per_thread;
-    int64_t c = round_panels((j->rows + items - 1) / items);
-    j->chunk = c > 0 ? c : ORK_GEMM_NW;
+    int64_t c = round_up(round_panels((j->rows + items - 1) / items), j->unit);
+    j->chunk = c > 0 ? c : round_up(ORK_GEMM_NW, j->unit);
 }
 
 /* Takes the next item: its first row in *g0 and its row count, 0 when none is left. */
@@ -608,6 +638,8 @@ static int check_mat(const struct ork_mat *w)
         return ret;
     if (w->n_rows < 0)
         return ork_errorf(ORK_EINVAL, "matrix with %lld rows", (long long)w->n_rows);
+    if ((ret = ork__x16_check(w)) < 0)
+        return ret;
     size_t need = ork_type_row_bytes(w->type, (uint64_t)w->n_cols);
     if (w->row_bytes < need)
         return ork_errorf(ORK_EINVAL, "%s matrix: row stride %zu < %zu bytes for %lld elements",
@@ -647,12 +679,12 @@ int ork_matmul_act_multi(struct ork_pool *pool, const struct ork_mat *const *w, 
         if (w[q]->n_cols != w[0]->n_cols)
             return ork_errorf(ORK_EINVAL, "matmul: matrix %d has K = %lld, matrix 0 K = %lld", q,
                               (long long)w[q]->n_cols, (long long)w[0]->n_cols);
-        same = same && xform_of(w[q]->type, act, isa, m) == xform_of(w[0]->type, act, isa, m);
+        same = same && xform_of(w[q], act, isa, m) == xform_of(w[0], act, isa, m);
         rows += w[q]->n_rows;
     }
     if (m == 0 || rows == 0)
         return 0;
-    enum xform xf = xform_of(w[0]->type, act, isa, m);
+    enum xform xf = xform_of(w[0], act, isa, m);
     if (xf == XF_NONE || !same) {
         /* nothing to share (f32 / 16-bit X) or different X forms: one matrix at a time */
         for (int q = 0; q < n_w; q++) {
@@ -667,7 +699,8 @@ int ork_matmul_act_multi(struct ork_pool *pool, const struct ork_mat *const *w, 
         return 0;
     }
     struct mm_multi j = { .w = w, .y = y, .n_w = n_w, .rows = rows, .x = x, .m = m,
-                          .k = w[0]->n_cols, .xf = xf, .isa = isa };
+                          .k = w[0]->n_cols, .xf = xf, .isa = isa,
+                          .unit = xf == XF_X16 ? ORK_X16_ROWS : 1 };
     run_multi(pool, &j);
     return 0;
 }
@@ -691,6 +724,6 @@ int ork_get_row(const struct ork_mat *w, int64_t row, float *dst)
     if (row < 0 || row >= w->n_rows)
         return ork_errorf(ORK_ERANGE, "row %lld out of range (%lld rows)", (long long)row,
                           (long long)w->n_rows);
-    return ork_dequant_row(w->type, (const uint8_t *)w->data + (size_t)row * w->row_bytes, dst,
-                           w->n_cols);
+    uint8_t rbuf[MM_X16_ROW_BYTES];
+    return ork_dequant_row(w->type, ork__mat_row(w, row, rbuf), dst, w->n_cols);
 }

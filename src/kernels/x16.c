@@ -1,0 +1,382 @@
+/* x16.c -- Q8_0 / Q4_0 matrices with their rows interleaved by 16 (ORK_LAYOUT_X16): the layout,
+ * packing a matrix into it in place, reading one row back in the GGUF layout, the X form its
+ * kernels read, and those kernels (AVX-512 VNNI: decode streams and the M > 1 tiles). Not here:
+ * the thread split (matmul.c) or the plain-row kernels (gemm_q8.c, qdot.c).
+ *
+ * Why: a plain Q8_0 / Q4_0 row keeps one block's 32 quants together, so a 512-bit dot product
+ * holds two blocks of one row, and every block needs its own scale widened and its partials
+ * reduced across lanes. Decoding Q4_0 that way costs about 17 instructions per 36 bytes of
+ * weights, which is slower than this machine's memory (docs/kernels.md "Interleaved weights").
+ * With 16 rows interleaved, lane i of every vector is row i: one 32-byte load and one convert
+ * widen the scales of 16 rows, each dot-product instruction feeds 16 rows, and nothing is
+ * reduced across lanes.
+ *
+ * Layout. A group is 16 consecutive rows (16 * row_bytes bytes, where the rows were); block b of
+ * the group (bytes b * 16 * block_bytes onward) holds block b of all 16 rows:
+ *   d[16]        f16 scales, row i's at 2i (32 bytes);
+ *   Q8_0: 8 chunks of 64 bytes: chunk c holds, in bytes 4i..4i+3, row i's quants 4c..4c+3 as
+ *         u8 (q + 128, the unsigned operand of vpdpbusd);
+ *   Q4_0: 4 chunks of 64 bytes: chunk c holds, in bytes 4i..4i+3, row i's quant bytes 4c..4c+3
+ *         unchanged (low nibbles: elements 4c..4c+3, high nibbles: elements 16 + 4c ..).
+ * Same bytes per block as the plain layout (16 * 34 = 32 + 512, 16 * 18 = 32 + 256).
+ *
+ * X form (XF_X16, ork__x16_xprep): per block X16_XB bytes: q[32] int8 (the Q8_0 quants of
+ * ork_quantize_row_q8_0), f32 d, int32 -8 * sum(q), int32 -128 * sum(q), 4 bytes of zeros. The
+ * two sums are the exact correction for the weights' u8 offsets: sum (w + off) x - off sum x.
+ *
+ * Arithmetic: per row, block by block in order, acc = fmaf((float)isum_b, d_w * d_x, acc) with
+ * isum_b the exact integer dot of the block (|isum| <= 32 * 128 * 127 < 2^24, exact in f32).
+ * That is the order of ork_vec_dot_ref on the same quantized X, not the 16-lane order of the
+ * plain-row kernels (kern_priv.h struct q8_acc): results differ from them by f32 rounding of
+ * the sum (tests/unit/test_kernels_x16.c bounds it). */
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <ork/error.h>
+#include <ork/alloc.h>
+#include <ork-kernels/kernels.h>
+
+#include "kern_priv.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define X16_X86 1
+#include <immintrin.h>
+#endif
+
+#define Q8_0_BLOCK 32
+#define Q8_0_BYTES 34
+#define Q4_0_BYTES 18
+#define X16_D_BYTES 32          /* a block's 16 f16 scales */
+#define X16_CHUNK 64            /* one vector of quants: 4 bytes of each of 16 rows */
+#define X16_U8_OFFSET 128       /* Q8_0 quants stored as q + 128 */
+#define X16_Q4_OFFSET 8         /* Q4_0 nibble bias */
+/* X form offsets inside a block of X16_XB bytes */
+#define X16_XD 32
+#define X16_XB4 36
+#define X16_XB8 40
+/* Largest row handled by the packer (bytes of one plain row): its group buffer is 16 rows. */
+#define X16_ROW_BYTES_MAX (64u << 10)
+
+static size_t block_bytes(uint32_t type)
+{
+    return type == ORK_TYPE_Q8_0 ? Q8_0_BYTES : Q4_0_BYTES;
+}
+
+/* ---- layout ---------------------------------------------------------------------------------- */
+
+/* Plain rows r0 .. r0 + 15 (src, row_bytes apart) into one interleaved group at dst. */
+static void pack_group(uint32_t type, const uint8_t *src, size_t row_bytes, int64_t nb,
+                       uint8_t *dst)
+{
+    const size_t bb = block_bytes(type), gb = ORK_X16_ROWS * bb;
+    const int chunks = type == ORK_TYPE_Q8_0 ? 8 : 4;
+    for (int64_t b = 0; b < nb; b++) {
+        uint8_t *o = dst + (size_t)b * gb;
+        for (int i = 0; i < ORK_X16_ROWS; i++) {
+            const uint8_t *blk = src + (size_t)i * row_bytes + (size_t)b * bb;
+            memcpy(o + 2 * i, blk, 2);
+            for (int c = 0; c < chunks; c++)
+                for (int e = 0; e < 4; e++) {
+                    uint8_t v = blk[2 + 4 * c + e];
+                    o[X16_D_BYTES + c * X16_CHUNK + 4 * i + e] =
+                        type == ORK_TYPE_Q8_0 ? (uint8_t)(v ^ X16_U8_OFFSET) : v;
+                }
+        }
+    }
+}
+
+const uint8_t *ork__mat_row(const struct ork_mat *w, int64_t r, uint8_t *buf)
+{
+    const uint8_t *base = w->data;
+    if (w->layout != ORK_LAYOUT_X16)
+        return base + (size_t)r * w->row_bytes;
+    const size_t bb = block_bytes(w->type), gb = ORK_X16_ROWS * bb;
+    const int64_t nb = w->n_cols / Q8_0_BLOCK, i = r % ORK_X16_ROWS;
+    const int chunks = w->type == ORK_TYPE_Q8_0 ? 8 : 4;
+    const uint8_t *g = base + (size_t)(r - i) * w->row_bytes;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *s = g + (size_t)b * gb;
+        uint8_t *o = buf + (size_t)b * bb;
+        memcpy(o, s + 2 * i, 2);
+        for (int c = 0; c < chunks; c++)
+            for (int e = 0; e < 4; e++) {
+                uint8_t v = s[X16_D_BYTES + c * X16_CHUNK + 4 * i + e];
+                o[2 + 4 * c + e] = w->type == ORK_TYPE_Q8_0 ? (uint8_t)(v ^ X16_U8_OFFSET) : v;
+            }
+    }
+    return buf;
+}
+
+/* Why w cannot take the interleaved layout, or NULL when it can (the kernels aside). */
+static const char *x16_unfit(const struct ork_mat *w)
+{
+    if (w->type != ORK_TYPE_Q8_0 && w->type != ORK_TYPE_Q4_0)
+        return "only Q8_0 and Q4_0 matrices can be interleaved";
+    if (w->n_rows <= 0 || w->n_rows % ORK_X16_ROWS)
+        return "the row count is not a multiple of 16";
+    if (w->n_cols <= 0 || w->row_bytes != ork_type_row_bytes(w->type, (uint64_t)w->n_cols))
+        return "the rows are strided (row_bytes is not the row's size)";
+    if (w->row_bytes > X16_ROW_BYTES_MAX)
+        return "the rows are longer than 64 KiB";
+    return NULL;
+}
+
+int ork__x16_check(const struct ork_mat *w)
+{
+    if (w->layout == ORK_LAYOUT_ROWS)
+        return 0;
+    if (w->layout != ORK_LAYOUT_X16)
+        return ork_errorf(ORK_EINVAL, "matrix with unknown layout %u", w->layout);
+    const char *why = x16_unfit(w);
+    if (why)
+        return ork_errorf(ORK_EINVAL, "%s matrix %lld x %lld in the interleaved layout: %s",
+                          ork_type_name(w->type), (long long)w->n_rows, (long long)w->n_cols,
+                          why);
+    return 0;
+}
+
+bool ork_mat_x16_wanted(const struct ork_mat *w)
+{
+    return w && w->data && w->layout == ORK_LAYOUT_ROWS && !x16_unfit(w) &&
+           ork__x16_ok(ork__kisa());
+}
+
+int ork_mat_x16_pack(struct ork_mat *w)
+{
+    if (!w || !w->data)
+        return ork_errorf(ORK_EINVAL, "interleave: matrix without data");
+    if (w->layout == ORK_LAYOUT_X16)
+        return ork_errorf(ORK_EINVAL, "interleave: the matrix is interleaved already");
+    if (w->layout != ORK_LAYOUT_ROWS)
+        return ork_errorf(ORK_EINVAL, "interleave: matrix with unknown layout %u", w->layout);
+    const char *why = x16_unfit(w);
+    if (why)
+        return ork_errorf(ORK_EUNSUPPORTED, "interleave: %s matrix %lld x %lld: %s",
+                          ork_type_name(w->type), (long long)w->n_rows, (long long)w->n_cols,
+                          why);
+    const size_t gbytes = ORK_X16_ROWS * w->row_bytes;
+    uint8_t *tmp = ork_malloc(gbytes);
+    if (!tmp)
+        return ork_errorf(ORK_ENOMEM, "interleave: cannot allocate %zu bytes", gbytes);
+    uint8_t *data = (uint8_t *)(uintptr_t)w->data;     /* writable: the caller's promise */
+    const int64_t nb = w->n_cols / Q8_0_BLOCK;
+    for (int64_t g = 0; g < w->n_rows / ORK_X16_ROWS; g++) {
+        uint8_t *grp = data + (size_t)g * gbytes;
+        memcpy(tmp, grp, gbytes);
+        pack_group(w->type, tmp, w->row_bytes, nb, grp);
+    }
+    ork_free(tmp);
+    w->layout = ORK_LAYOUT_X16;
+    return 0;
+}
+
+/* ---- X form ---------------------------------------------------------------------------------- */
+
+size_t ork__x16_xrow_bytes(int64_t k)
+{
+    return (size_t)(k / Q8_0_BLOCK) * ORK_X16_XBLOCK;
+}
+
+/* Blocks quantized at a time (a stack buffer of Q8_0 blocks) before they are widened. */
+#define X16_PREP_BLOCKS 16
+
+void ork__x16_xprep(enum kisa k, const float *x, int64_t n, uint8_t *dst)
+{
+    uint8_t tmp[X16_PREP_BLOCKS * Q8_0_BYTES];
+    for (int64_t b0 = 0; b0 < n / Q8_0_BLOCK; b0 += X16_PREP_BLOCKS) {
+        int64_t nb = n / Q8_0_BLOCK - b0 < X16_PREP_BLOCKS ? n / Q8_0_BLOCK - b0 : X16_PREP_BLOCKS;
+        ork__quantize_q8_0(k, x + b0 * Q8_0_BLOCK, tmp, nb * Q8_0_BLOCK);
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *s = tmp + b * Q8_0_BYTES;
+            uint8_t *o = dst + (size_t)(b0 + b) * ORK_X16_XBLOCK;
+            uint16_t h;
+            memcpy(&h, s, 2);
+            float d = ork_fp16_to_f32(h);
+            int32_t sum = 0;
+            for (int e = 0; e < Q8_0_BLOCK; e++)
+                sum += (int8_t)s[2 + e];
+            int32_t b4 = -X16_Q4_OFFSET * sum, b8 = -X16_U8_OFFSET * sum, zero = 0;
+            memcpy(o, s + 2, Q8_0_BLOCK);
+            memcpy(o + X16_XD, &d, 4);
+            memcpy(o + X16_XB4, &b4, 4);
+            memcpy(o + X16_XB8, &b8, 4);
+            memcpy(o + X16_XB8 + 4, &zero, 4);
+        }
+    }
+}
+
+/* ---- kernels --------------------------------------------------------------------------------- */
+
+#ifdef X16_X86
+#define TGT_X16 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+
+static inline int32_t ld32(const uint8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* ng groups (g[s] at block 0) x mx X rows (xs, xstride apart): blocks 0 .. nb-1 into acc[s * mx
+ * + t] (lane i: row i of group s against X row t). Inlined with constant ng and mx. */
+TGT_X16 static inline __attribute__((always_inline)) void
+x16_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, size_t xstride,
+         int64_t nb, __m512 *acc)
+{
+    const size_t gb = ORK_X16_ROWS * (q8 ? Q8_0_BYTES : Q4_0_BYTES);
+    const int xb = q8 ? X16_XB8 : X16_XB4;
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    for (int64_t b = 0; b < nb; b++) {
+        for (int s = 0; s < ng; s++) {
+            const uint8_t *wb = g[s] + (size_t)b * gb;
+            const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)wb));
+            __m512i wv[8];
+            if (q8) {
+                for (int c = 0; c < 8; c++)
+                    wv[c] = _mm512_loadu_si512(wb + X16_D_BYTES + c * X16_CHUNK);
+            } else {
+                for (int c = 0; c < 4; c++) {
+                    __m512i raw = _mm512_loadu_si512(wb + X16_D_BYTES + c * X16_CHUNK);
+                    wv[c] = _mm512_and_si512(raw, m4);
+                    wv[c + 4] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+                }
+            }
+            for (int t = 0; t < mx; t++) {
+                const uint8_t *x = xs + (size_t)t * xstride + (size_t)b * ORK_X16_XBLOCK;
+                __m512i i0 = _mm512_set1_epi32(ld32(x + xb)), i1 = _mm512_setzero_si512();
+                for (int c = 0; c < 8; c += 2) {
+                    i0 = _mm512_dpbusd_epi32(i0, wv[c], _mm512_set1_epi32(ld32(x + 4 * c)));
+                    i1 = _mm512_dpbusd_epi32(i1, wv[c + 1],
+                                             _mm512_set1_epi32(ld32(x + 4 * c + 4)));
+                }
+                float dx;
+                memcpy(&dx, x + X16_XD, 4);
+                const __m512 f = _mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1));
+                acc[s * mx + t] = _mm512_fmadd_ps(f, _mm512_mul_ps(dw, _mm512_set1_ps(dx)),
+                                                  acc[s * mx + t]);
+            }
+        }
+    }
+}
+
+/* One specialization per (type, ng, mx): the core with constant counts, stores 16 lanes per
+ * output row (out[s] + t * ldo). */
+#define X16_KERNEL(NAME, Q8, NG, MX)                                                            \
+    TGT_X16 static void NAME(const uint8_t *const *g, const uint8_t *xs, size_t xstride,       \
+                             int64_t nb, float *const *out, size_t ldo)                        \
+    {                                                                                           \
+        __m512 acc[(NG) * (MX)];                                                                \
+        for (int i = 0; i < (NG) * (MX); i++)                                                   \
+            acc[i] = _mm512_setzero_ps();                                                       \
+        x16_core(Q8, NG, MX, g, xs, xstride, nb, acc);                                          \
+        for (int s = 0; s < (NG); s++)                                                          \
+            for (int t = 0; t < (MX); t++)                                                      \
+                _mm512_storeu_ps(out[s] + (size_t)t * ldo, acc[s * (MX) + t]);                  \
+    }
+
+X16_KERNEL(x16_q8_g1m1, true, 1, 1)
+X16_KERNEL(x16_q8_g2m1, true, 2, 1)
+X16_KERNEL(x16_q8_g3m1, true, 3, 1)
+X16_KERNEL(x16_q8_g4m1, true, 4, 1)
+X16_KERNEL(x16_q8_g1m2, true, 1, 2)
+X16_KERNEL(x16_q8_g1m3, true, 1, 3)
+X16_KERNEL(x16_q8_g1m4, true, 1, 4)
+X16_KERNEL(x16_q4_g1m1, false, 1, 1)
+X16_KERNEL(x16_q4_g2m1, false, 2, 1)
+X16_KERNEL(x16_q4_g3m1, false, 3, 1)
+X16_KERNEL(x16_q4_g4m1, false, 4, 1)
+X16_KERNEL(x16_q4_g1m2, false, 1, 2)
+X16_KERNEL(x16_q4_g1m3, false, 1, 3)
+X16_KERNEL(x16_q4_g1m4, false, 1, 4)
+
+typedef void (*x16_fn)(const uint8_t *const *, const uint8_t *, size_t, int64_t, float *const *,
+                       size_t);
+/* [q8][ng - 1] with mx = 1, and [q8][mx - 1] with ng = 1 */
+static const x16_fn x16_streams_fn[2][X16_STREAMS_MAX] = {
+    { x16_q4_g1m1, x16_q4_g2m1, x16_q4_g3m1, x16_q4_g4m1 },
+    { x16_q8_g1m1, x16_q8_g2m1, x16_q8_g3m1, x16_q8_g4m1 },
+};
+static const x16_fn x16_tile_fn[2][X16_MX] = {
+    { x16_q4_g1m1, x16_q4_g1m2, x16_q4_g1m3, x16_q4_g1m4 },
+    { x16_q8_g1m1, x16_q8_g1m2, x16_q8_g1m3, x16_q8_g1m4 },
+};
+#endif
+
+bool ork__x16_ok(enum kisa k)
+{
+#ifdef X16_X86
+    return k == KISA_AVX512VNNI;
+#else
+    (void)k;
+    return false;
+#endif
+}
+
+int ork__x16_streams_width(enum kisa k)
+{
+    return ork__x16_ok(k) ? X16_STREAMS : 0;
+}
+
+/* X rows of one M > 1 pass that stay in L2 while every group of the item meets them: 512 KiB
+ * (half of a Zen 4/5 core's L2, 1/4 of an A76 cluster's L3 slice), at least one tile. */
+#define X16_L2_X_BYTES (512u << 10)
+
+bool ork__x16_streams(enum kisa k, uint32_t type, const struct ork__wstream *s, int ns,
+                      size_t row_bytes, const uint8_t *xs, int64_t nb)
+{
+#ifdef X16_X86
+    if (!ork__x16_ok(k) || ns < 1 || ns > X16_STREAMS_MAX)
+        return false;
+    const size_t gbytes = ORK_X16_ROWS * row_bytes;
+    int64_t passes = 0;
+    for (int t = 0; t < ns; t++)
+        passes = s[t].n / ORK_X16_ROWS > passes ? s[t].n / ORK_X16_ROWS : passes;
+    for (int64_t r = 0; r < passes; r++) {
+        const uint8_t *g[X16_STREAMS_MAX];
+        float *out[X16_STREAMS_MAX];
+        int n = 0;
+        for (int t = 0; t < ns; t++)
+            if (r < s[t].n / ORK_X16_ROWS) {
+                g[n] = s[t].w + (size_t)r * gbytes;
+                out[n++] = s[t].out + r * ORK_X16_ROWS;
+            }
+        x16_streams_fn[type == ORK_TYPE_Q8_0][n - 1](g, xs, 0, nb, out, 0);
+    }
+    return true;
+#else
+    (void)k, (void)type, (void)s, (void)ns, (void)row_bytes, (void)xs, (void)nb;
+    return false;
+#endif
+}
+
+bool ork__x16_gemm(enum kisa k, uint32_t type, const uint8_t *w, size_t row_bytes, int64_t nr,
+                   const uint8_t *xs, size_t xrow, int64_t m, float *y, int64_t ldy)
+{
+#ifdef X16_X86
+    if (!ork__x16_ok(k))
+        return false;
+    const size_t gbytes = ORK_X16_ROWS * row_bytes;
+    const int64_t nb = (int64_t)(xrow / ORK_X16_XBLOCK);
+    int64_t chunk = xrow ? (int64_t)(X16_L2_X_BYTES / xrow) / X16_MX * X16_MX : X16_MX;
+    chunk = chunk < X16_MX ? X16_MX : chunk;
+    const bool q8 = type == ORK_TYPE_Q8_0;
+    for (int64_t m0 = 0; m0 < m; m0 += chunk) {
+        const int64_t mc = m - m0 < chunk ? m - m0 : chunk;
+        for (int64_t r = 0; r < nr; r += ORK_X16_ROWS) {
+            const uint8_t *g = w + (size_t)(r / ORK_X16_ROWS) * gbytes;
+            for (int64_t t = 0; t < mc; t += X16_MX) {
+                int mx = mc - t < X16_MX ? (int)(mc - t) : X16_MX;
+                float *o = y + (m0 + t) * ldy + r;
+                x16_tile_fn[q8][mx - 1](&g, xs + (size_t)(m0 + t) * xrow, xrow, nb, &o,
+                                        (size_t)ldy);
+            }
+        }
+    }
+    return true;
+#else
+    (void)k, (void)type, (void)w, (void)row_bytes, (void)nr, (void)xs, (void)xrow, (void)m,
+        (void)y, (void)ldy;
+    return false;
+#endif
+}

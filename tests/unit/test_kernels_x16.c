@@ -1,0 +1,338 @@
+/* test_kernels_x16.c -- Q8_0 / Q4_0 matrices interleaved by 16 rows (ORK_LAYOUT_X16,
+ * src/kernels/x16.c): packing rearranges the bytes and every row reads back exactly; on every
+ * instruction-set path this CPU can run, with no pool and pools of 1..4 threads, ORK_ACT_QUANT
+ * matmuls of an interleaved matrix agree with an independent double-precision sum over the
+ * same quantized X within the f32 rounding bound of their order, decode and prefill shapes,
+ * odd block counts, many claims and steals; f32-activation matmuls and row lookups give the
+ * plain layout's bits; a single corrupted byte changes exactly its own row's output; bad
+ * matrices and layouts are refused with an error; repeated calls allocate nothing. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <ork/alloc.h>
+#include <ork/error.h>
+#include <ork-kernels/kernels.h>
+#include <ork-kernels/pool.h>
+
+#include "kernels/kern_priv.h"
+#include "ork_test.h"
+
+#define KT_RNG_SEED 0x2545f4914f6cdd1dull
+#include "kernels_test_util.h"
+
+#define MAX_THREADS 4
+#define QBLK 32
+#define Q8_0_BYTES 34
+
+static struct ork_pool *pools[MAX_THREADS];     /* pools[t]: t + 1 threads */
+
+struct xmat {
+    uint8_t *plain, *packed;
+    struct ork_mat p, x;        /* rows layout / interleaved */
+};
+
+static void xmat_make(struct xmat *m, uint32_t type, int64_t n, int64_t k)
+{
+    size_t rb = ork_type_row_bytes(type, (uint64_t)k);
+    m->plain = ork_malloc(rb * (size_t)n);
+    m->packed = ork_malloc(rb * (size_t)n);
+    REQUIRE(m->plain && m->packed);
+    for (int64_t r = 0; r < n; r++)
+        kt_random_row(type, m->plain + (size_t)r * rb, k);
+    memcpy(m->packed, m->plain, rb * (size_t)n);
+    m->p = (struct ork_mat){ .type = type, .n_rows = n, .n_cols = k, .row_bytes = rb,
+                             .data = m->plain };
+    m->x = m->p;
+    m->x.data = m->packed;
+    REQUIRE(ork_mat_x16_pack(&m->x) == 0);
+    REQUIRE(m->x.layout == ORK_LAYOUT_X16);
+}
+
+static void xmat_free(struct xmat *m)
+{
+    ork_free(m->plain);
+    ork_free(m->packed);
+}
+
+/* Reference of one output: the double sum over blocks of d_w * d_x * (exact integer dot), with
+ * the sum of the terms' magnitudes in *mag (for the rounding bound). */
+static double ref_dot(uint32_t type, const uint8_t *row, const uint8_t *xq, int64_t nb,
+                      double *mag)
+{
+    const size_t bb = type == ORK_TYPE_Q8_0 ? Q8_0_BYTES : 18;
+    double s = 0.0;
+    *mag = 0.0;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *w = row + (size_t)b * bb, *x = xq + (size_t)b * Q8_0_BYTES;
+        int32_t isum = 0, part = 0, pmag = 0;
+        for (int e = 0; e < QBLK; e++) {
+            int wv = type == ORK_TYPE_Q8_0 ? (int8_t)w[2 + e]
+                   : e < 16 ? (w[2 + e] & 15) - 8 : (w[2 + e - 16] >> 4) - 8;
+            isum += wv * (int8_t)x[2 + e];
+            part += wv * (int8_t)x[2 + e];
+            if (e % 4 == 3) {
+                pmag += abs(part);      /* the plain kernels scale partials of four */
+                part = 0;
+            }
+        }
+        double d = (double)ork_fp16_to_f32((uint16_t)(w[0] | w[1] << 8)) *
+                   (double)ork_fp16_to_f32((uint16_t)(x[0] | x[1] << 8));
+        s += d * isum;
+        *mag += fabs(d) * pmag;
+    }
+    return s;
+}
+
+/* Y (m x n) of the interleaved matrix within the rounding bound of an nb-term f32 sum of every
+ * reference output; the count of outputs outside it. */
+static int check_y(const struct xmat *m, const float *x, int64_t mrows, const float *y,
+                   const char *what)
+{
+    const int64_t k = m->p.n_cols, n = m->p.n_rows, nb = k / QBLK;
+    uint8_t *xq = ork_malloc((size_t)nb * Q8_0_BYTES);
+    if (!xq)
+        return 1;
+    int bad = 0;
+    for (int64_t i = 0; i < mrows; i++) {
+        if (ork_quantize_row_q8_0(x + i * k, xq, k) != 0) {
+            bad++;
+            break;
+        }
+        for (int64_t r = 0; r < n; r++) {
+            double mag, want = ref_dot(m->p.type, m->plain + (size_t)r * m->p.row_bytes, xq, nb,
+                                       &mag);
+            double got = y[i * n + r];
+            /* f32 steps: d_w * d_x, one fma per block (interleaved) or per partial of four
+             * into 16 lanes and a 4-level reduction (plain kernels): each rounds once */
+            double tol = 2.0 * (double)(nb + 6) * FLT_EPSILON * mag + 1e-30;
+            if (!(fabs(got - want) <= tol)) {
+                if (bad++ < 3)
+                    fprintf(stderr, "%s: %s M=%lld N=%lld K=%lld y[%lld][%lld] = %.9g, "
+                            "want %.9g +- %.3g\n", what, ork_type_name(m->p.type),
+                            (long long)mrows, (long long)n, (long long)k, (long long)i,
+                            (long long)r, got, want, tol);
+            }
+        }
+    }
+    ork_free(xq);
+    return bad;
+}
+
+static void test_pack_layout(void)
+{
+    const uint32_t types[] = { ORK_TYPE_Q8_0, ORK_TYPE_Q4_0 };
+    for (size_t t = 0; t < 2; t++) {
+        struct xmat m;
+        xmat_make(&m, types[t], 48, 32 * 7);
+        size_t rb = m.p.row_bytes;
+        CHECK(memcmp(m.plain, m.packed, rb * 48) != 0);    /* the bytes did move */
+        uint8_t buf[2048];
+        float a[32 * 7], b[32 * 7];
+        int bad = 0;
+        for (int64_t r = 0; r < 48; r++) {
+            bad += memcmp(ork__mat_row(&m.x, r, buf), m.plain + (size_t)r * rb, rb) != 0;
+            REQUIRE(ork_get_row(&m.p, r, a) == 0);
+            REQUIRE(ork_get_row(&m.x, r, b) == 0);
+            bad += memcmp(a, b, sizeof a) != 0;
+        }
+        CHECK_EQ_INT(bad, 0);
+        /* the group's block 0 starts with the 16 rows' scales */
+        for (int i = 0; i < 16; i++)
+            CHECK(memcmp(m.packed + 2 * i, m.plain + (size_t)i * rb, 2) == 0);
+        xmat_free(&m);
+    }
+}
+
+/* Every path and pool against the reference, for one shape. */
+static void check_shape(uint32_t type, int64_t mrows, int64_t n, int64_t k)
+{
+    struct xmat m;
+    xmat_make(&m, type, n, k);
+    float *x = ork_malloc(sizeof(float) * (size_t)(mrows * k));
+    float *y = ork_malloc(sizeof(float) * (size_t)(mrows * n));
+    float *yp = ork_malloc(sizeof(float) * (size_t)(mrows * n));
+    REQUIRE(x && y && yp);
+    for (int64_t i = 0; i < mrows * k; i++)
+        x[i] = frand() * (float)(1 + i % 7);
+    int bad = 0;
+    for (int i = 0; ork_kernels_path_name(i); i++) {
+        if (ork_kernels_set_path(ork_kernels_path_name(i)) != 0)
+            continue;
+        for (int pi = -1; pi < MAX_THREADS; pi++) {
+            struct ork_pool *pool = pi < 0 ? NULL : pools[pi];
+            if (pi >= 0 && !pool)
+                continue;
+            memset(y, 0xff, sizeof(float) * (size_t)(mrows * n));
+            REQUIRE(ork_matmul_act(pool, &m.x, x, mrows, y, ORK_ACT_QUANT) == 0);
+            char what[64];
+            snprintf(what, sizeof what, "%s, %d threads", ork_kernels_path_name(i), pi + 1);
+            bad += check_y(&m, x, mrows, y, what);
+        }
+        /* f32 activations read the rows back: the plain layout's bits */
+        REQUIRE(ork_matmul_act(pools[0], &m.x, x, mrows, y, ORK_ACT_F32) == 0);
+        REQUIRE(ork_matmul_act(pools[0], &m.p, x, mrows, yp, ORK_ACT_F32) == 0);
+        bad += memcmp(y, yp, sizeof(float) * (size_t)(mrows * n)) != 0;
+    }
+    REQUIRE(ork_kernels_set_path(NULL) == 0);
+    CHECK_EQ_INT(bad, 0);
+    ork_free(x);
+    ork_free(y);
+    ork_free(yp);
+    xmat_free(&m);
+}
+
+static void test_shapes(void)
+{
+    check_shape(ORK_TYPE_Q8_0, 1, 16, 32);
+    check_shape(ORK_TYPE_Q4_0, 1, 32, 32 * 9);
+    check_shape(ORK_TYPE_Q8_0, 7, 48, 32 * 13);
+    check_shape(ORK_TYPE_Q4_0, 5, 16, 2048);
+    check_shape(ORK_TYPE_Q8_0, 70, 32, 2080);     /* M beyond one tile, ragged last tile */
+    check_shape(ORK_TYPE_Q4_0, 67, 64, 1024);
+    for (int trial = 0; trial < 10; trial++)
+        check_shape(trial % 2 ? ORK_TYPE_Q4_0 : ORK_TYPE_Q8_0, 1 + (int64_t)(rnd() % 9),
+                    16 * (1 + (int64_t)(rnd() % 6)), 32 * (1 + (int64_t)(rnd() % 40)));
+}
+
+/* Decode over matrices long enough for many claims and steals of 16-row units, several
+ * interleaved matrices of both types in one call (their rows end to end). */
+static void test_decode_multi(void)
+{
+    enum { K = 4096, NW = 3, REPS = 6 };
+    const uint32_t types[NW] = { ORK_TYPE_Q8_0, ORK_TYPE_Q4_0, ORK_TYPE_Q8_0 };
+    const int64_t ns[NW] = { 16 * 37, 16 * 21, 16 * 50 };
+    struct xmat m[NW];
+    const struct ork_mat *mp[NW];
+    float *ys[NW];
+    static float x[K];
+    for (int i = 0; i < K; i++)
+        x[i] = frand() * (float)(1 + i % 5);
+    for (int q = 0; q < NW; q++) {
+        xmat_make(&m[q], types[q], ns[q], K);
+        mp[q] = &m[q].x;
+        ys[q] = ork_malloc(sizeof(float) * (size_t)ns[q]);
+        REQUIRE(ys[q]);
+    }
+    int bad = 0, runs = 0;
+    for (int pi = 0; pi < MAX_THREADS; pi++) {
+        if (!pools[pi])
+            continue;
+        for (int rep = 0; rep < REPS; rep++, runs++) {
+            for (int q = 0; q < NW; q++)
+                memset(ys[q], 0xff, sizeof(float) * (size_t)ns[q]);
+            REQUIRE(ork_matmul_act_multi(pools[pi], mp, NW, x, 1, ys, ORK_ACT_QUANT) == 0);
+            for (int q = 0; q < NW; q++)
+                bad += check_y(&m[q], x, 1, ys[q], "decode multi");
+        }
+    }
+    CHECK(runs > 0);
+    CHECK_EQ_INT(bad, 0);
+    /* an interleaved and a plain matrix in one call: each right in its own form */
+    const struct ork_mat *mix[2] = { &m[0].x, &m[1].p };
+    float *ym[2] = { ys[0], ys[1] };
+    REQUIRE(ork_matmul_act_multi(pools[0], mix, 2, x, 1, ym, ORK_ACT_QUANT) == 0);
+    CHECK_EQ_INT(check_y(&m[0], x, 1, ys[0], "mixed layouts"), 0);
+    CHECK_EQ_INT(check_y(&m[1], x, 1, ys[1], "mixed layouts"), 0);
+    for (int q = 0; q < NW; q++) {
+        ork_free(ys[q]);
+        xmat_free(&m[q]);
+    }
+}
+
+/* One byte of one row's quants changed in the interleaved copy: that row's output moves, no
+ * other does (the kernels read every row from its own lanes). */
+static void test_corruption_is_seen(void)
+{
+    enum { N = 32, K = 256 };
+    struct xmat m;
+    xmat_make(&m, ORK_TYPE_Q8_0, N, K);
+    float x[K], y0[N], y1[N];
+    for (int i = 0; i < K; i++)
+        x[i] = frand();
+    REQUIRE(ork_matmul_act(pools[0], &m.x, x, 1, y0, ORK_ACT_QUANT) == 0);
+    const int row = 21;     /* group 1, lane 5: block 0's chunk 0 byte 4 * 5 */
+    uint8_t *p = m.packed + 16 * m.x.row_bytes + 32 + 4 * (row % 16);
+    *p ^= 0x40;
+    REQUIRE(ork_matmul_act(pools[0], &m.x, x, 1, y1, ORK_ACT_QUANT) == 0);
+    int moved = 0;
+    for (int r = 0; r < N; r++)
+        moved += (y0[r] != y1[r]) << (r == row ? 8 : 0);
+    CHECK_EQ_INT(moved, 1 << 8);
+    xmat_free(&m);
+}
+
+static void test_errors(void)
+{
+    enum { K = 64 };
+    static uint8_t buf[40 * 144];
+    struct ork_mat w = { .type = ORK_TYPE_Q4_K, .n_rows = 16, .n_cols = 256,
+                         .row_bytes = 144, .data = buf };
+    CHECK(!ork_mat_x16_wanted(&w));
+    CHECK_EQ_INT(ork_mat_x16_pack(&w), ORK_EUNSUPPORTED);
+    w = (struct ork_mat){ .type = ORK_TYPE_Q8_0, .n_rows = 20, .n_cols = K,
+                          .row_bytes = 2 * Q8_0_BYTES, .data = buf };
+    CHECK(!ork_mat_x16_wanted(&w));
+    CHECK_EQ_INT(ork_mat_x16_pack(&w), ORK_EUNSUPPORTED);
+    w.n_rows = 16;
+    w.row_bytes = 2 * Q8_0_BYTES + 4;                       /* strided */
+    CHECK_EQ_INT(ork_mat_x16_pack(&w), ORK_EUNSUPPORTED);
+    w.row_bytes = 2 * Q8_0_BYTES;
+    CHECK_EQ_INT(ork_mat_x16_pack(&w), 0);
+    CHECK_EQ_INT(ork_mat_x16_pack(&w), ORK_EINVAL);        /* twice */
+    CHECK(!ork_mat_x16_wanted(&w));
+    CHECK_EQ_INT(ork_mat_x16_pack(NULL), ORK_EINVAL);
+    float x[K] = { 0 }, y[32];
+    w.n_rows = 20;                                          /* not whole groups */
+    CHECK_EQ_INT(ork_matmul_act(NULL, &w, x, 1, y, ORK_ACT_QUANT), ORK_EINVAL);
+    w.n_rows = 16;
+    w.layout = 7;
+    CHECK_EQ_INT(ork_matmul_act(NULL, &w, x, 1, y, ORK_ACT_QUANT), ORK_EINVAL);
+    CHECK_EQ_INT(ork_get_row(&w, 0, x), ORK_EINVAL);
+}
+
+/* Once the pool scratch has grown, repeated decode and prefill calls allocate nothing. */
+static void test_no_alloc(void)
+{
+    enum { K = 1024, N = 64, M = 40 };
+    struct xmat m;
+    xmat_make(&m, ORK_TYPE_Q4_0, N, K);
+    float *x = ork_malloc(sizeof(float) * M * K), *y = ork_malloc(sizeof(float) * M * N);
+    REQUIRE(x && y);
+    for (int i = 0; i < M * K; i++)
+        x[i] = frand();
+    REQUIRE(ork_matmul_act(pools[1], &m.x, x, M, y, ORK_ACT_QUANT) == 0);
+    uint64_t a0 = ork_alloc_count();
+    for (int rep = 0; rep < 5; rep++) {
+        REQUIRE(ork_matmul_act(pools[1], &m.x, x, M, y, ORK_ACT_QUANT) == 0);
+        REQUIRE(ork_matmul_act(pools[1], &m.x, x, 1, y, ORK_ACT_QUANT) == 0);
+    }
+    CHECK_EQ_INT((int)(ork_alloc_count() - a0), 0);
+    ork_free(x);
+    ork_free(y);
+    xmat_free(&m);
+}
+
+int main(void)
+{
+    /* ORK_TEST_NO_THREADS: single-threaded only (emulators whose thread creation hangs) */
+    int nt = getenv("ORK_TEST_NO_THREADS") ? 1 : MAX_THREADS;
+    for (int t = 0; t < MAX_THREADS; t++) {
+        pools[t] = NULL;
+        if (t < nt && ork_pool_create(t + 1, &pools[t]) < 0)
+            return 1;
+    }
+    RUN(test_pack_layout);
+    RUN(test_shapes);
+    RUN(test_decode_multi);
+    RUN(test_corruption_is_seen);
+    RUN(test_errors);
+    if (pools[1])
+        RUN(test_no_alloc);
+    for (int t = 0; t < MAX_THREADS; t++)
+        ork_pool_destroy(pools[t]);
+    return ork_test_done();
+}
