@@ -866,6 +866,7 @@ int ork_cmd_bench(int argc, char **argv)
     for (int mi = 0; mi < o.n_models; mi++) {
         struct ork_model_params mp = o.mp;
         mp.no_tokenizer = true;
+        mp.no_repack = mp.no_repack || o.f32_act;  /* interleaving serves quantized activations */
         struct ork_model *m;
         int ret = ork_model_load(o.models[mi], &mp, &m);
         if (ret < 0) {
@@ -877,7 +878,8 @@ int ork_cmd_bench(int argc, char **argv)
         fprintf(stderr, "ork bench: %s: %s, %d matrices interleaved by 16 rows%s\n",
                 o.models[mi],
                 !strcmp(md[mi].load, "read") ? "read into memory (--no-mmap)" : "mapped (--mmap)",
-                (int)ork_model_n_interleaved(m), o.mp.no_repack ? " (--no-repack)" : "");
+                (int)ork_model_n_interleaved(m), o.mp.no_repack ? " (--no-repack)"
+                : o.f32_act ? " (--no-act-quant)" : "");
         for (int ti = 0; ti < o.t.n && ret == 0; ti++)
             ret = bench_model_threads(m, mi, &md[mi], (int)o.t.v[ti], &o, res, &n_res);
         ork_model_free(m);

@@ -319,7 +319,10 @@ int ork_cli_gen_setup(const char *cmd, const struct ork_cli_gen_opts *o, struct 
     *s = NULL;
     if (smp)
         *smp = NULL;
-    int ret = ork_model_load(o->model, &o->model_params, m);
+    /* the interleaved layout serves the quantized-activation kernels only */
+    struct ork_model_params mp = o->model_params;
+    mp.no_repack = mp.no_repack || !o->session.act_quant;
+    int ret = ork_model_load(o->model, &mp, m);
     if (ret < 0) {
         fprintf(stderr, "ork %s: cannot load model '%s': %s\n", cmd, o->model,
                 ork_error_describe(ret));

@@ -358,6 +358,17 @@ bool ork__x16_gemm(enum kisa k, uint32_t type, const uint8_t *w, size_t row_byte
         return false;
     const size_t gbytes = ORK_X16_ROWS * row_bytes;
     const int64_t nb = (int64_t)(xrow / ORK_X16_XBLOCK);
+    if (m == 1) {
+        /* decode: the rows as X16_STREAMS streams of whole groups read side by side */
+        const int64_t ng = nr / ORK_X16_ROWS;
+        const int64_t part = (ng + X16_STREAMS - 1) / X16_STREAMS * ORK_X16_ROWS;
+        struct ork__wstream s[X16_STREAMS];
+        int ns = 0;
+        for (int64_t r0 = 0; r0 < nr; r0 += part, ns++)
+            s[ns] = (struct ork__wstream){ .w = w + (size_t)(r0 / ORK_X16_ROWS) * gbytes,
+                                           .n = nr - r0 < part ? nr - r0 : part, .out = y + r0 };
+        return ork__x16_streams(k, type, s, ns, row_bytes, xs, nb);
+    }
     int64_t chunk = xrow ? (int64_t)(X16_L2_X_BYTES / xrow) / X16_MX * X16_MX : X16_MX;
     chunk = chunk < X16_MX ? X16_MX : chunk;
     const bool q8 = type == ORK_TYPE_Q8_0;
