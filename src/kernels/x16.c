@@ -50,6 +50,7 @@
 #define X16_D_BYTES 32          /* a block's 16 f16 scales */
 #define X16_CHUNK 64            /* one vector of quants: 4 bytes of each of 16 rows */
 #define X16_U8_OFFSET 128       /* Q8_0 quants stored as q + 128 */
+#define X16_U8_FLIP 0x80808080u /* ... = q xor 0x80 in each byte of a word */
 #define X16_Q4_OFFSET 8         /* Q4_0 nibble bias */
 /* X form offsets inside a block of X16_XB bytes */
 #define X16_XD 32
@@ -65,23 +66,25 @@ static size_t block_bytes(uint32_t type)
 
 /* ---- layout ---------------------------------------------------------------------------------- */
 
-/* Plain rows r0 .. r0 + 15 (src, row_bytes apart) into one interleaved group at dst. */
+/* Plain rows r0 .. r0 + 15 (src, row_bytes apart) into one interleaved group at dst: per block,
+ * each row's scale and its quants in 4-byte words (Q8_0's flipped to u8 by xor). */
 static void pack_group(uint32_t type, const uint8_t *src, size_t row_bytes, int64_t nb,
                        uint8_t *dst)
 {
     const size_t bb = block_bytes(type), gb = ORK_X16_ROWS * bb;
     const int chunks = type == ORK_TYPE_Q8_0 ? 8 : 4;
+    const uint32_t flip = type == ORK_TYPE_Q8_0 ? X16_U8_FLIP : 0;
     for (int64_t b = 0; b < nb; b++) {
         uint8_t *o = dst + (size_t)b * gb;
         for (int i = 0; i < ORK_X16_ROWS; i++) {
             const uint8_t *blk = src + (size_t)i * row_bytes + (size_t)b * bb;
             memcpy(o + 2 * i, blk, 2);
-            for (int c = 0; c < chunks; c++)
-                for (int e = 0; e < 4; e++) {
-                    uint8_t v = blk[2 + 4 * c + e];
-                    o[X16_D_BYTES + c * X16_CHUNK + 4 * i + e] =
-                        type == ORK_TYPE_Q8_0 ? (uint8_t)(v ^ X16_U8_OFFSET) : v;
-                }
+            for (int c = 0; c < chunks; c++) {
+                uint32_t v;
+                memcpy(&v, blk + 2 + 4 * c, 4);
+                v ^= flip;
+                memcpy(o + X16_D_BYTES + c * X16_CHUNK + 4 * i, &v, 4);
+            }
         }
     }
 }
@@ -94,16 +97,18 @@ const uint8_t *ork__mat_row(const struct ork_mat *w, int64_t r, uint8_t *buf)
     const size_t bb = block_bytes(w->type), gb = ORK_X16_ROWS * bb;
     const int64_t nb = w->n_cols / Q8_0_BLOCK, i = r % ORK_X16_ROWS;
     const int chunks = w->type == ORK_TYPE_Q8_0 ? 8 : 4;
+    const uint32_t flip = w->type == ORK_TYPE_Q8_0 ? X16_U8_FLIP : 0;
     const uint8_t *g = base + (size_t)(r - i) * w->row_bytes;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *s = g + (size_t)b * gb;
         uint8_t *o = buf + (size_t)b * bb;
         memcpy(o, s + 2 * i, 2);
-        for (int c = 0; c < chunks; c++)
-            for (int e = 0; e < 4; e++) {
-                uint8_t v = s[X16_D_BYTES + c * X16_CHUNK + 4 * i + e];
-                o[2 + 4 * c + e] = w->type == ORK_TYPE_Q8_0 ? (uint8_t)(v ^ X16_U8_OFFSET) : v;
-            }
+        for (int c = 0; c < chunks; c++) {
+            uint32_t v;
+            memcpy(&v, s + X16_D_BYTES + c * X16_CHUNK + 4 * i, 4);
+            v ^= flip;
+            memcpy(o + 2 + 4 * c, &v, 4);
+        }
     }
     return buf;
 }
