@@ -868,22 +868,27 @@ static int read_whole(int fd, const char *path, size_t len, size_t shift, void *
 }
 
 /* Bytes to place the file past a GGUF_DATA_ALIGN boundary so that its data section starts on
- * one: the header parsed from a mapping of the file (a few ms); 0 when that fails (the parse of
- * the copy then reports the problem). */
-static size_t data_shift(int fd, size_t len)
+ * one, in *shift: the header parsed from a mapping of the file (a few ms). A file that does
+ * not parse gets 0 (the parse of the copy then reports the problem); running out of memory is
+ * an error. */
+static int data_shift(int fd, size_t len, size_t *shift)
 {
+    *shift = 0;
     void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
     if (m == MAP_FAILED)
         return 0;
     struct ork_gguf *h;
-    size_t shift = 0;
-    if (open_buffer(m, len, NULL, &h) == 0) {
-        shift = (size_t)((GGUF_DATA_ALIGN - h->data_offset % GGUF_DATA_ALIGN) % GGUF_DATA_ALIGN);
+    int ret = open_buffer(m, len, NULL, &h);
+    if (ret == 0) {
+        *shift = (size_t)((GGUF_DATA_ALIGN - h->data_offset % GGUF_DATA_ALIGN) %
+                          GGUF_DATA_ALIGN);
         ork_gguf_close(h);
     }
-    ork_error_clear();
     munmap(m, len);
-    return shift;
+    if (ret == ORK_ENOMEM)
+        return ret;
+    ork_error_clear();
+    return 0;
 }
 
 int ork_gguf_open_mode(const char *path, enum ork_gguf_mode mode, struct ork_gguf **out)
@@ -917,8 +922,10 @@ int ork_gguf_open_mode(const char *path, enum ork_gguf_mode mode, struct ork_ggu
     size_t len = (size_t)st.st_size, region_len = len;
     void *map = NULL, *region = NULL;
     if (mode == ORK_GGUF_READ) {
-        size_t shift = data_shift(fd, len);
-        int ret = read_whole(fd, path, len, shift, &region, &map);
+        size_t shift;
+        int ret = data_shift(fd, len, &shift);
+        if (ret == 0)
+            ret = read_whole(fd, path, len, shift, &region, &map);
         close(fd);
         if (ret < 0)
             return ret;

@@ -131,12 +131,16 @@ static void test_open_file(void)
         CHECK((uintptr_t)t->data % 32 == 0);    /* the mapping is page aligned */
         ork_gguf_close(g);
     }
-    /* read into memory: the same bytes, from a 2 MiB aligned copy */
+    /* read into memory: the same bytes, from a copy placed just past a 2 MiB boundary so
+     * that the data section starts on a 64-byte line */
     CHECK_EQ_INT(ork_gguf_open_mode(path, ORK_GGUF_READ, &g), 0);
     if (g) {
         CHECK_EQ_INT(ork_gguf_file_size(g), b.len);
         CHECK(!memcmp(ork_gguf_base(g), b.buf, b.len));
-        CHECK((uintptr_t)ork_gguf_base(g) % ((uintptr_t)2 << 20) == 0);
+        uintptr_t base = (uintptr_t)ork_gguf_base(g);
+        CHECK(base % ((uintptr_t)2 << 20) < 64);
+        CHECK((base + ork_gguf_data_offset(g)) % 64 == 0);
+        CHECK(ork_gguf_data_offset(g) % 64 != 0);     /* so the copy was shifted */
         const struct ork_gguf_tensor *t = ork_gguf_tensor_find(g, "c");
         CHECK(t && !memcmp(t->data, b.buf + b.len - SMALL_DATA_BYTES + 96, 12));
         ork_gguf_close(g);
