@@ -159,9 +159,14 @@ void ork__gemm_q8(enum kisa k, const struct ork_mat *w, int64_t r0, int64_t r1,
 
 #define ORK_X16_ROWS 16         /* rows per group, one per 32-bit lane of a 512-bit vector */
 #define ORK_X16_XBLOCK 48       /* bytes of one X block in the interleaved kernels' X form */
-#define X16_STREAMS_MAX 4       /* groups the decode kernel can read side by side */
-#define X16_STREAMS 4           /* ... and reads (ork__x16_streams_width) */
-#define X16_MX 4                /* X rows per M > 1 tile */
+/* Groups the decode kernel can read side by side, and reads (ork__x16_streams_width): four, as
+ * the row-layout kernel (one to three per thread made no clear difference from DRAM,
+ * docs/kernels.md "Interleaved weights"). */
+#define ORK_X16_STREAMS_MAX 4
+#define ORK_X16_STREAMS 4
+/* X rows per M > 1 tile: the four outputs per weight vector fit the 32 zmm registers beside
+ * the 8 unpacked weight vectors. */
+#define ORK_X16_MX 4
 /* 0, or the error naming why an interleaved matrix is malformed (rows layout: 0). */
 int ork__x16_check(const struct ork_mat *w);
 /* True when path k has the interleaved kernels. */
@@ -175,7 +180,7 @@ const uint8_t *ork__mat_row(const struct ork_mat *w, int64_t r, uint8_t *buf);
 size_t ork__x16_xrow_bytes(int64_t k);
 void ork__x16_xprep(enum kisa k, const float *x, int64_t n, uint8_t *dst);
 /* Decode: stream t is s[t].n rows (a multiple of 16) of an interleaved matrix from s[t].w (a
- * group start), results to s[t].out, against one X row xs (nb blocks); up to X16_STREAMS_MAX
+ * group start), results to s[t].out, against one X row xs (nb blocks); up to ORK_X16_STREAMS_MAX
  * streams read side by side. False (nothing done) when path k has no kernel. */
 bool ork__x16_streams(enum kisa k, uint32_t type, const struct ork__wstream *s, int ns,
                       size_t row_bytes, const uint8_t *xs, int64_t nb);

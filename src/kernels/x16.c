@@ -56,6 +56,8 @@
 #define X16_XD 32
 #define X16_XB4 36
 #define X16_XB8 40
+_Static_assert(ORK_X16_STREAMS <= ORK_X16_STREAMS_MAX && ORK_X16_STREAMS_MAX <= ORK_WSTREAMS_MAX,
+               "the decode spans (matmul.c) hold ORK_WSTREAMS_MAX streams");
 /* Largest row handled by the packer (bytes of one plain row): its group buffer is 16 rows. */
 #define X16_ROW_BYTES_MAX (64u << 10)
 
@@ -127,18 +129,23 @@ static const char *x16_unfit(const struct ork_mat *w)
     return NULL;
 }
 
+/* 0 when w fits the interleaved layout, else error `code` saying what (after `what`). */
+static int x16_fit_error(const struct ork_mat *w, int code, const char *what)
+{
+    const char *why = x16_unfit(w);
+    if (!why)
+        return 0;
+    return ork_errorf(code, "%s%s matrix %lld x %lld: %s", what, ork_type_name(w->type),
+                      (long long)w->n_rows, (long long)w->n_cols, why);
+}
+
 int ork__x16_check(const struct ork_mat *w)
 {
     if (w->layout == ORK_LAYOUT_ROWS)
         return 0;
     if (w->layout != ORK_LAYOUT_X16)
         return ork_errorf(ORK_EINVAL, "matrix with unknown layout %u", w->layout);
-    const char *why = x16_unfit(w);
-    if (why)
-        return ork_errorf(ORK_EINVAL, "%s matrix %lld x %lld in the interleaved layout: %s",
-                          ork_type_name(w->type), (long long)w->n_rows, (long long)w->n_cols,
-                          why);
-    return 0;
+    return x16_fit_error(w, ORK_EINVAL, "interleaved ");
 }
 
 bool ork_mat_x16_wanted(const struct ork_mat *w)
@@ -155,11 +162,9 @@ int ork_mat_x16_pack(struct ork_mat *w)
         return ork_errorf(ORK_EINVAL, "interleave: the matrix is interleaved already");
     if (w->layout != ORK_LAYOUT_ROWS)
         return ork_errorf(ORK_EINVAL, "interleave: matrix with unknown layout %u", w->layout);
-    const char *why = x16_unfit(w);
-    if (why)
-        return ork_errorf(ORK_EUNSUPPORTED, "interleave: %s matrix %lld x %lld: %s",
-                          ork_type_name(w->type), (long long)w->n_rows, (long long)w->n_cols,
-                          why);
+    int ret = x16_fit_error(w, ORK_EUNSUPPORTED, "interleave: ");
+    if (ret < 0)
+        return ret;
     const size_t gbytes = ORK_X16_ROWS * w->row_bytes;
     uint8_t *tmp = ork_malloc(gbytes);
     if (!tmp)
@@ -298,11 +303,11 @@ X16_KERNEL(x16_q4_g1m4, false, 1, 4)
 typedef void (*x16_fn)(const uint8_t *const *, const uint8_t *, size_t, int64_t, float *const *,
                        size_t);
 /* [q8][ng - 1] with mx = 1, and [q8][mx - 1] with ng = 1 */
-static const x16_fn x16_streams_fn[2][X16_STREAMS_MAX] = {
+static const x16_fn x16_streams_fn[2][ORK_X16_STREAMS_MAX] = {
     { x16_q4_g1m1, x16_q4_g2m1, x16_q4_g3m1, x16_q4_g4m1 },
     { x16_q8_g1m1, x16_q8_g2m1, x16_q8_g3m1, x16_q8_g4m1 },
 };
-static const x16_fn x16_tile_fn[2][X16_MX] = {
+static const x16_fn x16_tile_fn[2][ORK_X16_MX] = {
     { x16_q4_g1m1, x16_q4_g1m2, x16_q4_g1m3, x16_q4_g1m4 },
     { x16_q8_g1m1, x16_q8_g1m2, x16_q8_g1m3, x16_q8_g1m4 },
 };
@@ -320,7 +325,7 @@ bool ork__x16_ok(enum kisa k)
 
 int ork__x16_streams_width(enum kisa k)
 {
-    return ork__x16_ok(k) ? X16_STREAMS : 0;
+    return ork__x16_ok(k) ? ORK_X16_STREAMS : 0;
 }
 
 /* X rows of one M > 1 pass that stay in L2 while every group of the item meets them: 512 KiB
@@ -331,15 +336,15 @@ bool ork__x16_streams(enum kisa k, uint32_t type, const struct ork__wstream *s, 
                       size_t row_bytes, const uint8_t *xs, int64_t nb)
 {
 #ifdef X16_X86
-    if (!ork__x16_ok(k) || ns < 1 || ns > X16_STREAMS_MAX)
+    if (!ork__x16_ok(k) || ns < 1 || ns > ORK_X16_STREAMS_MAX)
         return false;
     const size_t gbytes = ORK_X16_ROWS * row_bytes;
     int64_t passes = 0;
     for (int t = 0; t < ns; t++)
         passes = s[t].n / ORK_X16_ROWS > passes ? s[t].n / ORK_X16_ROWS : passes;
     for (int64_t r = 0; r < passes; r++) {
-        const uint8_t *g[X16_STREAMS_MAX];
-        float *out[X16_STREAMS_MAX];
+        const uint8_t *g[ORK_X16_STREAMS_MAX];
+        float *out[ORK_X16_STREAMS_MAX];
         int n = 0;
         for (int t = 0; t < ns; t++)
             if (r < s[t].n / ORK_X16_ROWS) {
@@ -364,25 +369,25 @@ bool ork__x16_gemm(enum kisa k, uint32_t type, const uint8_t *w, size_t row_byte
     const size_t gbytes = ORK_X16_ROWS * row_bytes;
     const int64_t nb = (int64_t)(xrow / ORK_X16_XBLOCK);
     if (m == 1) {
-        /* decode: the rows as X16_STREAMS streams of whole groups read side by side */
+        /* decode: the rows as ORK_X16_STREAMS streams of whole groups read side by side */
         const int64_t ng = nr / ORK_X16_ROWS;
-        const int64_t part = (ng + X16_STREAMS - 1) / X16_STREAMS * ORK_X16_ROWS;
-        struct ork__wstream s[X16_STREAMS];
+        const int64_t part = (ng + ORK_X16_STREAMS - 1) / ORK_X16_STREAMS * ORK_X16_ROWS;
+        struct ork__wstream s[ORK_X16_STREAMS];
         int ns = 0;
         for (int64_t r0 = 0; r0 < nr; r0 += part, ns++)
             s[ns] = (struct ork__wstream){ .w = w + (size_t)(r0 / ORK_X16_ROWS) * gbytes,
                                            .n = nr - r0 < part ? nr - r0 : part, .out = y + r0 };
         return ork__x16_streams(k, type, s, ns, row_bytes, xs, nb);
     }
-    int64_t chunk = xrow ? (int64_t)(X16_L2_X_BYTES / xrow) / X16_MX * X16_MX : X16_MX;
-    chunk = chunk < X16_MX ? X16_MX : chunk;
+    int64_t chunk = xrow ? (int64_t)(X16_L2_X_BYTES / xrow) / ORK_X16_MX * ORK_X16_MX : ORK_X16_MX;
+    chunk = chunk < ORK_X16_MX ? ORK_X16_MX : chunk;
     const bool q8 = type == ORK_TYPE_Q8_0;
     for (int64_t m0 = 0; m0 < m; m0 += chunk) {
         const int64_t mc = m - m0 < chunk ? m - m0 : chunk;
         for (int64_t r = 0; r < nr; r += ORK_X16_ROWS) {
             const uint8_t *g = w + (size_t)(r / ORK_X16_ROWS) * gbytes;
-            for (int64_t t = 0; t < mc; t += X16_MX) {
-                int mx = mc - t < X16_MX ? (int)(mc - t) : X16_MX;
+            for (int64_t t = 0; t < mc; t += ORK_X16_MX) {
+                int mx = mc - t < ORK_X16_MX ? (int)(mc - t) : ORK_X16_MX;
                 float *o = y + (m0 + t) * ldy + r;
                 x16_tile_fn[q8][mx - 1](&g, xs + (size_t)(m0 + t) * xrow, xrow, nb, &o,
                                         (size_t)ldy);

@@ -9,9 +9,11 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <ork-kernels/kernels.h>
+#include <ork-kernels/pool.h>
 
 #ifndef KT_RNG_SEED
 #error "define KT_RNG_SEED before including kernels_test_util.h"
@@ -69,6 +71,26 @@ static inline void kt_random_row(uint32_t type, uint8_t *row, int64_t n)
             }
         }
     }
+}
+
+/* pools[t] gets a pool of t + 1 threads for t < n, NULL beyond, and with ORK_TEST_NO_THREADS
+ * in the environment (emulators whose thread creation hangs) only pools[0]; 0, or -1 when a
+ * pool cannot be created. */
+static inline int kt_pools_create(struct ork_pool **pools, int n)
+{
+    int nt = getenv("ORK_TEST_NO_THREADS") ? 1 : n;
+    for (int t = 0; t < n; t++) {
+        pools[t] = NULL;
+        if (t < nt && ork_pool_create(t + 1, &pools[t]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static inline void kt_pools_destroy(struct ork_pool **pools, int n)
+{
+    for (int t = 0; t < n; t++)
+        ork_pool_destroy(pools[t]);
 }
 
 #endif

@@ -333,13 +333,8 @@ static void test_no_alloc(void)
 
 int main(void)
 {
-    /* ORK_TEST_NO_THREADS: single-threaded only (emulators whose thread creation hangs) */
-    int nt = getenv("ORK_TEST_NO_THREADS") ? 1 : MAX_THREADS;
-    for (int t = 0; t < MAX_THREADS; t++) {
-        pools[t] = NULL;
-        if (t < nt && ork_pool_create(t + 1, &pools[t]) < 0)
-            return 1;
-    }
+    if (kt_pools_create(pools, MAX_THREADS) < 0)
+        return 1;
     RUN(test_quantizers);
     RUN(test_paths_shapes);
     RUN(test_multi);
@@ -347,7 +342,6 @@ int main(void)
         RUN(test_decode_spans);
     if (pools[1])
         RUN(test_no_alloc);
-    for (int t = 0; t < MAX_THREADS; t++)
-        ork_pool_destroy(pools[t]);
+    kt_pools_destroy(pools, MAX_THREADS);
     return ork_test_done();
 }
