@@ -4,6 +4,7 @@
 #ifndef ORK_GOLDEN_MODEL_H
 #define ORK_GOLDEN_MODEL_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include <ork/error.h>
@@ -11,8 +12,9 @@
 
 #include "ork_test.h"
 
-/* Load fixtures/models/<file> into *m; on failure print the reason and return the error. */
-static inline int golden_load_model(const char *file, struct ork_model **m)
+/* Load fixtures/models/<file> into *m (no_repack: keep the GGUF row layout, else the default
+ * interleaving for the CPU kernels); on failure print the reason and return the error. */
+static inline int golden_load_model_layout(const char *file, bool no_repack, struct ork_model **m)
 {
     char rel[256];
     snprintf(rel, sizeof rel, "models/%s", file);
@@ -20,10 +22,16 @@ static inline int golden_load_model(const char *file, struct ork_model **m)
     struct ork_model_params mp;
     ork_model_params_default(&mp);
     mp.no_tokenizer = true;
+    mp.no_repack = no_repack;
     int ret = ork_model_load(path, &mp, m);
     if (ret < 0)
         fprintf(stderr, "load %s: %s\n", file, ork_error_describe(ret));
     return ret;
+}
+
+static inline int golden_load_model(const char *file, struct ork_model **m)
+{
+    return golden_load_model_layout(file, false, m);
 }
 
 #endif

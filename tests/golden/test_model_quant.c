@@ -3,13 +3,16 @@
  * llama.cpp's for the same file (F32 tightly; F16/Q8_0 within the activation-rounding difference:
  * llama.cpp rounds activations to F16 / Q8_0 before the dot products, ork keeps them in F32).
  * Q4_0 (tensors stored in a different order, output.weight in Q8_0) loads and runs, and follows
- * the F32 text for its first tokens (fixtures README: it diverges near token 24). */
+ * the F32 text for its first tokens (fixtures README: it diverges near token 24). The Q8_0 and
+ * Q4_0 files loaded with their matrices interleaved for the CPU kernels (the default where the
+ * CPU has them) and in the row layout give the same ids and log-probs within 1e-4. */
 #include "ork_test.h"
 #include "golden/json_lite.h"
 #include "golden/golden_model.h"
 
 #include <ork/error.h>
 #include <ork-engine/engine.h>
+#include <ork-kernels/kernels.h>
 
 #define N_GEN 48
 #define MAX_VOCAB 512
@@ -22,7 +25,10 @@
 /* With act_quant, Q8_0 reproduces the reference's integer block sums: agreement is F32-exact
  * (measured 3.5e-6). F16 with F16-rounded activations agrees to 0.005, no better than without. */
 #define TOL_Q8_0_ACT 1e-4
-#define Q4_SAME_PREFIX 16   /* Q4_0 follows F32 for at least this many tokens */
+#define Q4_SAME_PREFIX 16
+/* Interleaved against row-layout weights, same activations: the two kernels sum the same exact
+ * block products in different f32 orders (docs/kernels.md "Interleaved weights"). */
+#define TOL_LAYOUTS 1e-4   /* Q4_0 follows F32 for at least this many tokens */
 
 static char *g_json;
 
@@ -37,15 +43,20 @@ static void log_softmax(const float *x, int n, double *out)
         out[i] = (double)x[i] - mx - log(z);
 }
 
-/* Greedy-decode N_GEN ids; lp receives the log-softmax of every step (may be NULL). */
-static int run_greedy(const char *file, const int32_t *prompt, int n_prompt, bool act_quant,
-                      int *ids, double (*lp)[MAX_VOCAB])
+/* Matrices interleaved at load by the last run_greedy (ork_model_n_interleaved). */
+static int g_interleaved;
+
+/* Greedy-decode N_GEN ids; lp receives the log-softmax of every step (may be NULL). no_repack:
+ * the model keeps the GGUF row layout. */
+static int run_greedy_layout(const char *file, const int32_t *prompt, int n_prompt,
+                             bool act_quant, bool no_repack, int *ids, double (*lp)[MAX_VOCAB])
 {
     struct ork_model *m = NULL;
     struct ork_session *s = NULL;
-    int ret = golden_load_model(file, &m);
+    int ret = golden_load_model_layout(file, no_repack, &m);
     if (ret < 0)
         return ret;
+    g_interleaved = ork_model_n_interleaved(m);
     struct ork_session_params sp;
     ork_session_params_default(&sp);
     sp.ctx_size = 64;
@@ -77,6 +88,12 @@ out:
     ork_session_free(s);
     ork_model_free(m);
     return ret;
+}
+
+static int run_greedy(const char *file, const int32_t *prompt, int n_prompt, bool act_quant,
+                      int *ids, double (*lp)[MAX_VOCAB])
+{
+    return run_greedy_layout(file, prompt, n_prompt, act_quant, false, ids, lp);
 }
 
 static void check_file(const char *file, bool act_quant, double tol)
@@ -119,6 +136,45 @@ static void test_f32_act_quant(void) { check_file("stories260K.gguf", true, TOL_
 static void test_f16_act_quant(void) { check_file("stories260K-F16.gguf", true, TOL_F16); }
 static void test_q8_0_act_quant(void) { check_file("stories260K-Q8_0.gguf", true, TOL_Q8_0_ACT); }
 
+/* The Q8_0 and Q4_0 files with their matrices interleaved for the CPU kernels (the default
+ * where this CPU has those kernels) and in the row layout: the same greedy ids, log-probs
+ * within the f32 rounding of the two summation orders. */
+static void check_layouts(const char *file)
+{
+    static const int32_t prompt[5] = { 1, 403, 407, 261, 378 };
+    int ids_x[N_GEN], ids_r[N_GEN];
+    static double lp_x[N_GEN][MAX_VOCAB], lp_r[N_GEN][MAX_VOCAB];
+    REQUIRE(run_greedy_layout(file, prompt, 5, true, false, ids_x, lp_x) == 0);
+    int interleaved = g_interleaved;
+    REQUIRE(run_greedy_layout(file, prompt, 5, true, true, ids_r, lp_r) == 0);
+    CHECK_EQ_INT(g_interleaved, 0);
+    /* does this CPU's kernel path take the interleaved layout? */
+    static uint8_t probe[16 * 34];
+    struct ork_mat pm = { .type = ORK_TYPE_Q8_0, .n_rows = 16, .n_cols = 32, .row_bytes = 34,
+                          .data = probe };
+    if (!ork_mat_x16_wanted(&pm)) {
+        printf("  %s: layouts not compared: kernels path %s has no interleaved kernels\n", file,
+               ork_kernels_path());
+        CHECK_EQ_INT(interleaved, 0);
+        return;
+    }
+    CHECK(interleaved > 0);
+    double maxdiff = 0;
+    for (int st = 0; st < N_GEN; st++) {
+        CHECK_EQ_INT(ids_x[st], ids_r[st]);
+        for (int i = 0; i < MAX_VOCAB; i++) {
+            double d = fabs(lp_x[st][i] - lp_r[st][i]);
+            maxdiff = d > maxdiff ? d : maxdiff;
+        }
+    }
+    printf("  %s: %d matrices interleaved; max |dlogprob| against the row layout over %d steps "
+           "= %.3g\n", file, interleaved, N_GEN, maxdiff);
+    CHECK(maxdiff <= TOL_LAYOUTS);
+}
+
+static void test_q8_0_layouts(void) { check_layouts("stories260K-Q8_0.gguf"); }
+static void test_q4_0_layouts(void) { check_layouts("stories260K-Q4_0.gguf"); }
+
 static void test_q4_0_runs(void)
 {
     double want[N_GEN];
@@ -143,6 +199,8 @@ int main(void)
     RUN(test_f16_act_quant);
     RUN(test_q8_0_act_quant);
     RUN(test_q4_0_runs);
+    RUN(test_q8_0_layouts);
+    RUN(test_q4_0_layouts);
     free(g_json);
     return ork_test_done();
 }
