@@ -147,6 +147,49 @@ static void test_pack_layout(void)
     }
 }
 
+/* The X form (quants, f32 scale, both offset corrections) byte for byte the same on every
+ * path this CPU can run as on the scalar one, and its fields as defined. */
+static void test_xprep(void)
+{
+    enum { K = 32 * 37 };
+    static float x[K];
+    static uint8_t want[K / 32 * ORK_X16_XBLOCK], got[K / 32 * ORK_X16_XBLOCK];
+    static uint8_t q8[K / 32 * Q8_0_BYTES];
+    for (int i = 0; i < K; i++)
+        x[i] = i % 97 == 0 ? 0.0f : frand() * (float)(1 + i % 11) * (i % 5 ? 1.0f : 100.0f);
+    for (int i = 64; i < 96; i++)
+        x[i] = 0.0f;                                    /* an all-zero block */
+    ork__x16_xprep(KISA_SCALAR, x, K, want);
+    REQUIRE(ork_quantize_row_q8_0(x, q8, K) == 0);
+    int bad = 0;
+    for (int b = 0; b < K / 32; b++) {
+        const uint8_t *o = want + b * ORK_X16_XBLOCK, *s = q8 + b * Q8_0_BYTES;
+        int32_t sum = 0, f[3];
+        for (int e = 0; e < 32; e++)
+            sum += (int8_t)s[2 + e];
+        float d;
+        memcpy(&d, o + 32, 4);
+        memcpy(f, o + 36, 12);
+        bad += memcmp(o, s + 2, 32) != 0 || d != ork_fp16_to_f32((uint16_t)(s[0] | s[1] << 8)) ||
+               f[0] != -8 * sum || f[1] != -128 * sum || f[2] != 0;
+    }
+    int paths = 0;
+    for (int k = 0; k < KISA_COUNT; k++) {
+        if (!ork__kisa_available((enum kisa)k))
+            continue;
+        paths++;
+        memset(got, 0xa5, sizeof got);
+        ork__x16_xprep((enum kisa)k, x, K, got);
+        if (memcmp(got, want, sizeof want)) {
+            fprintf(stderr, "X form on path %s differs from the scalar one\n",
+                    ork__kisa_name((enum kisa)k));
+            bad++;
+        }
+    }
+    CHECK(paths >= 1);
+    CHECK_EQ_INT(bad, 0);
+}
+
 /* Every path and pool against the reference, for one shape. */
 static void check_shape(uint32_t type, int64_t mrows, int64_t n, int64_t k)
 {
@@ -321,6 +364,7 @@ int main(void)
     if (kt_pools_create(pools, MAX_THREADS) < 0)
         return 1;
     RUN(test_pack_layout);
+    RUN(test_xprep);
     RUN(test_shapes);
     RUN(test_decode_multi);
     RUN(test_corruption_is_seen);
