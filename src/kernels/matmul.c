@@ -24,7 +24,12 @@
  * stack tile. Y[m][n] = ork_vec_dot_act(W[n], X[m]) bit for bit in every case.
  *
  * ork_matmul_act_multi: several matrices with the same K and one X; their rows are laid end
- * to end and split over the threads as one matrix, with one quantization of X. */
+ * to end and split over the threads as one matrix, with one quantization of X.
+ *
+ * Interleaved matrices (ORK_LAYOUT_X16, x16.c): with ORK_ACT_QUANT on a path that has their
+ * kernels, X takes their form (XF_X16) and rows are split in whole groups of 16 (spans, claims,
+ * steals and work items in units of j->unit); anywhere else each row is read back into the
+ * GGUF layout on the stack (ork__mat_row) and takes the row-layout code. */
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
