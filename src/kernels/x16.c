@@ -20,15 +20,15 @@
  *         unchanged (low nibbles: elements 4c..4c+3, high nibbles: elements 16 + 4c ..).
  * Same bytes per block as the plain layout (16 * 34 = 32 + 512, 16 * 18 = 32 + 256).
  *
- * X form (XF_X16, ork__x16_xprep): per block X16_XB bytes: q[32] int8 (the Q8_0 quants of
+ * X form (XF_X16, ork__x16_xprep): per block ORK_X16_XBLOCK (48) bytes: q[32] int8 (the Q8_0 quants of
  * ork_quantize_row_q8_0), f32 d, int32 -8 * sum(q), int32 -128 * sum(q), 4 bytes of zeros. The
  * two sums are the exact correction for the weights' u8 offsets: sum (w + off) x - off sum x.
  *
  * Arithmetic: per row, block by block in order, acc = fmaf((float)isum_b, d_w * d_x, acc) with
  * isum_b the exact integer dot of the block (|isum| <= 32 * 128 * 127 < 2^24, exact in f32).
- * That is the order of ork_vec_dot_ref on the same quantized X, not the 16-lane order of the
- * plain-row kernels (kern_priv.h struct q8_acc): results differ from them by f32 rounding of
- * the sum (tests/unit/test_kernels_x16.c bounds it). */
+ * That is a plain loop over the blocks, not the 16-lane order of the row-layout kernels
+ * (kern_priv.h struct q8_acc): results differ from theirs by the f32 rounding of the sum
+ * (tests/unit/test_kernels_x16.c bounds it). */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -52,7 +52,7 @@
 #define X16_U8_OFFSET 128       /* Q8_0 quants stored as q + 128 */
 #define X16_U8_FLIP 0x80808080u /* ... = q xor 0x80 in each byte of a word */
 #define X16_Q4_OFFSET 8         /* Q4_0 nibble bias */
-/* X form offsets inside a block of X16_XB bytes */
+/* X form offsets inside a block of ORK_X16_XBLOCK bytes */
 #define X16_XD 32
 #define X16_XB4 36
 #define X16_XB8 40
