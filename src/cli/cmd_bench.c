@@ -91,6 +91,7 @@ struct model_desc {
     uint64_t out_params;        /* elements of the output matrix (the embedding when tied) */
     char backend[16];           /* "CPU", or the NPU backend of the matmuls ("sim", "rknpu") */
     const char *load;           /* "read" or "mmap" (ork_model_load_name) */
+    int interleaved;            /* matrices interleaved for the CPU kernels at load */
 };
 
 struct result {
@@ -313,6 +314,7 @@ static void describe_model(const struct ork_model *m, struct model_desc *d)
     const char *dev = ork_model_device(m);
     snprintf(d->backend, sizeof d->backend, "%s", strcmp(dev, "cpu") ? dev : "CPU");
     d->load = ork_model_load_name(m);
+    d->interleaved = (int)ork_model_n_interleaved(m);
     for (uint64_t i = 0; i < ork_gguf_n_tensors(g); i++) {
         const struct ork_gguf_tensor *t = ork_gguf_tensor_at(g, i);
         uint64_t n = 1;
@@ -725,8 +727,8 @@ static void print_json(const struct opts *o, const struct model_desc *md,
         printf(", \"model_path\": ");
         json_str(o->models[r->model]);
         printf(", \"size_bytes\": %" PRIu64 ", \"n_params\": %" PRIu64 ", \"backend\": \"%s\", "
-               "\"load\": \"%s\", \"kernels\": ", d->size_bytes, d->n_params, d->backend,
-               d->load);
+               "\"load\": \"%s\", \"interleaved\": %d, \"kernels\": ", d->size_bytes,
+               d->n_params, d->backend, d->load, d->interleaved);
         json_str(ork_kernels_path());
         printf(", \"threads\": %d, \"test\": \"%s%d\", \"n_prompt\": %d, \"n_gen\": %d, "
                "\"repetitions\": %d, \"avg_ts\": %.6g, \"stddev_ts\": %.6g, \"samples_ts\": [",
@@ -878,7 +880,7 @@ int ork_cmd_bench(int argc, char **argv)
         fprintf(stderr, "ork bench: %s: %s, %d matrices interleaved by 16 rows%s\n",
                 o.models[mi],
                 !strcmp(md[mi].load, "read") ? "read into memory (--no-mmap)" : "mapped (--mmap)",
-                (int)ork_model_n_interleaved(m), o.mp.no_repack ? " (--no-repack)"
+                md[mi].interleaved, o.mp.no_repack ? " (--no-repack)"
                 : o.f32_act ? " (--no-act-quant)" : "");
         for (int ti = 0; ti < o.t.n && ret == 0; ti++)
             ret = bench_model_threads(m, mi, &md[mi], (int)o.t.v[ti], &o, res, &n_res);

@@ -66,7 +66,7 @@ assert {x["test"] for x in r} == {"pp8", "tg4"}
 for x in r:
     assert x["threads"] == 1 and x["repetitions"] == 2 and len(x["samples_ts"]) == 2
     assert x["avg_ts"] > 0 and x["stddev_ts"] >= 0 and x["n_params"] > 0 and x["size_bytes"] > 0
-    assert x["backend"] == "CPU" and x["kernels"] and x["load"] in ("read", "mmap")
+    assert x["backend"] == "CPU" and x["kernels"] and x["load"] in ("read", "mmap") and isinstance(x["interleaved"], int) and x["interleaved"] >= 0
 assert d["membw"] == []
 ' "$out"
     out=$("$ORK" bench -m "$MODEL" -p 2 -n 4 -r 1 -t 1 --membw --membw-mb 16 -o json 2>/dev/null)
