@@ -83,14 +83,8 @@ int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct or
         mp->npu_flags |= ORK_NPU_EXEC_NO_PACK;
         return 1;
     }
-    if (!strcmp(a, "--mmap") || !strcmp(a, "--no-mmap")) {
-        mp->load = !strcmp(a, "--mmap") ? ORK_LOAD_MMAP : ORK_LOAD_READ;
+    if (ork_cli_load_opt(a, mp))
         return 1;
-    }
-    if (!strcmp(a, "--no-repack")) {
-        mp->no_repack = true;
-        return 1;
-    }
     if (!strcmp(a, "--rebuild-pack")) {
         mp->npu_flags |= ORK_NPU_EXEC_REBUILD_PACK;
         return 1;
@@ -98,13 +92,26 @@ int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct or
     return 0;
 }
 
+bool ork_cli_load_opt(const char *a, struct ork_model_params *mp)
+{
+    if (!strcmp(a, "--mmap") || !strcmp(a, "--no-mmap")) {
+        mp->load = !strcmp(a, "--mmap") ? ORK_LOAD_MMAP : ORK_LOAD_READ;
+        return true;
+    }
+    if (!strcmp(a, "--no-repack")) {
+        mp->no_repack = true;
+        return true;
+    }
+    return false;
+}
+
 void ork_cli_load_help(FILE *out)
 {
     fprintf(out,
             "  --mmap                    map the model file (fast start, pages shared with the\n"
-            "                            page cache; default with --device npu|sim|auto)\n"
+            "                            page cache; the default when the matmuls run on an NPU)\n"
             "  --no-mmap                 read the model file into memory on huge pages (faster\n"
-            "                            decode on the CPU; default with --device cpu)\n"
+            "                            decode; the default when they run on the CPU)\n"
             "  --no-repack               keep a model read into memory in the GGUF row layout\n"
             "                            (default: Q8_0/Q4_0 matrices interleaved by 16 rows\n"
             "                            when the CPU has AVX-512 VNNI)\n");

@@ -26,11 +26,14 @@ struct ork_cli_gen_opts {
     const char *trace;                      /* --trace FILE.json: Perfetto timeline */
 };
 
-/* The model load and device options (--mmap, --no-mmap, --device, --sim-timing,
+/* The model load and device options (--mmap, --no-mmap, --no-repack, --device, --sim-timing,
  * --npu-executor, --npu-max-m, --no-pack, --rebuild-pack): like ork_cli_gen_opt, 1 consumed,
- * 0 not one of them, -1 usage error. Help: ork_cli_load_help (--mmap, --no-mmap) and
+ * 0 not one of them, -1 usage error. Help: ork_cli_load_help (the load options) and
  * ork_cli_device_help (the rest). */
 int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct ork_model_params *mp);
+/* The model load options alone (--mmap, --no-mmap, --no-repack; no values): true when `a` was
+ * one of them, applied to mp. */
+bool ork_cli_load_opt(const char *a, struct ork_model_params *mp);
 void ork_cli_load_help(FILE *out);
 void ork_cli_device_help(FILE *out);
 /* --profile report of the NPU executor (nothing when the model runs on the CPU). */

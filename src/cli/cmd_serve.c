@@ -4,6 +4,7 @@
  * src/server/ (ork-engine/server.h); this file parses flags, handles signals and prints where it
  * listens. */
 #include "cli.h"
+#include "cmd_run.h"
 
 #include <ork-engine/engine.h>
 #include <ork-engine/server.h>
@@ -37,16 +38,10 @@ static void usage(FILE *out)
             "                            (default: " ORK_STR(ORK_POOL_SPIN_US_DEFAULT) "; 0: sleep at once)\n"
             "  --kv-type f32|f16         KV cache precision (default: f32)\n"
             "  --device D                compute device: cpu (default: cpu)\n"
-            "  --mmap                    map the model file (fast start, pages shared with the\n"
-            "                            page cache)\n"
-            "  --no-mmap                 read the model file into memory on huge pages (faster\n"
-            "                            decode; the default)\n"
-            "  --no-repack               keep a model read into memory in the GGUF row layout\n"
-            "                            (default: Q8_0/Q4_0 matrices interleaved by 16 rows\n"
-            "                            when the CPU has AVX-512 VNNI)\n"
             "  --alias NAME              model id reported by the API (default: the file name)\n"
             "  --max-body N              largest request body in bytes (default: 1048576)\n"
             "  --no-batch                decode slots one at a time instead of in one batch\n");
+    ork_cli_load_help(out);
 }
 
 static int parse_int_opt(int argc, char **argv, int *i, long long lo, long long hi, long long *out)
@@ -132,10 +127,8 @@ int ork_cmd_serve(int argc, char **argv)
                         "cpu)\n", CMD, v);
                 return ORK_EXIT_USAGE;
             }
-        } else if (!strcmp(a, "--mmap") || !strcmp(a, "--no-mmap")) {
-            mp.load = !strcmp(a, "--mmap") ? ORK_LOAD_MMAP : ORK_LOAD_READ;
-        } else if (!strcmp(a, "--no-repack")) {
-            mp.no_repack = true;
+        } else if (ork_cli_load_opt(a, &mp)) {
+            continue;
         } else if (!strcmp(a, "--no-batch")) {
             sp.batched = false;
         } else {

@@ -809,12 +809,8 @@ TGT_AVX512 static void wstreams512(uint32_t type, const struct ork__wstream *s, 
 TGT_AVX512 static void wrows512(uint32_t type, const uint8_t *w, size_t row_bytes, int64_t nr,
                                 const uint8_t *xq, int64_t nb, float *out)
 {
-    const int64_t part = (nr + WROWS_STREAMS - 1) / WROWS_STREAMS;
     struct ork__wstream s[WROWS_STREAMS];
-    int ns = 0;
-    for (int64_t r0 = 0; r0 < nr; r0 += part, ns++)
-        s[ns] = (struct ork__wstream){ .w = w + (size_t)r0 * row_bytes,
-                                       .n = nr - r0 < part ? nr - r0 : part, .out = out + r0 };
+    int ns = ork__wstreams_split(w, row_bytes, nr, 1, WROWS_STREAMS, out, s);
     wstreams512(type, s, ns, row_bytes, xq, nb);
 }
 

@@ -136,6 +136,19 @@ struct ork__wstream {
     int64_t n;
     float *out;
 };
+/* nr rows from w (row_bytes apart) cut into at most `parts` streams of equal length in whole
+ * units of `unit` rows (the last one shorter), outputs from out: the stream count. */
+static inline int ork__wstreams_split(const uint8_t *w, size_t row_bytes, int64_t nr,
+                                      int64_t unit, int parts, float *out,
+                                      struct ork__wstream *s)
+{
+    const int64_t part = (nr / unit + parts - 1) / parts * unit;
+    int ns = 0;
+    for (int64_t r0 = 0; r0 < nr; r0 += part, ns++)
+        s[ns] = (struct ork__wstream){ .w = w + (size_t)r0 * row_bytes,
+                                       .n = nr - r0 < part ? nr - r0 : part, .out = out + r0 };
+    return ns;
+}
 int ork__q8_wstreams_width(enum kisa k);
 bool ork__q8_wstreams(enum kisa k, uint32_t type, const struct ork__wstream *s, int ns,
                       size_t row_bytes, const uint8_t *xq, int64_t nb);

@@ -378,14 +378,10 @@ bool ork__x16_gemm(enum kisa k, uint32_t type, const uint8_t *w, size_t row_byte
     const size_t gbytes = ORK_X16_ROWS * row_bytes;
     const int64_t nb = (int64_t)(xrow / ORK_X16_XBLOCK);
     if (m == 1) {
-        /* decode: the rows as ORK_X16_STREAMS streams of whole groups read side by side */
-        const int64_t ng = nr / ORK_X16_ROWS;
-        const int64_t part = (ng + ORK_X16_STREAMS - 1) / ORK_X16_STREAMS * ORK_X16_ROWS;
+        /* decode: the rows as ORK_X16_STREAMS streams of whole groups read side by side (a
+         * group starts where its first row was) */
         struct ork__wstream s[ORK_X16_STREAMS];
-        int ns = 0;
-        for (int64_t r0 = 0; r0 < nr; r0 += part, ns++)
-            s[ns] = (struct ork__wstream){ .w = w + (size_t)(r0 / ORK_X16_ROWS) * gbytes,
-                                           .n = nr - r0 < part ? nr - r0 : part, .out = y + r0 };
+        int ns = ork__wstreams_split(w, row_bytes, nr, ORK_X16_ROWS, ORK_X16_STREAMS, y, s);
         return ork__x16_streams(k, type, s, ns, row_bytes, xs, nb);
     }
     int64_t chunk = xrow ? (int64_t)(X16_L2_X_BYTES / xrow) / ORK_X16_MX * ORK_X16_MX : ORK_X16_MX;
