@@ -28,7 +28,7 @@
  *
  * Interleaved matrices (ORK_LAYOUT_X16, x16.c): with ORK_ACT_QUANT on a path that has their
  * kernels, X takes their form (XF_X16) and rows are split in whole groups of 16 (spans, claims,
- * steals and work items in units of j->unit); anywhere else each row is read back into the
+ * steals and work items in units of mm_unit(j)); anywhere else each row is read back into the
  * GGUF layout on the stack (ork__mat_row) and takes the row-layout code. */
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -94,7 +94,6 @@ struct mm_multi {
     uint8_t *panels;        /* XF_PACK: one panel buffer per thread */
     size_t panel_bytes;
     int64_t chunk;          /* rows per work item (a multiple of ORK_GEMM_NW and unit) */
-    int64_t unit;           /* rows split only in multiples of this (16: interleaved) */
     atomic_int_fast64_t next;   /* first row not yet taken */
     /* decode (stolen spans, below): per thread one line of spans, streams per thread, rows
      * claimed per stream at a time */
@@ -103,6 +102,13 @@ struct mm_multi {
     int64_t claim;
     bool wkern;             /* the path has a decode stream kernel (ork__q8_wstreams) */
 };
+
+/* Rows are split between threads only in multiples of this: whole groups of an interleaved
+ * matrix, else single rows. */
+static int64_t mm_unit(const struct mm_multi *j)
+{
+    return j->xf == XF_X16 ? ORK_X16_ROWS : 1;
+}
 
 /* Per output element through the chunked single-dot path (rows too long for the tiles). */
 static void mm_rows_pairs(const struct mm_job *j, int64_t r0, int64_t r1)
@@ -473,12 +479,12 @@ static bool spans_steal(const struct mm_multi *j, int nth, struct mm_spans *mine
             }
         if (!best)
             return false;
-        int64_t take = brem <= j->claim * j->streams ? brem : round_up(brem / 2, j->unit);
+        int64_t take = brem <= j->claim * j->streams ? brem : round_up(brem / 2, mm_unit(j));
         int64_t hi = span_hi(bv);
         if (atomic_compare_exchange_strong_explicit(best, &bv, span_pack(span_lo(bv), hi - take),
                                                     memory_order_relaxed,
                                                     memory_order_relaxed)) {
-            spans_set(mine, j->streams, j->unit, hi - take, hi);
+            spans_set(mine, j->streams, mm_unit(j), hi - take, hi);
             return true;
         }
     }
@@ -504,12 +510,13 @@ static void spans_plan(struct mm_multi *j, int nth)
     j->streams = width > 0 ? width : 1;
     int64_t rb = (int64_t)j->w[0]->row_bytes;
     j->claim = rb > 0 && rb < (int64_t)MM_CLAIM_BYTES ? (int64_t)MM_CLAIM_BYTES / rb : 1;
-    j->claim = j->claim < j->unit ? j->unit : j->claim / j->unit * j->unit;
-    int64_t per = round_up((j->rows + nth - 1) / nth, j->unit);
+    const int64_t unit = mm_unit(j);
+    j->claim = j->claim < unit ? unit : j->claim / unit * unit;
+    int64_t per = round_up((j->rows + nth - 1) / nth, unit);
     for (int i = 0; i < nth; i++) {
         int64_t lo = per * i < j->rows ? per * i : j->rows;
         int64_t hi = lo + per < j->rows ? lo + per : j->rows;
-        spans_set(&j->spans[i], j->streams, j->unit, lo, hi);
+        spans_set(&j->spans[i], j->streams, unit, lo, hi);
     }
 }
 
@@ -534,8 +541,8 @@ static void plan_items(struct mm_multi *j, int nth)
 {
     int per_thread = j->xf == XF_PACK ? MM_ITEMS_PER_THREAD_TILED : MM_ITEMS_PER_THREAD_ROWS;
     int64_t items = (int64_t)nth * per_thread;
-    int64_t c = round_up(round_panels((j->rows + items - 1) / items), j->unit);
-    j->chunk = c > 0 ? c : round_up(ORK_GEMM_NW, j->unit);
+    int64_t c = round_up(round_panels((j->rows + items - 1) / items), mm_unit(j));
+    j->chunk = c > 0 ? c : round_up(ORK_GEMM_NW, mm_unit(j));
 }
 
 /* Takes the next item: its first row in *g0 and its row count, 0 when none is left. */
@@ -704,8 +711,7 @@ int ork_matmul_act_multi(struct ork_pool *pool, const struct ork_mat *const *w, 
         return 0;
     }
     struct mm_multi j = { .w = w, .y = y, .n_w = n_w, .rows = rows, .x = x, .m = m,
-                          .k = w[0]->n_cols, .xf = xf, .isa = isa,
-                          .unit = xf == XF_X16 ? ORK_X16_ROWS : 1 };
+                          .k = w[0]->n_cols, .xf = xf, .isa = isa };
     run_multi(pool, &j);
     return 0;
 }
