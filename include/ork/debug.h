@@ -23,7 +23,11 @@ enum ork_debug_flag_bits {
     ORK_DBG_MODEL     = 1u << 5,  /* logging: model load decisions */
     ORK_DBG_SYNC      = 1u << 6,  /* bypass: wait for every submit before returning */
     ORK_DBG_SCALAR    = 1u << 7,  /* bypass: force the scalar reference CPU kernels */
+    ORK_DBG_PHASES    = 1u << 8,  /* logging: forward-pass time by phase, per session */
 };
+/* The logging flags: any of them lets info lines through (ork_logf). */
+#define ORK_DBG_LOGGING (ORK_DBG_REGS | ORK_DBG_SUBMIT | ORK_DBG_SIM | ORK_DBG_GGUF |          \
+                         ORK_DBG_TOKENIZER | ORK_DBG_MODEL | ORK_DBG_PHASES)
 
 struct ork_debug_flag {
     const char *name;

@@ -51,6 +51,18 @@ size_t ork__forward_scratch_bytes(const struct ork_model_config *c, int32_t n_ba
     return floats * sizeof(float) + (size_t)FWD_N_BUFFERS * FWD_ALIGN;
 }
 
+/* Start of a timed phase (0 unless ORK_DEBUG=phases) and its end, added to *acc. */
+static inline int64_t phase_begin(const struct ork_session *s)
+{
+    return s->phases_on ? ork__now_ns() : 0;
+}
+
+static inline void phase_end(const struct ork_session *s, int64_t t0, int64_t *acc)
+{
+    if (s->phases_on)
+        *acc += ork__now_ns() - t0;
+}
+
 /* ---- attention over the pool ------------------------------------------------------------- */
 
 /* The rows of one forward batch: M tokens, each with the KV cache it attends to and writes,
@@ -85,11 +97,13 @@ struct attn_job {
     float *scores;          /* (nth, ctx) */
     int32_t ctx;
     float scale;
-    atomic_int next;        /* next (row, head) item to take */
+    atomic_int next;        /* next (row, KV head) item to take */
 };
 
-/* Threads take (row, head) items from j->next (ork_pool_run_shared): each item's bits do not
- * depend on which thread computes it. */
+/* Threads take (row, KV head) items from j->next (ork_pool_run_shared): an item computes the
+ * query heads of [h0, h1) that share that KV head (GQA), one after the other, so the head's
+ * keys and values come from memory once and from cache for the others. Each head's bits do not
+ * depend on which thread computes it or with which others. */
 static void attn_worker(void *ctx, int ith, int nth)
 {
     struct attn_job *j = ctx;
@@ -97,29 +111,35 @@ static void attn_worker(void *ctx, int ith, int nth)
     int32_t q_dim = j->n_heads * j->head_dim;
     int32_t group = j->n_heads / j->n_kv_heads;
     float *sc = j->scores + (size_t)ith * (size_t)j->ctx;
-    int32_t nh = j->h1 - j->h0;
-    int32_t n_items = j->rows->n * nh;
+    int32_t g0 = j->h0 / group, g1 = (j->h1 + group - 1) / group;     /* KV heads touched */
+    int32_t ng = g1 - g0;
+    int32_t n_items = j->rows->n * ng;
     for (int32_t it; (it = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) <
                      n_items;) {
-        int32_t i = it / nh, h = j->h0 + it % nh;
+        int32_t i = it / ng, kvh = g0 + it % ng;
         const struct ork_kv_cache *kv = row_kv(j->rows, i);
         int32_t n_pos = row_pos(j->rows, i) + 1;            /* causal: keys 0 .. pos */
-        int32_t off = (h / group) * j->head_dim;            /* GQA: the shared kv head */
-        const float *qh = j->q + (size_t)i * q_dim + (size_t)h * j->head_dim;
-        ork__kv_scores(kv, j->layer, off, j->head_dim, qh, j->scale, n_pos, sc);
-        ork_softmax(sc, n_pos);
-        ork__kv_weighted_sum(kv, j->layer, off, j->head_dim, sc, n_pos,
-                             j->out + (size_t)i * q_dim + (size_t)h * j->head_dim);
+        int32_t ha = kvh * group > j->h0 ? kvh * group : j->h0;
+        int32_t hb = (kvh + 1) * group < j->h1 ? (kvh + 1) * group : j->h1;
+        for (int32_t h = ha; h < hb; h++) {
+            size_t at = (size_t)i * q_dim + (size_t)h * j->head_dim;
+            ork__kv_scores(kv, j->layer, kvh, j->q + at, j->scale, n_pos, sc);
+            ork_softmax(sc, n_pos);
+            ork__kv_weighted_sum(kv, j->layer, kvh, sc, n_pos, j->out + at);
+        }
     }
 }
 
-static void attention(struct attn_job *j, struct ork_pool *pool)
+static void attention(struct attn_job *j, struct ork_pool *pool, const struct ork_session *s,
+                      int64_t *acc)
 {
+    int64_t t0 = phase_begin(s);
     atomic_store_explicit(&j->next, 0, memory_order_relaxed);
     if (pool)
         ork_pool_run_shared(pool, attn_worker, j);
     else
         attn_worker(j, 0, 1);
+    phase_end(s, t0, acc);
 }
 
 /* ---- helpers ----------------------------------------------------------------------------- */
@@ -172,7 +192,9 @@ static struct ork_pool *pool_for(const struct ork_session *s, double macs)
 #define MATMUL(w, in, rows, out)                                                            \
     do {                                                                                    \
         struct ork_pool *p_ = pool_for(s, (double)(w).n_rows * (double)(w).n_cols * (rows)); \
+        int64_t t_ = phase_begin(s);                                                        \
         int r_ = ork_matmul_act(p_, &(w), (in), (rows), (out), act);                        \
+        phase_end(s, t_, &ph->matmul_ns);                                                   \
         if (r_ < 0)                                                                         \
             return r_;                                                                      \
     } while (0)
@@ -185,8 +207,10 @@ static struct ork_pool *pool_for(const struct ork_session *s, double macs)
         double macs_ = 0;                                                                   \
         for (int q_ = 0; q_ < (n_w); q_++)                                                  \
             macs_ += (double)(ws)[q_]->n_rows * (double)(ws)[q_]->n_cols * (rows);          \
+        int64_t t_ = phase_begin(s);                                                        \
         int r_ = ork_matmul_act_multi(pool_for(s, macs_), (ws), (n_w), (in), (rows), (outs), \
                                       act);                                                 \
+        phase_end(s, t_, &ph->matmul_ns);                                                   \
         if (r_ < 0)                                                                         \
             return r_;                                                                      \
     } while (0)
@@ -215,6 +239,7 @@ static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, flo
     int32_t dim = c->dim, q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
     int32_t nth = ork_pool_threads(s->pool);
     enum ork_act act = s->p.act_quant ? ORK_ACT_QUANT : ORK_ACT_F32;
+    struct ork__phases *ph = &s->phases[n > 1];
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *scores;
     int npu_done;
 
@@ -274,7 +299,7 @@ static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, flo
         job.h0 = 0;
         job.h1 = ha ? ha : c->n_heads;
         norm_rope_heads(q, c->n_heads, job.h0, job.h1, L->q_norm, md, r);
-        attention(&job, attn_pool);
+        attention(&job, attn_pool, s, &ph->attn_ns);
         if (ha) {
             int ret = ork__npu_exec_o_submit(md->npu, l, att, n);
             if (ret < 0)
@@ -283,7 +308,7 @@ static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, flo
             job.h0 = ha;
             job.h1 = c->n_heads;
             norm_rope_heads(q, c->n_heads, job.h0, job.h1, L->q_norm, md, r);
-            attention(&job, attn_pool);
+            attention(&job, attn_pool, s, &ph->attn_ns);
             if ((ret = ork__npu_exec_o_finish(md->npu, l, att, n, xb)) < 0)
                 return ret;
         } else {
@@ -330,7 +355,12 @@ static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, flo
 static int forward_rows(struct ork_session *s, const struct fwd_rows *r, float *logits, bool all)
 {
     ork__npu_exec_batch_begin(s->m->npu);
+    int64_t t0 = phase_begin(s);
     int ret = forward_rows_run(s, r, logits, all);
+    struct ork__phases *ph = &s->phases[r->n > 1];
+    phase_end(s, t0, &ph->total_ns);
+    ph->batches++;
+    ph->rows += r->n;
     ork__npu_exec_batch_end(s->m->npu, r->n);
     return ret;
 }

@@ -1,7 +1,14 @@
-/* kv.c -- the KV cache: per layer, one row of n_kv_heads * head_dim rotated keys and one row of
+/* kv.c -- the KV cache: per layer and KV head, one row of head_dim rotated keys and one row of
  * values per position, stored as F32 (exact) or F16 (half the memory). Also the two attention
  * inner loops that read it (scores against K, weighted sum of V), so that the storage type stays
  * inside this file. Allocation happens once, at session creation.
+ *
+ * Layout: positions in blocks of KV_BLOCK, [layer][block][kv head][position in block][head_dim]:
+ * the keys (values) of one head are contiguous for KV_BLOCK positions (32 KiB at F32 for a
+ * head_dim of 128), so attention reads each head as a few long sequential runs, while a layer's
+ * positions still fill memory in order (the first touch of a block's pages comes when decoding
+ * reaches it, as with one row of kv_dim per position). docs/engine.md "Threading" (KV cache
+ * layout) has the measurements.
  *
  * Memory: rows are written (ork__kv_store) before any read, so the buffers are not zeroed, and
  * buffers of at least KV_HUGE_BYTES are aligned to it and offered to the kernel as transparent
@@ -23,6 +30,11 @@
 #include <sys/mman.h>
 #endif
 
+/* Positions per block of the layout: 64 rows of a head are 16-32 KiB for head_dims of 64-128
+ * at F32, long enough runs for the hardware prefetchers and fitting L1 for the second query
+ * head of a GQA group. */
+#define KV_BLOCK 64
+
 /* Huge page size for KV buffers (2 MiB: the PMD size of x86-64 and of arm64 with 4 KiB
  * pages); smaller buffers use ordinary pages. */
 #define KV_HUGE_BYTES ((size_t)2 << 20)
@@ -42,29 +54,34 @@ static void *kv_alloc(size_t bytes)
 }
 
 int ork__kv_init(struct ork_kv_cache *kv, enum ork_kv_type type, int32_t n_layers, int32_t ctx,
-                 int32_t kv_dim)
+                 int32_t n_kv_heads, int32_t head_dim)
 {
+    int32_t kv_dim = n_kv_heads * head_dim;
     memset(kv, 0, sizeof(*kv));
     if (type != ORK_KV_F32 && type != ORK_KV_F16)
         return ork_errorf(ORK_EINVAL, "kv cache: unknown type %d", (int)type);
     size_t elt = type == ORK_KV_F32 ? sizeof(float) : sizeof(uint16_t);
-    size_t n = (size_t)n_layers * (size_t)ctx * (size_t)kv_dim;
-    if (n != 0 && n > SIZE_MAX / elt)
+    size_t n_blocks = ((size_t)ctx + KV_BLOCK - 1) / KV_BLOCK, n, bytes;
+    if (__builtin_mul_overflow((size_t)n_layers, n_blocks * KV_BLOCK, &n) ||
+        __builtin_mul_overflow(n, (size_t)kv_dim, &n) || __builtin_mul_overflow(n, elt, &bytes))
         return ork_errorf(ORK_ENOMEM, "kv cache: %d layers x %d positions x %d too large",
                           n_layers, ctx, kv_dim);
-    kv->k = kv_alloc(n * elt);
-    kv->v = kv_alloc(n * elt);
+    kv->k = kv_alloc(bytes);
+    kv->v = kv_alloc(bytes);
     if (!kv->k || !kv->v) {
         ork_free(kv->k);
         ork_free(kv->v);
         kv->k = kv->v = NULL;
         return ork_errorf(ORK_ENOMEM, "kv cache: cannot allocate 2 x %zu bytes (%d layers x %d "
-                          "positions x %d)", n * elt, n_layers, ctx, kv_dim);
+                          "positions x %d)", bytes, n_layers, ctx, kv_dim);
     }
     kv->type = type;
     kv->n_layers = n_layers;
     kv->ctx = ctx;
     kv->kv_dim = kv_dim;
+    kv->n_kv_heads = n_kv_heads;
+    kv->n_blocks = (int32_t)n_blocks;
+    kv->head_dim = head_dim;
     return 0;
 }
 
@@ -75,24 +92,41 @@ void ork__kv_fini(struct ork_kv_cache *kv)
     memset(kv, 0, sizeof(*kv));
 }
 
-static inline size_t row_index(const struct ork_kv_cache *kv, int32_t layer, int32_t pos)
+/* Element index of (layer, kv head, position, 0); the rows of one head are consecutive up to
+ * the end of pos's block. */
+static inline size_t row_index(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
+                               int32_t pos)
 {
-    return ((size_t)layer * (size_t)kv->ctx + (size_t)pos) * (size_t)kv->kv_dim;
+    size_t blk = (size_t)layer * (size_t)kv->n_blocks + (size_t)(pos / KV_BLOCK);
+    return ((blk * (size_t)kv->n_kv_heads + (size_t)head) * KV_BLOCK + (size_t)(pos % KV_BLOCK)) *
+           (size_t)kv->head_dim;
+}
+
+/* Rows of one block run from position t0 on: at most KV_BLOCK, fewer at the block's end or
+ * at n_pos. */
+static inline int32_t run_len(int32_t t0, int32_t n_pos)
+{
+    int32_t end = (t0 / KV_BLOCK + 1) * KV_BLOCK;
+    return (end < n_pos ? end : n_pos) - t0;
 }
 
 void ork__kv_store(struct ork_kv_cache *kv, int32_t layer, int32_t pos, const float *k,
                    const float *v)
 {
-    size_t at = row_index(kv, layer, pos);
-    if (kv->type == ORK_KV_F32) {
-        memcpy((float *)kv->k + at, k, (size_t)kv->kv_dim * sizeof(float));
-        memcpy((float *)kv->v + at, v, (size_t)kv->kv_dim * sizeof(float));
-        return;
-    }
-    uint16_t *kd = (uint16_t *)kv->k + at, *vd = (uint16_t *)kv->v + at;
-    for (int32_t i = 0; i < kv->kv_dim; i++) {
-        kd[i] = ork_f32_to_fp16(k[i]);
-        vd[i] = ork_f32_to_fp16(v[i]);
+    size_t hd = (size_t)kv->head_dim;
+    for (int32_t h = 0; h < kv->n_kv_heads; h++) {
+        size_t at = row_index(kv, layer, h, pos);
+        const float *kh = k + (size_t)h * hd, *vh = v + (size_t)h * hd;
+        if (kv->type == ORK_KV_F32) {
+            memcpy((float *)kv->k + at, kh, hd * sizeof(float));
+            memcpy((float *)kv->v + at, vh, hd * sizeof(float));
+            continue;
+        }
+        uint16_t *kd = (uint16_t *)kv->k + at, *vd = (uint16_t *)kv->v + at;
+        for (size_t i = 0; i < hd; i++) {
+            kd[i] = ork_f32_to_fp16(kh[i]);
+            vd[i] = ork_f32_to_fp16(vh[i]);
+        }
     }
 }
 
@@ -100,47 +134,56 @@ void ork__kv_store(struct ork_kv_cache *kv, int32_t layer, int32_t pos, const fl
  * usually 64..256, so one piece per head). */
 #define KV_PIECE 256
 
-void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t off, int32_t n,
-                    const float *q, float scale, int32_t n_pos, float *scores)
+void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t head, const float *q,
+                    float scale, int32_t n_pos, float *scores)
 {
-    size_t base = row_index(kv, layer, 0) + (size_t)off;
-    if (kv->type == ORK_KV_F32 || n <= KV_PIECE) {
-        /* several keys per pass (ork_vec_dot_rows: the bits of one ork_vec_dot per key; F16
-         * widened in registers, the same bits as converting the row first) */
-        const void *k = kv->type == ORK_KV_F32 ? (const void *)((const float *)kv->k + base)
-                                               : (const void *)((const uint16_t *)kv->k + base);
-        uint32_t type = kv->type == ORK_KV_F32 ? ORK_TYPE_F32 : ORK_TYPE_F16;
-        ork_vec_dot_rows(type, k, (size_t)kv->kv_dim, q, n, n_pos, scores);
-        for (int32_t t = 0; t < n_pos; t++)
-            scores[t] *= scale;
-        return;
-    }
-    const uint16_t *k = (const uint16_t *)kv->k + base;
-    float tmp[KV_PIECE];
-    for (int32_t t = 0; t < n_pos; t++, k += kv->kv_dim) {
-        float sum = 0.0f;
-        for (int32_t c = 0; c < n; c += KV_PIECE) {
-            int32_t m = n - c < KV_PIECE ? n - c : KV_PIECE;
-            ork_dequant_row(ORK_TYPE_F16, k + c, tmp, m);
-            sum += ork_vec_dot_f32(q + c, tmp, m);
+    int32_t n = kv->head_dim;
+    uint32_t type = kv->type == ORK_KV_F32 ? ORK_TYPE_F32 : ORK_TYPE_F16;
+    for (int32_t t0 = 0, m; t0 < n_pos; t0 += m) {
+        m = run_len(t0, n_pos);
+        size_t base = row_index(kv, layer, head, t0);
+        if (kv->type == ORK_KV_F32 || n <= KV_PIECE) {
+            /* several keys per pass (ork_vec_dot_rows: the bits of one ork_vec_dot per key;
+             * F16 widened in registers, the same bits as converting the row first) */
+            const void *k = kv->type == ORK_KV_F32
+                                ? (const void *)((const float *)kv->k + base)
+                                : (const void *)((const uint16_t *)kv->k + base);
+            ork_vec_dot_rows(type, k, (size_t)n, q, n, m, scores + t0);
+            continue;
         }
-        scores[t] = sum * scale;
+        const uint16_t *k = (const uint16_t *)kv->k + base;
+        float tmp[KV_PIECE];
+        for (int32_t t = t0; t < t0 + m; t++, k += n) {
+            float sum = 0.0f;
+            for (int32_t c = 0; c < n; c += KV_PIECE) {
+                int32_t pm = n - c < KV_PIECE ? n - c : KV_PIECE;
+                ork_dequant_row(ORK_TYPE_F16, k + c, tmp, pm);
+                sum += ork_vec_dot_f32(q + c, tmp, pm);
+            }
+            scores[t] = sum;
+        }
     }
+    for (int32_t t = 0; t < n_pos; t++)
+        scores[t] *= scale;
 }
 
-void ork__kv_weighted_sum(const struct ork_kv_cache *kv, int32_t layer, int32_t off, int32_t n,
+void ork__kv_weighted_sum(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
                           const float *w, int32_t n_pos, float *out)
 {
-    size_t base = row_index(kv, layer, 0) + (size_t)off;
+    int32_t n = kv->head_dim;
     for (int32_t i = 0; i < n; i++)
         out[i] = 0.0f;
     /* out += w[t] * v_t for t in order, element by element as out[i] += w[t] * v[i]
      * (ork_vec_mad_rows: the bits of one ork_vec_mad per position, with out kept in registers
-     * across positions) */
-    if (kv->type == ORK_KV_F32)
-        ork_vec_mad_rows(out, (const float *)kv->v + base, (size_t)kv->kv_dim, ORK_TYPE_F32, w,
-                         n_pos, n);
-    else
-        ork_vec_mad_rows(out, (const uint16_t *)kv->v + base, (size_t)kv->kv_dim, ORK_TYPE_F16,
-                         w, n_pos, n);
+     * across the positions of a run and stored between runs) */
+    for (int32_t t0 = 0, m; t0 < n_pos; t0 += m) {
+        m = run_len(t0, n_pos);
+        size_t base = row_index(kv, layer, head, t0);
+        if (kv->type == ORK_KV_F32)
+            ork_vec_mad_rows(out, (const float *)kv->v + base, (size_t)n, ORK_TYPE_F32, w + t0,
+                             m, n);
+        else
+            ork_vec_mad_rows(out, (const uint16_t *)kv->v + base, (size_t)n, ORK_TYPE_F16,
+                             w + t0, m, n);
+    }
 }

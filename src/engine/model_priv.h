@@ -86,28 +86,42 @@ int ork__npu_exec_o_finish(struct ork__npu_exec *ex, int32_t layer, const float 
 void ork__npu_exec_batch_begin(struct ork__npu_exec *ex);
 void ork__npu_exec_batch_end(struct ork__npu_exec *ex, int32_t m);
 
-/* KV cache: per layer, ctx rows of kv_dim values (rotated keys; values), F32 or F16. */
+/* KV cache: per layer and KV head, ctx rows of head_dim values (rotated keys; values), F32 or
+ * F16 (kv.c: positions in blocks, a head's rows contiguous within a block). */
 struct ork_kv_cache {
     enum ork_kv_type type;
     int32_t n_layers;
-    int32_t ctx;                /* rows per layer */
+    int32_t ctx;                /* rows per layer and head */
+    int32_t n_kv_heads;
+    int32_t head_dim;
     int32_t kv_dim;             /* n_kv_heads * head_dim */
-    void *k;                    /* (n_layers, ctx, kv_dim) float or uint16_t (fp16) */
-    void *v;                    /* (n_layers, ctx, kv_dim) */
+    int32_t n_blocks;           /* position blocks per layer (kv.c KV_BLOCK) */
+    void *k;                    /* (n_layers, n_blocks, n_kv_heads, KV_BLOCK, head_dim) float or
+                                 * uint16_t (fp16) */
+    void *v;                    /* same */
 };
 
 int ork__kv_init(struct ork_kv_cache *kv, enum ork_kv_type type, int32_t n_layers, int32_t ctx,
-                 int32_t kv_dim);
+                 int32_t n_kv_heads, int32_t head_dim);
 void ork__kv_fini(struct ork_kv_cache *kv);
-/* Store the K and V rows (kv_dim floats each) of one position. */
+/* Store the K and V rows (kv_dim floats each: the KV heads in order) of one position. */
 void ork__kv_store(struct ork_kv_cache *kv, int32_t layer, int32_t pos, const float *k,
                    const float *v);
-/* scores[t] = scale * dot(q, K[layer][t][off .. off+n)) for t in [0, n_pos). */
-void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t off, int32_t n,
-                    const float *q, float scale, int32_t n_pos, float *scores);
-/* out[0..n) = sum_t w[t] * V[layer][t][off .. off+n) for t in [0, n_pos). */
-void ork__kv_weighted_sum(const struct ork_kv_cache *kv, int32_t layer, int32_t off, int32_t n,
+/* scores[t] = scale * dot(q, K[layer][head][t]) (head_dim values) for t in [0, n_pos). */
+void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t head, const float *q,
+                    float scale, int32_t n_pos, float *scores);
+/* out[0..head_dim) = sum_t w[t] * V[layer][head][t] for t in [0, n_pos). */
+void ork__kv_weighted_sum(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
                           const float *w, int32_t n_pos, float *out);
+
+/* Wall time of forward batches by phase (ORK_DEBUG=phases), [0] decode (1 row), [1] larger. */
+struct ork__phases {
+    int64_t batches, rows;
+    int64_t total_ns, matmul_ns, attn_ns;
+};
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+int64_t ork__now_ns(void);
 
 struct ork_session {
     struct ork_model *m;
@@ -118,6 +132,8 @@ struct ork_session {
     int32_t *tokens;                    /* (ctx) tokens held by the cache */
     int32_t n_past;
     float *logits;                      /* (n_vocab) last-token logits for generation */
+    bool phases_on;                     /* ORK_DEBUG=phases: fill phases */
+    struct ork__phases phases[2];
 };
 
 /* Bytes of arena scratch one forward batch of n_batch tokens needs. */

@@ -4,10 +4,12 @@
 #include "model_priv.h"
 
 #include <ork/alloc.h>
+#include <ork/debug.h>
 #include <ork/error.h>
 #include <ork/log.h>
 
 #include <string.h>
+#include <time.h>
 
 /* Default cache length: the model's training context, capped so that a model trained on 128k
  * tokens does not reserve gigabytes for a short chat (same cap as the brief for `ork run`). */
@@ -40,6 +42,7 @@ int ork_session_create(struct ork_model *m, const struct ork_session_params *p,
         return ORK_ENOMEM;
     s->m = m;
     s->p = *p;
+    s->phases_on = ork_debug(ORK_DBG_PHASES);
     int ret;
     if (s->p.ctx_size < 0) {
         ret = ork_errorf(ORK_EINVAL, "ctx_size %d must be >= 0", s->p.ctx_size);
@@ -63,8 +66,8 @@ int ork_session_create(struct ork_model *m, const struct ork_session_params *p,
     if ((ret = ork_pool_create_opts(&po, &s->pool)) < 0)
         goto err_free;
     s->p.n_threads = ork_pool_threads(s->pool);
-    if ((ret = ork__kv_init(&s->kv, s->p.kv_type, c->n_layers, s->p.ctx_size,
-                            c->n_kv_heads * c->head_dim)) < 0)
+    if ((ret = ork__kv_init(&s->kv, s->p.kv_type, c->n_layers, s->p.ctx_size, c->n_kv_heads,
+                            c->head_dim)) < 0)
         goto err_pool;
     size_t scratch = ork__forward_scratch_bytes(c, s->p.n_batch, s->p.ctx_size, s->p.n_threads);
     if ((ret = ork_arena_create(scratch, &s->arena)) < 0)
@@ -90,10 +93,35 @@ err_free:
     return ret;
 }
 
+int64_t ork__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ORK_DEBUG=phases: one line per kind of batch the session ran. */
+static void log_phases(const struct ork_session *s)
+{
+    static const char *const kind[2] = { "decode", "batch" };
+    for (int i = 0; i < 2; i++) {
+        const struct ork__phases *p = &s->phases[i];
+        if (!p->rows)
+            continue;
+        double per = 1e6 * (double)p->rows;     /* ns -> ms per row */
+        ORK_LOGI("phases (%s): %lld batches, %lld rows; per row %.3f ms: matmul %.3f, attention "
+                 "%.3f, other %.3f", kind[i], (long long)p->batches, (long long)p->rows,
+                 (double)p->total_ns / per, (double)p->matmul_ns / per, (double)p->attn_ns / per,
+                 (double)(p->total_ns - p->matmul_ns - p->attn_ns) / per);
+    }
+}
+
 void ork_session_free(struct ork_session *s)
 {
     if (!s)
         return;
+    if (s->phases_on)
+        log_phases(s);
     ork_free(s->tokens);
     ork_free(s->logits);
     ork_arena_destroy(s->arena);

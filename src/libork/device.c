@@ -27,8 +27,6 @@ int ork_npu_open(const struct ork_npu_opts *opts, struct ork_npu **out)
                           dev);
     if (o.log)
         ork_log_set(o.log, o.log_user);
-    if (ork_debug(ORK_DBG_REGS | ORK_DBG_SUBMIT))
-        ork_log_set_level(ORK_LOG_INFO);    /* the flags ask for these lines */
 
     struct ork_npu *npu = ork_calloc(1, sizeof *npu);
     if (!npu)

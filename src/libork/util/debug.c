@@ -15,6 +15,8 @@ static const struct ork_debug_flag flags[] = {
     { "model",     ORK_DBG_MODEL,     "logging: model load decisions" },
     { "sync",      ORK_DBG_SYNC,      "bypass: wait for every NPU submit before returning" },
     { "scalar",    ORK_DBG_SCALAR,    "bypass: use the scalar reference CPU kernels" },
+    { "phases",    ORK_DBG_PHASES,    "logging: forward-pass wall time split into matmuls, "
+                                      "attention and the rest, per token (when a session ends)" },
     { NULL, 0, NULL },
 };
 

@@ -1,4 +1,5 @@
 /* log.c -- the library's single log sink. */
+#include <ork/debug.h>
 #include <ork/log.h>
 
 #include <stdarg.h>
@@ -23,7 +24,8 @@ void ork_log_set_level(enum ork_log_level level)
 
 void ork_logf(enum ork_log_level level, const char *fmt, ...)
 {
-    if (level < log_level)
+    /* a logging flag of ORK_DEBUG asks for its info lines whatever the level */
+    if (level < log_level && !(level == ORK_LOG_INFO && (ork_debug_flags() & ORK_DBG_LOGGING)))
         return;
     char line[ORK_LOG_LINE_MAX];
     va_list ap;

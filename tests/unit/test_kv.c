@@ -1,0 +1,135 @@
+/* test_kv.c -- the KV cache (src/engine/kv.c): rows stored at every position of several layers
+ * and heads read back through the two attention loops, against one dispatched dot / mad per
+ * row on the rows kept aside (same bits), across position blocks and with a short context. */
+#include "engine/model_priv.h"
+
+#include <ork-kernels/kernels.h>
+#include <ork/error.h>
+
+#include "ork_test.h"
+
+#define N_LAYERS 3
+#define N_KV_HEADS 2
+#define HEAD_DIM 32
+#define KV_DIM (N_KV_HEADS * HEAD_DIM)
+
+static uint32_t rng_state = 12345u;
+
+static float rnd(void)
+{
+    rng_state = rng_state * 1664525u + 1013904223u;
+    return (float)((rng_state >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+/* Keys and values of every (layer, position), as given to ork__kv_store. */
+struct rows {
+    float k[N_LAYERS][200][KV_DIM];
+    float v[N_LAYERS][200][KV_DIM];
+};
+
+/* Stores ctx positions of random rows; the F16 cache keeps the rows' F16 roundings. */
+static void fill(struct ork_kv_cache *kv, struct rows *r, int ctx)
+{
+    for (int l = 0; l < N_LAYERS; l++)
+        for (int p = 0; p < ctx; p++) {
+            for (int i = 0; i < KV_DIM; i++) {
+                r->k[l][p][i] = rnd();
+                r->v[l][p][i] = rnd();
+                if (kv->type == ORK_KV_F16) {
+                    r->k[l][p][i] = ork_fp16_to_f32(ork_f32_to_fp16(r->k[l][p][i]));
+                    r->v[l][p][i] = ork_fp16_to_f32(ork_f32_to_fp16(r->v[l][p][i]));
+                }
+            }
+            ork__kv_store(kv, l, p, r->k[l][p], r->v[l][p]);
+        }
+}
+
+/* Every layer, head and a few n_pos against per-row dots and mads of the kept rows. */
+static void check_reads(const struct ork_kv_cache *kv, const struct rows *r, int ctx)
+{
+    static const int n_pos_list[] = { 1, 2, 63, 64, 65, 128, 129, 200 };
+    float q[HEAD_DIM], w[200], sc[200], out[HEAD_DIM], want[HEAD_DIM];
+    for (int i = 0; i < HEAD_DIM; i++)
+        q[i] = rnd();
+    int bad = 0;
+    for (size_t c = 0; c < sizeof n_pos_list / sizeof n_pos_list[0]; c++) {
+        int n_pos = n_pos_list[c];
+        if (n_pos > ctx)
+            continue;
+        for (int t = 0; t < n_pos; t++)
+            w[t] = rnd();
+        for (int l = 0; l < N_LAYERS; l++)
+            for (int h = 0; h < N_KV_HEADS; h++) {
+                ork__kv_scores(kv, l, h, q, 0.25f, n_pos, sc);
+                for (int t = 0; t < n_pos; t++) {
+                    float d = ork_vec_dot(ORK_TYPE_F32, r->k[l][t] + h * HEAD_DIM, q, HEAD_DIM);
+                    bad += sc[t] != d * 0.25f;
+                }
+                ork__kv_weighted_sum(kv, l, h, w, n_pos, out);
+                for (int i = 0; i < HEAD_DIM; i++)
+                    want[i] = 0.0f;
+                for (int t = 0; t < n_pos; t++)
+                    CHECK(ork_vec_mad(want, r->v[l][t] + h * HEAD_DIM, ORK_TYPE_F32, w[t],
+                                      HEAD_DIM) == 0);
+                for (int i = 0; i < HEAD_DIM; i++)
+                    bad += out[i] != want[i];
+            }
+    }
+    CHECK_EQ_INT(bad, 0);
+}
+
+static struct rows g_rows;
+
+static void run_type(enum ork_kv_type type, int ctx)
+{
+    struct ork_kv_cache kv;
+    CHECK(ork__kv_init(&kv, type, N_LAYERS, ctx, N_KV_HEADS, HEAD_DIM) == 0);
+    fill(&kv, &g_rows, ctx);
+    check_reads(&kv, &g_rows, ctx);
+    ork__kv_fini(&kv);
+}
+
+static void test_f32_blocks(void)
+{
+    run_type(ORK_KV_F32, 200);     /* 4 blocks, the last one partial */
+}
+
+static void test_f32_short_ctx(void)
+{
+    run_type(ORK_KV_F32, 65);      /* a context just past one block */
+}
+
+static void test_f16_blocks(void)
+{
+    run_type(ORK_KV_F16, 200);
+}
+
+/* Rewriting a position (a new prefix after a reset) changes exactly that position's reads. */
+static void test_overwrite(void)
+{
+    struct ork_kv_cache kv;
+    CHECK(ork__kv_init(&kv, ORK_KV_F32, N_LAYERS, 130, N_KV_HEADS, HEAD_DIM) == 0);
+    fill(&kv, &g_rows, 130);
+    for (int i = 0; i < KV_DIM; i++)
+        g_rows.k[1][64][i] = rnd();
+    ork__kv_store(&kv, 1, 64, g_rows.k[1][64], g_rows.v[1][64]);
+    check_reads(&kv, &g_rows, 130);
+    ork__kv_fini(&kv);
+}
+
+static void test_errors(void)
+{
+    struct ork_kv_cache kv;
+    CHECK(ork__kv_init(&kv, (enum ork_kv_type)7, 1, 64, 1, 32) == ORK_EINVAL);
+    CHECK(ork__kv_init(&kv, ORK_KV_F32, 1 << 30, 1 << 30, 64, 128) == ORK_ENOMEM);
+}
+
+int main(void)
+{
+    RUN(test_f32_blocks);
+    RUN(test_f32_short_ctx);
+    RUN(test_f16_blocks);
+    RUN(test_overwrite);
+    RUN(test_errors);
+    return ork_test_done();
+}
