@@ -13,6 +13,13 @@
  *     ROWS rows (a decode step's stream of medium matrices over weights not in cache);
  *   --x16: the matrix interleaved by 16 rows first (ork_mat_x16_pack; Q8_0 / Q4_0, anonymous
  *     memory only; ROWS a multiple of 16).
+ *   kern_probe chain TYPE [threads] [reps]
+ *     the decode matmuls of one token of a Qwen3-1.7B-shaped model (28 layers of Q/K/V, O,
+ *     gate/up, down, then the LM head: the engine's calls, interleaved where the engine would)
+ *     on in-memory weights, against the read kernel over the same bytes in one pool run
+ *     ("whole") and in one pool run per matmul call ("chain"); the three are timed in turn in
+ *     every rep, and the medians of each and of the per-rep ratios are printed, so the shares
+ *     hold even while the machine's bandwidth drifts.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -32,6 +39,7 @@
 #include <ork-kernels/kernels.h>
 #include <ork-kernels/peak.h>
 #include <ork-kernels/pool.h>
+#include <ork-kernels/readbw.h>
 
 static double now(void)
 {
@@ -214,10 +222,192 @@ static int cmd_mm(int argc, char **argv)
     return 0;
 }
 
+
+/* ---- chain: a decode token's matmuls against the read kernel ---- */
+
+/* Qwen3-1.7B (the shapes of `ork gguf synth --preset 1.7b`): dim 2048, 16 query heads and 8 KV
+ * heads of 128, FFN 6144, 28 layers, vocabulary 151936 (the LM head). */
+#define CH_LAYERS 28
+#define CH_DIM 2048
+#define CH_KV 1024
+#define CH_FFN 6144
+#define CH_VOCAB 151936
+#define CH_PER_LAYER 7          /* q k v | o | gate up | down */
+#define CH_CALLS_PER_LAYER 4    /* the engine's calls: Q/K/V together, O, gate/up together, down */
+#define CH_REPS_MAX 1000
+
+struct ch_read {
+    const uint8_t *p;
+    size_t n;
+    uint64_t sink;
+};
+
+/* Thread ith reads its 4 KiB-aligned share of [p, p + n). */
+static void ch_read_fn(void *ctx, int ith, int nth)
+{
+    struct ch_read *j = ctx;
+    size_t per = j->n / (size_t)nth & ~(size_t)4095;
+    size_t a = per * (size_t)ith, b = ith == nth - 1 ? j->n : a + per;
+    uint64_t v = ork_cpu_read_sum(j->p + a, b - a);
+    __atomic_fetch_add(&j->sink, v, __ATOMIC_RELAXED);
+}
+
+static void ch_read(struct ork_pool *pool, const uint8_t *p, size_t n, struct ch_read *j)
+{
+    j->p = p;
+    j->n = n;
+    ork_pool_run(pool, ch_read_fn, j);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int cmd_chain(int argc, char **argv)
+{
+    if (argc < 3)
+        return 2;
+    uint32_t type = type_by_name(argv[2]);
+    int threads = argc > 3 ? atoi(argv[3]) : 2, reps = argc > 4 ? atoi(argv[4]) : 20;
+    const struct ork_type_traits *tr = type == UINT32_MAX ? NULL : ork_type_traits(type);
+    if (!tr || threads < 1 || reps < 1 || reps > CH_REPS_MAX) {
+        fprintf(stderr, "chain: bad type, thread count or reps (1..%d)\n", CH_REPS_MAX);
+        return 2;
+    }
+    static const int64_t rows[CH_PER_LAYER] = { CH_DIM, CH_KV, CH_KV, CH_DIM, CH_FFN, CH_FFN,
+                                                 CH_DIM };
+    static const int64_t cols[CH_PER_LAYER] = { CH_DIM, CH_DIM, CH_DIM, CH_DIM, CH_DIM, CH_DIM,
+                                                CH_FFN };
+    enum { N_MATS = CH_LAYERS * CH_PER_LAYER + 1 };
+    struct ork_mat *mats = calloc(N_MATS, sizeof *mats);
+    size_t total = 0;
+    for (int i = 0; i < N_MATS; i++) {
+        int r = i == N_MATS - 1 ? -1 : i % CH_PER_LAYER;
+        mats[i].type = type;
+        mats[i].n_rows = r < 0 ? CH_VOCAB : rows[r];
+        mats[i].n_cols = r < 0 ? CH_DIM : cols[r];
+        mats[i].row_bytes = ork_type_row_bytes(type, (uint64_t)mats[i].n_cols);
+        total += mats[i].row_bytes * (size_t)mats[i].n_rows;
+    }
+    const size_t huge = (size_t)2 << 20;
+    uint8_t *w = aligned_alloc(huge, (total + huge - 1) / huge * huge);
+    float *x = malloc(CH_FFN * sizeof(float)), *y = malloc((CH_VOCAB + 2 * CH_FFN) * sizeof(float));
+    struct ork_pool *pool = NULL;
+    if (!mats || !w || !x || !y || ork_pool_create(threads, &pool) < 0) {
+        fprintf(stderr, "chain: out of memory (%zu MiB of weights)\n", total >> 20);
+        return 1;
+    }
+    (void)madvise(w, (total + huge - 1) / huge * huge, MADV_HUGEPAGE);
+    /* random bytes, then every block's leading f16 scale set to a small finite value */
+    for (size_t i = 0; i < total; i += 4) {
+        uint32_t v = rnd();
+        memcpy(w + i, &v, total - i < 4 ? total - i : 4);
+    }
+    size_t off = 0;
+    int n_x16 = 0;
+    for (int i = 0; i < N_MATS; i++) {
+        mats[i].data = w + off;
+        size_t bytes = mats[i].row_bytes * (size_t)mats[i].n_rows;
+        if (type == ORK_TYPE_Q8_0 || type == ORK_TYPE_Q4_0)
+            for (size_t b = 0; b < bytes; b += tr->block_bytes) {
+                uint16_t h = 0x2000;    /* 2^-7 */
+                memcpy(w + off + b, &h, 2);
+            }
+        if (ork_mat_x16_wanted(&mats[i]) && ork_mat_x16_pack(&mats[i]) == 0)
+            n_x16++;
+        off += bytes;
+    }
+    for (int i = 0; i < CH_FFN; i++)
+        x[i] = sinf(0.37f * (float)i);
+
+    double *res[3], *ratio[2];
+    for (int v = 0; v < 3; v++)
+        res[v] = calloc((size_t)reps, sizeof(double));
+    for (int v = 0; v < 2; v++)
+        ratio[v] = calloc((size_t)reps, sizeof(double));
+    struct ch_read rj = { 0 };
+    for (int rep = -1; rep < reps; rep++) {       /* rep -1: warm-up, not kept */
+        double t[3];
+        double t0 = now();
+        ch_read(pool, w, total, &rj);
+        t[0] = now() - t0;
+
+        t0 = now();
+        const uint8_t *p = w;
+        for (int l = 0; l < CH_LAYERS; l++) {
+            static const int first[CH_CALLS_PER_LAYER + 1] = { 0, 3, 4, 6, 7 };
+            for (int c = 0; c < CH_CALLS_PER_LAYER; c++) {
+                size_t n = 0;
+                for (int i = first[c]; i < first[c + 1]; i++)
+                    n += mats[l * CH_PER_LAYER + i].row_bytes *
+                         (size_t)mats[l * CH_PER_LAYER + i].n_rows;
+                ch_read(pool, p, n, &rj);
+                p += n;
+            }
+        }
+        ch_read(pool, p, (size_t)(w + total - p), &rj);
+        t[1] = now() - t0;
+
+        t0 = now();
+        int bad = 0;
+        for (int l = 0; l < CH_LAYERS; l++) {
+            const struct ork_mat *m = &mats[l * CH_PER_LAYER];
+            const struct ork_mat *qkv[3] = { &m[0], &m[1], &m[2] }, *gu[2] = { &m[4], &m[5] };
+            float *qkv_y[3] = { y, y + CH_DIM, y + CH_DIM + CH_KV }, *gu_y[2] = { y, y + CH_FFN };
+            bad |= ork_matmul_act_multi(pool, qkv, 3, x, 1, qkv_y, ORK_ACT_QUANT);
+            bad |= ork_matmul_act(pool, &m[3], x, 1, y, ORK_ACT_QUANT);
+            bad |= ork_matmul_act_multi(pool, gu, 2, x, 1, gu_y, ORK_ACT_QUANT);
+            bad |= ork_matmul_act(pool, &m[6], x, 1, y, ORK_ACT_QUANT);
+        }
+        bad |= ork_matmul_act(pool, &mats[N_MATS - 1], x, 1, y, ORK_ACT_QUANT);
+        t[2] = now() - t0;
+        if (bad) {
+            fprintf(stderr, "chain: %s\n", ork_error_message());
+            return 1;
+        }
+        if (rep < 0)
+            continue;
+        for (int v = 0; v < 3; v++)
+            res[v][rep] = (double)total / t[v] / 1e9;
+        ratio[0][rep] = t[1] / t[2];
+        ratio[1][rep] = t[0] / t[2];
+    }
+    printf("%s %s chain t=%d: %.1f MiB per token (%d of %d matrices interleaved), %d reps\n",
+           ork_kernels_path(), tr->name, ork_pool_threads(pool), (double)total / (1 << 20),
+           n_x16, N_MATS, reps);
+    printf("read whole %.1f GB/s, read chain %.1f GB/s, matmul chain %.1f GB/s (medians); "
+           "matmul / read chain %.3f, matmul / read whole %.3f (medians of per-rep ratios)\n",
+           median(res[0], reps), median(res[1], reps), median(res[2], reps),
+           median(ratio[0], reps), median(ratio[1], reps));
+    ork_pool_destroy(pool);
+    for (int v = 0; v < 3; v++)
+        free(res[v]);
+    free(ratio[0]);
+    free(ratio[1]);
+    free(mats);
+    free(w);
+    free(x);
+    free(y);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "peak"))
         return cmd_peak(argc > 2 ? atoi(argv[2]) : 2);
+    if (argc >= 2 && !strcmp(argv[1], "chain")) {
+        int r = cmd_chain(argc, argv);
+        if (r != 2)
+            return r;
+    }
     if (argc >= 2 && !strcmp(argv[1], "mm")) {
         int r = cmd_mm(argc, argv);
         if (r != 2)
@@ -225,6 +415,7 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "usage: kern_probe peak [threads]\n"
                     "       kern_probe mm TYPE N K M [threads] [path|-] [reps] [--file F] [--huge]\n"
-                    "                     [--split ROWS] [--x16]\n");
+                    "                     [--split ROWS] [--x16]\n"
+                    "       kern_probe chain TYPE [threads] [reps]\n");
     return 2;
 }

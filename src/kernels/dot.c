@@ -748,6 +748,28 @@ TGT_X86 static inline __m256 load8_256(const uint8_t *row, uint32_t type, int64_
 }
 
 /* ROWS_512 rows r[0..3] (repeats allowed) against x: out[k] = the row's dot. */
+/* acc_end of 32 lanes l[] in registers, the same additions in the same order: a = l[k] +
+ * l[k+8] and b = l[k+16] + l[k+24] (k < 8, summed by the caller), s[k] = a + b, then pairs of
+ * pairs, then the tail (vhaddps adds neighbours; an f32 sum does not depend on its operands'
+ * order). */
+TGT_X86 static inline float acc_end_256(__m256 a, __m256 b, float tail)
+{
+    __m256 sk = _mm256_add_ps(a, b);                /* s[0..7] */
+    __m256 p = _mm256_hadd_ps(sk, sk);              /* s0+s1, s2+s3 | s4+s5, s6+s7 */
+    __m256 q = _mm256_hadd_ps(p, p);                /* (s0+s1)+(s2+s3) | (s4+s5)+(s6+s7) */
+    float r = _mm_cvtss_f32(_mm256_castps256_ps128(q)) + _mm_cvtss_f32(_mm256_extractf128_ps(q, 1));
+    return r + tail;
+}
+
+/* acc_end_256 of the lanes 0..15 in lo and 16..31 in hi. */
+TGT_X86_512 static inline float acc_end_512(__m512 lo, __m512 hi, float tail)
+{
+    __m256 lo_hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(lo), 1));
+    __m256 hi_hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(hi), 1));
+    return acc_end_256(_mm256_add_ps(_mm512_castps512_ps256(lo), lo_hi),
+                       _mm256_add_ps(_mm512_castps512_ps256(hi), hi_hi), tail);
+}
+
 TGT_X86_512 static void dot4_avx512(uint32_t type, const uint8_t *const *r, const float *x,
                                     int64_t n, float *out)
 {
@@ -762,13 +784,8 @@ TGT_X86_512 static void dot4_avx512(uint32_t type, const uint8_t *const *r, cons
             s[k][1] = _mm512_fmadd_ps(load16_512(r[k], type, i + 16), x1, s[k][1]);
         }
     }
-    for (int k = 0; k < ROWS_512; k++) {
-        struct dot_acc acc;
-        _mm512_storeu_ps(acc.lane, s[k][0]);
-        _mm512_storeu_ps(acc.lane + 16, s[k][1]);
-        acc.tail = dot_tail(r[k], type, x, i, n);
-        out[k] = acc_end(&acc, KPATH_SIMD);
-    }
+    for (int k = 0; k < ROWS_512; k++)
+        out[k] = acc_end_512(s[k][0], s[k][1], dot_tail(r[k], type, x, i, n));
 }
 
 TGT_X86 static void dot2_avx2(uint32_t type, const uint8_t *const *r, const float *x, int64_t n,
@@ -785,13 +802,9 @@ TGT_X86 static void dot2_avx2(uint32_t type, const uint8_t *const *r, const floa
             for (int k = 0; k < ROWS_256; k++)
                 s[k][g] = _mm256_fmadd_ps(load8_256(r[k], type, i + 8 * g), xv, s[k][g]);
         }
-    for (int k = 0; k < ROWS_256; k++) {
-        struct dot_acc acc;
-        for (int g = 0; g < 4; g++)
-            _mm256_storeu_ps(acc.lane + 8 * g, s[k][g]);
-        acc.tail = dot_tail(r[k], type, x, i, n);
-        out[k] = acc_end(&acc, KPATH_SIMD);
-    }
+    for (int k = 0; k < ROWS_256; k++)
+        out[k] = acc_end_256(_mm256_add_ps(s[k][0], s[k][1]), _mm256_add_ps(s[k][2], s[k][3]),
+                             dot_tail(r[k], type, x, i, n));
 }
 
 /* ---- F16 / BF16 weights x rounded X, several rows of each (ork__dot16_tile) ----
