@@ -17,9 +17,12 @@
  *     the decode matmuls of one token of a Qwen3-1.7B-shaped model (28 layers of Q/K/V, O,
  *     gate/up, down, then the LM head: the engine's calls, interleaved where the engine would)
  *     on in-memory weights, against the read kernel over the same bytes in one pool run
- *     ("whole") and in one pool run per matmul call ("chain"); the three are timed in turn in
- *     every rep, and the medians of each and of the per-rep ratios are printed, so the shares
- *     hold even while the machine's bandwidth drifts.
+ *     ("whole") and in one pool run per matmul call ("chain"), and (interleaved Q8_0 / Q4_0)
+ *     the decode kernel's loads without its arithmetic ("loads": per thread its share of each
+ *     matrix as 4 streams of 16-row groups, per block the 32-byte scale load and the 64-byte
+ *     quant loads of docs/kernels.md "Interleaved weights", in the kernel's order); all are
+ *     timed in turn in every rep, and the medians of each and of the per-rep ratios are
+ *     printed, so the shares hold even while the machine's bandwidth drifts.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -40,6 +43,11 @@
 #include <ork-kernels/peak.h>
 #include <ork-kernels/pool.h>
 #include <ork-kernels/readbw.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define CH_HAVE_LOADS 1     /* the interleaved layout exists only on x86-64 (AVX-512 VNNI) */
+#endif
 
 static double now(void)
 {
@@ -259,6 +267,95 @@ static void ch_read(struct ork_pool *pool, const uint8_t *p, size_t n, struct ch
     ork_pool_run(pool, ch_read_fn, j);
 }
 
+/* The interleaved decode kernel's loads without its arithmetic (docs/kernels.md "Interleaved
+ * weights": a group is 16 rows; per block 32 bytes of scales, then 8 (Q8_0) or 4 (Q4_0)
+ * 64-byte vectors of quants). */
+#define CH_GROUP_ROWS 16
+#define CH_SCALE_BYTES 32
+#define CH_CHUNK 64
+#define CH_STREAMS 4
+
+struct ch_loads {
+    const struct ork_mat *const *w;
+    int n_w;
+    uint64_t sink;
+};
+
+#ifdef CH_HAVE_LOADS
+#define CH_TGT __attribute__((target("avx512f")))
+
+/* One pass: block by block, each of the ns (<= CH_STREAMS) groups' scale load and `chunks`
+ * quant loads (constant when inlined), into one accumulator per stream. */
+CH_TGT static inline __attribute__((always_inline)) __m512i
+ch_pass(const uint8_t *const *g, int ns, int64_t nb, size_t bbytes, int chunks)
+{
+    __m512i acc[CH_STREAMS];
+    for (int t = 0; t < CH_STREAMS; t++)
+        acc[t] = _mm512_setzero_si512();
+    for (int64_t b = 0; b < nb; b++)
+        for (int t = 0; t < CH_STREAMS; t++) {
+            if (t >= ns)
+                break;
+            const uint8_t *p = g[t] + (size_t)b * bbytes;
+            __m512i v = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)p));
+            for (int c = 0; c < chunks; c += 2)
+                v = _mm512_add_epi64(v, _mm512_add_epi64(
+                        _mm512_loadu_si512(p + CH_SCALE_BYTES + c * CH_CHUNK),
+                        _mm512_loadu_si512(p + CH_SCALE_BYTES + (c + 1) * CH_CHUNK)));
+            acc[t] = _mm512_add_epi64(acc[t], v);
+        }
+    return _mm512_add_epi64(_mm512_add_epi64(acc[0], acc[1]), _mm512_add_epi64(acc[2], acc[3]));
+}
+
+CH_TGT static __m512i ch_pass8(const uint8_t *const *g, int ns, int64_t nb, size_t bbytes)
+{
+    return ch_pass(g, ns, nb, bbytes, 8);
+}
+
+CH_TGT static __m512i ch_pass4(const uint8_t *const *g, int ns, int64_t nb, size_t bbytes)
+{
+    return ch_pass(g, ns, nb, bbytes, 4);
+}
+
+CH_TGT static void ch_loads_fn(void *ctx, int ith, int nth)
+{
+    struct ch_loads *j = ctx;
+    int64_t rows = 0;
+    for (int q = 0; q < j->n_w; q++)
+        rows += j->w[q]->n_rows;
+    int64_t groups = rows / CH_GROUP_ROWS, per = (groups + nth - 1) / nth;
+    int64_t g0 = per * ith, g1 = g0 + per < groups ? g0 + per : groups;
+    const struct ork_mat *w = j->w[0];          /* matrices of one call share K and type */
+    size_t gbytes = CH_GROUP_ROWS * w->row_bytes;
+    size_t bbytes = CH_GROUP_ROWS * ork_type_traits(w->type)->block_bytes;
+    int chunks = (int)((bbytes - CH_SCALE_BYTES) / CH_CHUNK);
+    int64_t nb = w->n_cols / (int64_t)ork_type_traits(w->type)->block;
+    int64_t span = (g1 - g0 + CH_STREAMS - 1) / CH_STREAMS;
+    __m512i acc = _mm512_setzero_si512();
+    for (int64_t r = 0; r < span; r++) {
+        const uint8_t *g[CH_STREAMS];
+        int ns = 0;
+        for (int t = 0; t < CH_STREAMS; t++) {
+            int64_t gi = g0 + t * span + r, base = 0;
+            if (gi >= g1)
+                continue;
+            int q = 0;      /* the matrix holding group gi (rows of the call end to end) */
+            while (gi >= base + j->w[q]->n_rows / CH_GROUP_ROWS)
+                base += j->w[q++]->n_rows / CH_GROUP_ROWS;
+            g[ns++] = (const uint8_t *)j->w[q]->data + (size_t)(gi - base) * gbytes;
+        }
+        acc = _mm512_add_epi64(acc, chunks == 8 ? ch_pass8(g, ns, nb, bbytes)
+                                                : ch_pass4(g, ns, nb, bbytes));
+    }
+    __atomic_fetch_add(&j->sink, (uint64_t)_mm512_reduce_add_epi64(acc), __ATOMIC_RELAXED);
+}
+#else
+static void ch_loads_fn(void *ctx, int ith, int nth)
+{
+    (void)ctx, (void)ith, (void)nth;
+}
+#endif
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -328,14 +425,20 @@ static int cmd_chain(int argc, char **argv)
     for (int i = 0; i < CH_FFN; i++)
         x[i] = sinf(0.37f * (float)i);
 
-    double *res[3], *ratio[2];
-    for (int v = 0; v < 3; v++)
+    /* the load-only walk follows the interleaved layout */
+#ifdef CH_HAVE_LOADS
+    const bool loads = n_x16 == N_MATS && __builtin_cpu_supports("avx512f");
+#else
+    const bool loads = false;
+#endif
+    double *res[4], *ratio[3];
+    for (int v = 0; v < 4; v++)
         res[v] = calloc((size_t)reps, sizeof(double));
-    for (int v = 0; v < 2; v++)
+    for (int v = 0; v < 3; v++)
         ratio[v] = calloc((size_t)reps, sizeof(double));
     struct ch_read rj = { 0 };
     for (int rep = -1; rep < reps; rep++) {       /* rep -1: warm-up, not kept */
-        double t[3];
+        double t[4];
         double t0 = now();
         ch_read(pool, w, total, &rj);
         t[0] = now() - t0;
@@ -373,12 +476,34 @@ static int cmd_chain(int argc, char **argv)
             fprintf(stderr, "chain: %s\n", ork_error_message());
             return 1;
         }
+        t[3] = 0;
+        if (loads) {
+            struct ch_loads lj = { 0 };
+            t0 = now();
+            for (int l = 0; l < CH_LAYERS; l++) {
+                const struct ork_mat *m = &mats[l * CH_PER_LAYER];
+                const struct ork_mat *calls[CH_CALLS_PER_LAYER][3] = {
+                    { &m[0], &m[1], &m[2] }, { &m[3] }, { &m[4], &m[5] }, { &m[6] } };
+                static const int n_in[CH_CALLS_PER_LAYER] = { 3, 1, 2, 1 };
+                for (int c = 0; c < CH_CALLS_PER_LAYER; c++) {
+                    lj.w = calls[c];
+                    lj.n_w = n_in[c];
+                    ork_pool_run(pool, ch_loads_fn, &lj);
+                }
+            }
+            const struct ork_mat *head[1] = { &mats[N_MATS - 1] };
+            lj.w = head;
+            lj.n_w = 1;
+            ork_pool_run(pool, ch_loads_fn, &lj);
+            t[3] = now() - t0;
+        }
         if (rep < 0)
             continue;
-        for (int v = 0; v < 3; v++)
-            res[v][rep] = (double)total / t[v] / 1e9;
+        for (int v = 0; v < 4; v++)
+            res[v][rep] = t[v] > 0 ? (double)total / t[v] / 1e9 : 0;
         ratio[0][rep] = t[1] / t[2];
         ratio[1][rep] = t[0] / t[2];
+        ratio[2][rep] = loads ? t[1] / t[3] : 0;
     }
     printf("%s %s chain t=%d: %.1f MiB per token (%d of %d matrices interleaved), %d reps\n",
            ork_kernels_path(), tr->name, ork_pool_threads(pool), (double)total / (1 << 20),
@@ -387,11 +512,15 @@ static int cmd_chain(int argc, char **argv)
            "matmul / read chain %.3f, matmul / read whole %.3f (medians of per-rep ratios)\n",
            median(res[0], reps), median(res[1], reps), median(res[2], reps),
            median(ratio[0], reps), median(ratio[1], reps));
+    if (loads)
+        printf("loads only (the interleaved kernel's loads, no arithmetic) %.1f GB/s; loads / "
+               "read chain %.3f (median of per-rep ratios)\n", median(res[3], reps),
+               median(ratio[2], reps));
     ork_pool_destroy(pool);
-    for (int v = 0; v < 3; v++)
+    for (int v = 0; v < 4; v++)
         free(res[v]);
-    free(ratio[0]);
-    free(ratio[1]);
+    for (int v = 0; v < 3; v++)
+        free(ratio[v]);
     free(mats);
     free(w);
     free(x);
