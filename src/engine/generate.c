@@ -10,7 +10,6 @@
 #include <ork/error.h>
 
 #include <string.h>
-#include <time.h>
 
 /* Bytes one token's text may take in the detokenizer's output (tokenizer.h: cap >= 256 +
  * piece length); pieces longer than this are clipped by the detokenizer's contract. */
@@ -41,9 +40,7 @@ const char *ork_stop_reason_name(enum ork_stop_reason r)
 
 static double now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+    return (double)ork__now_ns() / 1e6;
 }
 
 int ork_generate(struct ork_session *s, struct ork_sampler *smp, const char *prompt,

@@ -41,7 +41,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define NPU_MAX_DOMAINS 16              /* RKNPU_MAX_IOMMU_DOMAIN_NUM (spec §13) */
@@ -122,13 +121,6 @@ struct ork__npu_exec {
     int64_t o_sub_ns;                   /* wall clock when the submit returned */
     int64_t o_model0_ns;                /* its device's model clock before the submit */
 };
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static struct npu_opmat *op_at(struct ork__npu_exec *ex, enum ork__npu_op op, int32_t layer)
 {
@@ -1092,7 +1084,7 @@ int ork__npu_exec_o_submit(struct ork__npu_exec *ex, int32_t layer, const float 
     struct npu_opmat *o = op_at(ex, ORK__NPU_O, layer);
     struct npu_mat *mt = &o->mat[0];
     uint32_t kx = mt->k + o->mat[1].k;
-    int64_t t0 = now_ns();
+    int64_t t0 = ork__now_ns();
     ork_npu_exec_traced("npu o_a (async)");
     bool dec = m == 1 || !mt->pre;
     int ret = quantize_cols(att, kx, mt->c0, mt->k, (uint32_t)m, ex->a8, ex->a_scales);
@@ -1106,7 +1098,7 @@ int ork__npu_exec_o_submit(struct ork__npu_exec *ex, int32_t layer, const float 
         return ret;
     }
     count_run(ex, dec ? &mt->dinfo : &mt->pinfo, (uint32_t)m, mt->dev);
-    ex->o_sub_ns = now_ns();
+    ex->o_sub_ns = ork__now_ns();
     double ms = (double)(ex->o_sub_ns - t0) / 1e6;
     ex->st.npu_wall_ms += ms;
     ex->batch_npu_ms += ms;
@@ -1120,7 +1112,7 @@ int ork__npu_exec_o_submit(struct ork__npu_exec *ex, int32_t layer, const float 
  * up to the submit's modelled duration. */
 static int o_wait_first(struct ork__npu_exec *ex, const struct npu_mat *mt)
 {
-    int64_t t = now_ns();
+    int64_t t = ork__now_ns();
     ork_npu_exec_untraced();
     int ret = ork_npu_job_wait(ex->o_job);
     ex->o_job = NULL;
@@ -1139,7 +1131,7 @@ int ork__npu_exec_o_finish(struct ork__npu_exec *ex, int32_t layer, const float 
     struct npu_mat *ma = &o->mat[0], *mb = &o->mat[1];
     uint32_t kx = ma->k + mb->k, n = ma->n, mr = (uint32_t)m;
     int ret = o_wait_first(ex, ma);
-    int64_t t0 = now_ns();
+    int64_t t0 = ork__now_ns();
     ork_npu_exec_traced("npu o_b");
     /* the second half, synchronously (nothing is left to overlap it with but the first
      * half's dequantisation, which is not worth a hand-off to the async worker): its own row
@@ -1157,7 +1149,7 @@ int ork__npu_exec_o_finish(struct ork__npu_exec *ex, int32_t layer, const float 
         dequant_add(c_b, n, mr, as_b, mb->scales, y, true);
     }
     ork_npu_exec_untraced();
-    double ms = (double)(now_ns() - t0) / 1e6;
+    double ms = (double)(ork__now_ns() - t0) / 1e6;
     ex->st.npu_wall_ms += ms;
     ex->batch_npu_ms += ms;
     ex->st.sect_ms[ORK__NPU_O] += ms;
@@ -1175,7 +1167,7 @@ int ork__npu_exec_run(struct ork__npu_exec *ex, enum ork__npu_op op, int32_t lay
     static const char *const trace_names[ORK__NPU_N_OPS] = {
         "npu qkv", "npu o", "npu gate_up", "npu down", "npu lm_head",
     };
-    int64_t t0 = now_ns();
+    int64_t t0 = ork__now_ns();
     uint32_t k = o->mat[0].k;
     int ret = ork_npu_exec_traced(trace_names[op]);
     if (o->k_split) {
@@ -1209,7 +1201,7 @@ int ork__npu_exec_run(struct ork__npu_exec *ex, enum ork__npu_op op, int32_t lay
     ork_npu_exec_untraced();
     if (ret < 0)
         return ret;
-    double ms = (double)(now_ns() - t0) / 1e6;
+    double ms = (double)(ork__now_ns() - t0) / 1e6;
     ex->st.npu_wall_ms += ms;
     ex->batch_npu_ms += ms;
     ex->st.sect_ms[op] += ms;
@@ -1222,7 +1214,7 @@ void ork__npu_exec_batch_begin(struct ork__npu_exec *ex)
         return;
     pthread_mutex_lock(&ex->lock);
     ork_npu_exec_traced("forward");
-    ex->batch_t0 = now_ns();
+    ex->batch_t0 = ork__now_ns();
     ex->batch_npu_ms = 0;
 }
 
@@ -1235,7 +1227,7 @@ void ork__npu_exec_batch_end(struct ork__npu_exec *ex, int32_t m)
         ork_npu_job_wait(ex->o_job);
         ex->o_job = NULL;
     }
-    double wall = (double)(now_ns() - ex->batch_t0) / 1e6;
+    double wall = (double)(ork__now_ns() - ex->batch_t0) / 1e6;
     ex->st.wall_ms += wall;
     ex->st.sect_ms[5] += wall - ex->batch_npu_ms;
     ex->st.n_forward++;
