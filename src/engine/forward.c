@@ -2,7 +2,7 @@
  * positions (prefill: M up to n_batch; decode: M = 1). Every projection is one ork_matmul over
  * the M rows (ork_matmul_act: f32 activations, or rounded like the reference engines with
  * act_quant), so a weight matrix streams once per batch. Attention is causal over the KV cache
- * (kv.c) and split over the thread pool by (token, head).
+ * (kv.c) and split over the thread pool by (token, KV head).
  *
  * Per layer, as in the published models (llama; qwen2 adds q/k/v biases; qwen3 adds per-head
  * RMSNorm of q and k before RoPE; qwen2/3 rotate NEOX-style halves, llama adjacent pairs):
