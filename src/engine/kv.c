@@ -78,7 +78,6 @@ int ork__kv_init(struct ork_kv_cache *kv, enum ork_kv_type type, int32_t n_layer
     kv->type = type;
     kv->n_layers = n_layers;
     kv->ctx = ctx;
-    kv->kv_dim = kv_dim;
     kv->n_kv_heads = n_kv_heads;
     kv->n_blocks = (int32_t)n_blocks;
     kv->head_dim = head_dim;

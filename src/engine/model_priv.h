@@ -94,7 +94,6 @@ struct ork_kv_cache {
     int32_t ctx;                /* rows per layer and head */
     int32_t n_kv_heads;
     int32_t head_dim;
-    int32_t kv_dim;             /* n_kv_heads * head_dim */
     int32_t n_blocks;           /* position blocks per layer (kv.c KV_BLOCK) */
     void *k;                    /* (n_layers, n_blocks, n_kv_heads, KV_BLOCK, head_dim) float or
                                  * uint16_t (fp16) */

@@ -21,6 +21,22 @@ check "run exits 0" '[ $rc -eq 0 ]'
 check "greedy text is the reference story" 'grep -qF -- "Once upon a time$want" "$tmp/out"'
 check "speed line on stderr" 'grep -qE "^prompt: 5 tokens, .* tok/s\) \| generation: 48 tokens" "$tmp/err"'
 
+# ORK_DEBUG=phases: one line per kind of batch when the session ends (5 prompt rows in one
+# batch, 47 decode steps after it), the phases adding up to the total; ORK_DEBUG=model lines
+# show without any other setting; no debug flag, no info lines. Same text either way.
+ORK_DEBUG=phases,model "$ORK" run -m "$MODEL" -p "Once upon a time" -n 48 --temp 0 -t 2 \
+    >"$tmp/outp" 2>"$tmp/errp"
+check "phases: same text" 'cmp -s "$tmp/out" "$tmp/outp"'
+check "phases: prompt batch line" \
+    'grep -qE "^ork: info: phases \(batch\): 1 batches, 5 rows; per row " "$tmp/errp"'
+check "phases: decode line" \
+    'grep -qE "^ork: info: phases \(decode\): 47 batches, 47 rows; per row " "$tmp/errp"'
+check "phases: matmul + attention + other = total" \
+    'grep "phases (decode)" "$tmp/errp" | sed "s/.*per row //; s/[a-z:,]//g" |
+     awk "{ d = \$1 - \$2 - \$3 - \$4; exit !(\$2 > 0 && d < 0.002 && d > -0.002) }"'
+check "ORK_DEBUG=model lines show" 'grep -q "^ork: info: model: llama, 5 layers" "$tmp/errp"'
+check "no debug flag: no info lines" '! grep -q "ork: info:" "$tmp/err"'
+
 # same through a prompt file, batch 2, F16 KV cache: the greedy text is unchanged
 printf 'Once upon a time' >"$tmp/prompt.txt"
 "$ORK" run -m "$MODEL" -f "$tmp/prompt.txt" -n 48 --temp 0 -b 2 --kv-type f16 >"$tmp/out2" 2>/dev/null
