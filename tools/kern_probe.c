@@ -11,8 +11,8 @@
  *     engine does with a GGUF) instead of anonymous memory; --huge: madvise that mapping
  *     MADV_HUGEPAGE; --split ROWS: each timed run walks the matrix as a chain of matmuls of
  *     ROWS rows (a decode step's stream of medium matrices over weights not in cache);
- *   --x16: the matrix interleaved by 16 rows first (ork_mat_x16_pack; Q8_0 / Q4_0, anonymous
- *     memory only; ROWS a multiple of 16).
+ *   --x16: the matrix interleaved by 16 rows first (ork_mat_x16_pack; Q8_0 / Q4_0 / Q4_K,
+ *     anonymous memory only; ROWS a multiple of 16).
  *   kern_probe chain TYPE [threads] [reps]
  *     the decode matmuls of one token of a Qwen3-1.7B-shaped model (28 layers of Q/K/V, O,
  *     gate/up, down, then the LM head: the engine's calls, interleaved where the engine would)
@@ -427,7 +427,8 @@ static int cmd_chain(int argc, char **argv)
 
     /* the load-only walk follows the interleaved layout */
 #ifdef CH_HAVE_LOADS
-    const bool loads = n_x16 == N_MATS && __builtin_cpu_supports("avx512f");
+    const bool loads = n_x16 == N_MATS && __builtin_cpu_supports("avx512f") &&
+                       (type == ORK_TYPE_Q8_0 || type == ORK_TYPE_Q4_0);
 #else
     const bool loads = false;
 #endif

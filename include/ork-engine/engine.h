@@ -72,9 +72,9 @@ struct ork_model_params {
     bool no_tokenizer;          /* skip loading the tokenizer (evaluation from ids only) */
     int32_t load;               /* enum ork_model_load */
     bool no_repack;             /* keep the GGUF row layout; by default a model read into
-                                 * memory for the CPU has its Q8_0 / Q4_0 matrices interleaved
-                                 * by 16 rows when the CPU's kernels read that faster (x86-64
-                                 * AVX-512 VNNI; docs/engine.md "Loading") */
+                                 * memory for the CPU has its Q8_0 / Q4_0 / Q4_K matrices
+                                 * interleaved by 16 rows when the CPU's kernels read that
+                                 * faster (x86-64 AVX-512 VNNI; docs/engine.md "Loading") */
     /* Where the matmuls run (docs/npu-inference.md): NULL or "cpu" = the CPU; "npu" = the
      * board's NPU (error without one); "sim" = the NPU simulator; "auto" = the NPU when one
      * exists, else the CPU. Everything but the matmuls stays on the CPU. */

@@ -22,7 +22,7 @@ struct ork_pool;
 /* Where a matrix's rows are (struct ork_mat.layout). */
 enum ork_mat_layout {
     ORK_LAYOUT_ROWS = 0,    /* row r at data + r * row_bytes (the GGUF layout) */
-    ORK_LAYOUT_X16 = 1,     /* Q8_0 / Q4_0 rows interleaved by 16 for the CPU kernels
+    ORK_LAYOUT_X16 = 1,     /* Q8_0 / Q4_0 / Q4_K rows interleaved by 16 for the CPU kernels
                              * (ork_mat_x16_pack; docs/kernels.md "Interleaved weights") */
 };
 
@@ -36,8 +36,8 @@ struct ork_mat {
 };
 
 /* True when w (rows layout) can be interleaved and this CPU's kernel path reads the interleaved
- * layout faster: Q8_0 / Q4_0, a multiple of 16 rows, unstrided rows of at most 64 KiB, and
- * x86-64 AVX-512 VNNI. */
+ * layout faster: Q8_0 / Q4_0 / Q4_K, a multiple of 16 rows, unstrided rows of at most 64 KiB,
+ * and x86-64 AVX-512 VNNI. */
 bool ork_mat_x16_wanted(const struct ork_mat *w);
 /* Rearranges w's data IN PLACE into ORK_LAYOUT_X16 and sets w->layout (w->data must point to
  * writable memory the caller owns; same size). Every kernel accepts either layout (a path

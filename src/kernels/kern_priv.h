@@ -168,7 +168,7 @@ int64_t ork__gemm_chunk_rows(int64_t k);
 void ork__gemm_q8(enum kisa k, const struct ork_mat *w, int64_t r0, int64_t r1,
                   const uint8_t *xp, int64_t m, float *y, int64_t ldy, uint8_t *panel);
 
-/* ---- x16.c: Q8_0 / Q4_0 rows interleaved by 16 (ORK_LAYOUT_X16) ---- */
+/* ---- x16.c / x16k.c: Q8_0 / Q4_0 / Q4_K rows interleaved by 16 (ORK_LAYOUT_X16) ---- */
 
 #define ORK_X16_ROWS 16         /* rows per group, one per 32-bit lane of a 512-bit vector */
 #define ORK_X16_XBLOCK 48       /* bytes of one X block in the interleaved kernels' X form */
@@ -177,6 +177,10 @@ void ork__gemm_q8(enum kisa k, const struct ork_mat *w, int64_t r0, int64_t r1,
  * docs/kernels.md "Interleaved weights"). */
 #define ORK_X16_STREAMS_MAX 4
 #define ORK_X16_STREAMS 4
+/* Q4_K reads two: a Q4_K block is 8 times a Q4_0 one, and at two threads three or four
+ * streams decoded a Qwen3-1.7B-shaped Q4_K model at 27-29 t/s against 43-46 with two (one:
+ * 36; ork bench tg64 t=2, alternated; at one thread 1, 2 and 4 ran alike). */
+#define ORK_X16K_STREAMS 2
 /* X rows per M > 1 tile: the four outputs per weight vector fit the 32 zmm registers beside
  * the 8 unpacked weight vectors. */
 #define ORK_X16_MX 4
@@ -184,7 +188,7 @@ void ork__gemm_q8(enum kisa k, const struct ork_mat *w, int64_t r0, int64_t r1,
 int ork__x16_check(const struct ork_mat *w);
 /* True when path k has the interleaved kernels. */
 bool ork__x16_ok(enum kisa k);
-int ork__x16_streams_width(enum kisa k);
+int ork__x16_streams_width(enum kisa k, uint32_t type);
 /* Row r of w in the plain GGUF row layout: a pointer into w (rows layout) or buf filled with
  * it (interleaved; buf holds row_bytes). */
 const uint8_t *ork__mat_row(const struct ork_mat *w, int64_t r, uint8_t *buf);
@@ -193,13 +197,27 @@ const uint8_t *ork__mat_row(const struct ork_mat *w, int64_t r, uint8_t *buf);
 size_t ork__x16_xrow_bytes(int64_t k);
 void ork__x16_xprep(enum kisa k, const float *x, int64_t n, uint8_t *dst);
 /* Decode: stream t is s[t].n rows (a multiple of 16) of an interleaved matrix from s[t].w (a
- * group start), results to s[t].out, against one X row xs (nb blocks); up to ORK_X16_STREAMS_MAX
- * streams read side by side. False (nothing done) when path k has no kernel. */
+ * group start), results to s[t].out, against one X row xs in the type's X form; up to
+ * ORK_X16_STREAMS_MAX streams read side by side. False (nothing done) when path k has no
+ * kernel. */
 bool ork__x16_streams(enum kisa k, uint32_t type, const struct ork__wstream *s, int ns,
-                      size_t row_bytes, const uint8_t *xs, int64_t nb);
+                      size_t row_bytes, const uint8_t *xs);
 /* Y[i][r] (y + i * ldy + r) for the nr rows (a multiple of 16) of an interleaved matrix from w
  * (a group start) and the m X rows at xs (xrow bytes apart). False when path k has no kernel. */
 bool ork__x16_gemm(enum kisa k, uint32_t type, const uint8_t *w, size_t row_bytes, int64_t nr,
                    const uint8_t *xs, size_t xrow, int64_t m, float *y, int64_t ldy);
+/* A kernel over interleaved groups: ng groups g[s] (block 0 of each) x mx X rows (xs, xstride
+ * apart), nb blocks; out[s] + t * ldo gets the 16 outputs of group s and X row t. */
+typedef void (*ork__x16_fn)(const uint8_t *const *g, const uint8_t *xs, size_t xstride,
+                            int64_t nb, float *const *out, size_t ldo);
+
+/* x16k.c: Q4_K. X form (ork__x16k_xprep): per 256-element block ORK_X16K_XBLOCK bytes with the
+ * quants and scale of ork_quantize_row_q8_k and its 32-element sums split for the kernels. */
+#define ORK_X16K_XBLOCK 288
+size_t ork__x16k_xrow_bytes(int64_t k);
+void ork__x16k_xprep(enum kisa k, const float *x, int64_t n, uint8_t *dst);
+/* The Q4_K kernel reading n groups side by side (tile: one group against n X rows); NULL
+ * without the AVX-512 VNNI kernels. Each output has the bits of ork__q8k_blocks on its row. */
+ork__x16_fn ork__x16k_fn(bool tile, int n);
 
 #endif

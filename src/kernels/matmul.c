@@ -64,8 +64,14 @@ enum xform {
     XF_Q8_0,        /* Q8_0 blocks, rq bytes a row */
     XF_Q8_K,        /* Q8_K blocks */
     XF_PACK,        /* packed rows of the tiled kernel (ork__xpack_rows) */
-    XF_X16,         /* the interleaved kernels' X form (ork__x16_xprep) */
+    XF_X16,         /* the interleaved Q8_0 / Q4_0 kernels' X form (ork__x16_xprep) */
+    XF_X16K,        /* the interleaved Q4_K kernels' X form (ork__x16k_xprep) */
 };
+
+static bool xf_interleaved(enum xform xf)
+{
+    return xf == XF_X16 || xf == XF_X16K;
+}
 
 /* Largest plain row read back from an interleaved matrix (ork__mat_row) on the stack: the
  * packer's limit (x16.c). */
@@ -107,7 +113,7 @@ struct mm_multi {
  * matrix, else single rows. */
 static int64_t mm_unit(const struct mm_multi *j)
 {
-    return j->xf == XF_X16 ? ORK_X16_ROWS : 1;
+    return xf_interleaved(j->xf) ? ORK_X16_ROWS : 1;
 }
 
 /* Per output element through the chunked single-dot path (rows too long for the tiles). */
@@ -225,7 +231,8 @@ static enum xform xform_of(const struct ork_mat *w, enum ork_act act, enum kisa 
     if (act != ORK_ACT_QUANT)
         return XF_NONE;
     if (w->layout == ORK_LAYOUT_X16)
-        return ork__x16_ok(isa) ? XF_X16 : XF_NONE;    /* else rows read back one at a time */
+        /* else rows read back one at a time */
+        return !ork__x16_ok(isa) ? XF_NONE : type == ORK_TYPE_Q4_K ? XF_X16K : XF_X16;
     if (type == ORK_TYPE_Q8_0 || type == ORK_TYPE_Q4_0)
         return ork__gemm_q8_ok(isa) && m >= MM_GEMM_M_MIN ? XF_PACK : XF_Q8_0;
     if (type == ORK_TYPE_Q4_K || type == ORK_TYPE_Q6_K)
@@ -238,6 +245,7 @@ static size_t xrow_bytes(enum xform xf, int64_t k)
     switch (xf) {
     case XF_PACK: return ork__xpack_row_bytes(k);
     case XF_X16: return ork__x16_xrow_bytes(k);
+    case XF_X16K: return ork__x16k_xrow_bytes(k);
     case XF_Q8_0: return (size_t)(k / Q8_0_BLOCK) * Q8_0_BYTES;
     case XF_Q8_K: return (size_t)(k / ORK_Q8_K_BLOCK) * ORK_Q8_K_BYTES;
     default: return 0;
@@ -260,6 +268,8 @@ static void quant_rows(const struct mm_multi *j, const float *x, int64_t i0, int
     for (int64_t i = i0; i < i1; i++) {
         if (j->xf == XF_X16)
             ork__x16_xprep(j->isa, x + i * j->k, j->k, xs + (size_t)i * j->xrow);
+        else if (j->xf == XF_X16K)
+            ork__x16k_xprep(j->isa, x + i * j->k, j->k, xs + (size_t)i * j->xrow);
         else if (j->xf == XF_Q8_0)
             ork__quantize_q8_0(j->isa, x + i * j->k, xs + (size_t)i * j->xrow, j->k);
         else
@@ -284,7 +294,7 @@ static void shared_rows(const struct mm_multi *j, const struct ork_mat *w, const
         ork__gemm_q8(j->isa, w, r0, r1, xs, m, y, ldy, panel);
         return;
     }
-    if (j->xf == XF_X16) {
+    if (xf_interleaved(j->xf)) {
         (void)ork__x16_gemm(j->isa, w->type, (const uint8_t *)w->data + (size_t)r0 * w->row_bytes,
                             w->row_bytes, r1 - r0, xs, j->xrow, m, y + r0, ldy);  /* XF_X16: ok */
         return;
@@ -440,8 +450,9 @@ static bool spans_step(const struct mm_multi *j, struct mm_spans *mine, uint8_t 
         any = true;
         int q = mat_of(j, g0, &off);
         const struct ork_mat *w = j->w[q];
-        bool kern = j->wkern && (w->type == ORK_TYPE_Q8_0 || w->type == ORK_TYPE_Q4_0) &&
-                    (j->xf == XF_X16) == (w->layout == ORK_LAYOUT_X16);
+        bool kern = j->wkern && (w->type == ORK_TYPE_Q8_0 || w->type == ORK_TYPE_Q4_0 ||
+                                 w->type == ORK_TYPE_Q4_K) &&
+                    xf_interleaved(j->xf) == (w->layout == ORK_LAYOUT_X16);
         if (kern && (!w0 || (w->type == w0->type && w->row_bytes == w0->row_bytes))) {
             w0 = w;
             ws[ns++] = (struct ork__wstream){
@@ -451,9 +462,8 @@ static bool spans_step(const struct mm_multi *j, struct mm_spans *mine, uint8_t 
             multi_rows(j, g0, g0 + n, panel);
         }
     }
-    if (ns > 0 && j->xf == XF_X16)
-        (void)ork__x16_streams(j->isa, w0->type, ws, ns, w0->row_bytes, j->xs,
-                               j->k / Q8_0_BLOCK);   /* present: j->wkern */
+    if (ns > 0 && xf_interleaved(j->xf))
+        (void)ork__x16_streams(j->isa, w0->type, ws, ns, w0->row_bytes, j->xs); /* j->wkern */
     else if (ns > 0)
         (void)ork__q8_wstreams(j->isa, w0->type, ws, ns, w0->row_bytes, j->xs,
                                j->k / Q8_0_BLOCK);   /* present: j->wkern */
@@ -505,7 +515,7 @@ static void spans_thread(void *ctx, int ith, int nth)
 static void spans_plan(struct mm_multi *j, int nth)
 {
     int width = j->xf == XF_Q8_0 ? ork__q8_wstreams_width(j->isa)
-              : j->xf == XF_X16 ? ork__x16_streams_width(j->isa) : 0;
+              : xf_interleaved(j->xf) ? ork__x16_streams_width(j->isa, j->w[0]->type) : 0;
     j->wkern = width > 0;
     j->streams = width > 0 ? width : 1;
     int64_t rb = (int64_t)j->w[0]->row_bytes;
@@ -697,8 +707,18 @@ int ork_matmul_act_multi(struct ork_pool *pool, const struct ork_mat *const *w, 
     if (m == 0 || rows == 0)
         return 0;
     enum xform xf = xform_of(w[0], act, isa, m);
-    if (xf == XF_NONE || !same) {
-        /* nothing to share (f32 / 16-bit X) or different X forms: one matrix at a time */
+    if (xf != XF_NONE && !same) {
+        /* different X forms (say an interleaved Q4_K matrix beside a Q6_K one): each matrix
+         * with its own */
+        for (int q = 0; q < n_w; q++) {
+            int ret = ork_matmul_act_multi(pool, &w[q], 1, x, m, &y[q], act);
+            if (ret < 0)
+                return ret;
+        }
+        return 0;
+    }
+    if (xf == XF_NONE) {
+        /* nothing to share (f32 / 16-bit X): one matrix at a time */
         for (int q = 0; q < n_w; q++) {
             if (w[q]->n_rows == 0)
                 continue;

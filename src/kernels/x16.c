@@ -1,7 +1,8 @@
-/* x16.c -- Q8_0 / Q4_0 matrices with their rows interleaved by 16 (ORK_LAYOUT_X16): the layout,
- * packing a matrix into it in place, reading one row back in the GGUF layout, the X form its
- * kernels read, and those kernels (AVX-512 VNNI: decode streams and the M > 1 tiles). Not here:
- * the thread split (matmul.c) or the plain-row kernels (gemm_q8.c, qdot.c).
+/* x16.c -- Q8_0 / Q4_0 / Q4_K matrices with their rows interleaved by 16 (ORK_LAYOUT_X16): the
+ * layout, packing a matrix into it in place, reading one row back in the GGUF layout, and for
+ * Q8_0 / Q4_0 the X form their kernels read and those kernels (AVX-512 VNNI: decode streams and
+ * the M > 1 tiles); the entry points run the Q4_K kernels of x16k.c too. Not here: the thread
+ * split (matmul.c) or the plain-row kernels (gemm_q8.c, qdot.c).
  *
  * Why: a plain Q8_0 / Q4_0 row keeps one block's 32 quants together, so a 512-bit dot product
  * holds two blocks of one row, and every block needs its own scale widened and its partials
@@ -18,7 +19,10 @@
  *         u8 (q + 128, the unsigned operand of vpdpbusd);
  *   Q4_0: 4 chunks of 64 bytes: chunk c holds, in bytes 4i..4i+3, row i's quant bytes 4c..4c+3
  *         unchanged (low nibbles: elements 4c..4c+3, high nibbles: elements 16 + 4c ..).
- * Same bytes per block as the plain layout (16 * 34 = 32 + 512, 16 * 18 = 32 + 256).
+ *   Q4_K: f16 dmin[16], then its scale bytes and quant bytes in 64-byte chunks of words the
+ *         same way (x16k.c; x16_types below cuts every type's blocks).
+ * Same bytes per block as the plain layout (16 * 34 = 32 + 512, 16 * 18 = 32 + 256,
+ * 16 * 144 = 64 + 192 + 2048).
  *
  * X form (XF_X16, ork__x16_xprep): per block ORK_X16_XBLOCK (48) bytes: q[32] int8 (the Q8_0 quants of
  * ork_quantize_row_q8_0), f32 d, int32 -8 * sum(q), int32 -128 * sum(q), 4 bytes of zeros. The
@@ -47,10 +51,12 @@
 #define Q8_0_BLOCK 32
 #define Q8_0_BYTES 34
 #define Q4_0_BYTES 18
+#define Q4_K_BLOCK 256
+#define Q4_K_BYTES 144
 #define X16_D_BYTES 32          /* a block's 16 f16 scales */
 #define X16_CHUNK 64            /* one vector of quants: 4 bytes of each of 16 rows */
 #define X16_U8_OFFSET 128       /* Q8_0 quants stored as q + 128 */
-#define X16_U8_FLIP 0x80808080u /* ... = q xor 0x80 in each byte of a word */
+#define X16_U8_FLIP_BYTE 0x80   /* ... = q xor 0x80 */
 #define X16_Q4_OFFSET 8         /* Q4_0 nibble bias */
 /* X form offsets inside a block of ORK_X16_XBLOCK bytes */
 #define X16_XD 32
@@ -61,31 +67,69 @@ _Static_assert(ORK_X16_STREAMS <= ORK_X16_STREAMS_MAX && ORK_X16_STREAMS_MAX <= 
 /* Largest row handled by the packer (bytes of one plain row): its group buffer is 16 rows. */
 #define X16_ROW_BYTES_MAX (64u << 10)
 
-static size_t block_bytes(uint32_t type)
+/* How the layout cuts one block of a row: `count` pieces of `size` bytes from byte `off` of
+ * the block (Q8_0 quants flipped to u8). A group's block holds the fields in order, each
+ * piece as row 0's, row 1's, ... row 15's (16 * size bytes). */
+struct x16_field {
+    uint8_t off, size, count;
+    bool flip;
+};
+
+struct x16_type {
+    uint32_t type;
+    int block;                  /* elements per block */
+    size_t bytes;               /* bytes per block of one row */
+    int n_fields;
+    struct x16_field f[4];
+};
+
+static const struct x16_type x16_types[] = {
+    { ORK_TYPE_Q8_0, Q8_0_BLOCK, Q8_0_BYTES, 2, { { 0, 2, 1, false }, { 2, 4, 8, true } } },
+    { ORK_TYPE_Q4_0, Q8_0_BLOCK, Q4_0_BYTES, 2, { { 0, 2, 1, false }, { 2, 4, 4, false } } },
+    /* d, dmin, scales[12] as 3 words, qs[128] as 32 words (x16k.c) */
+    { ORK_TYPE_Q4_K, Q4_K_BLOCK, Q4_K_BYTES, 4,
+      { { 0, 2, 1, false }, { 2, 2, 1, false }, { 4, 4, 3, false }, { 16, 4, 32, false } } },
+};
+
+static const struct x16_type *x16_type_of(uint32_t type)
 {
-    return type == ORK_TYPE_Q8_0 ? Q8_0_BYTES : Q4_0_BYTES;
+    for (size_t i = 0; i < sizeof x16_types / sizeof x16_types[0]; i++)
+        if (x16_types[i].type == type)
+            return &x16_types[i];
+    return NULL;
 }
 
 /* ---- layout ---------------------------------------------------------------------------------- */
 
-/* Plain rows r0 .. r0 + 15 (src, row_bytes apart) into one interleaved group at dst: per block,
- * each row's scale and its quants in 4-byte words (Q8_0's flipped to u8 by xor). */
-static void pack_group(uint32_t type, const uint8_t *src, size_t row_bytes, int64_t nb,
-                       uint8_t *dst)
+/* Moves one piece between a plain row (r) and a group (g), either way (to_group), flipping
+ * Q8_0 quants (xor is its own inverse). */
+static inline void move_piece(uint8_t *to, const uint8_t *from, size_t size, bool flip)
 {
-    const size_t bb = block_bytes(type), gb = ORK_X16_ROWS * bb;
-    const int chunks = type == ORK_TYPE_Q8_0 ? 8 : 4;
-    const uint32_t flip = type == ORK_TYPE_Q8_0 ? X16_U8_FLIP : 0;
+    memcpy(to, from, size);
+    if (flip)
+        for (size_t e = 0; e < size; e++)
+            to[e] ^= X16_U8_FLIP_BYTE;
+}
+
+/* Plain rows r0 .. r0 + 15 (src, row_bytes apart) into one interleaved group at dst, or (when
+ * !to_group) row `only` of the group at src back into its plain bytes at dst. */
+static void x16_move(const struct x16_type *t, bool to_group, const uint8_t *src,
+                     size_t row_bytes, int64_t nb, int only, uint8_t *dst)
+{
+    const size_t gb = ORK_X16_ROWS * t->bytes;
     for (int64_t b = 0; b < nb; b++) {
-        uint8_t *o = dst + (size_t)b * gb;
-        for (int i = 0; i < ORK_X16_ROWS; i++) {
-            const uint8_t *blk = src + (size_t)i * row_bytes + (size_t)b * bb;
-            memcpy(o + 2 * i, blk, 2);
-            for (int c = 0; c < chunks; c++) {
-                uint32_t v;
-                memcpy(&v, blk + 2 + 4 * c, 4);
-                v ^= flip;
-                memcpy(o + X16_D_BYTES + c * X16_CHUNK + 4 * i, &v, 4);
+        size_t at = (size_t)b * gb;        /* the group block's byte being filled or read */
+        for (int fi = 0; fi < t->n_fields; fi++) {
+            const struct x16_field *f = &t->f[fi];
+            for (int n = 0; n < f->count; n++, at += ORK_X16_ROWS * f->size) {
+                size_t in_blk = (size_t)b * t->bytes + f->off + (size_t)n * f->size;
+                if (!to_group) {
+                    move_piece(dst + in_blk, src + at + (size_t)only * f->size, f->size, f->flip);
+                    continue;
+                }
+                for (int i = 0; i < ORK_X16_ROWS; i++)
+                    move_piece(dst + at + (size_t)i * f->size, src + (size_t)i * row_bytes + in_blk,
+                               f->size, f->flip);
             }
         }
     }
@@ -96,30 +140,18 @@ const uint8_t *ork__mat_row(const struct ork_mat *w, int64_t r, uint8_t *buf)
     const uint8_t *base = w->data;
     if (w->layout != ORK_LAYOUT_X16)
         return base + (size_t)r * w->row_bytes;
-    const size_t bb = block_bytes(w->type), gb = ORK_X16_ROWS * bb;
-    const int64_t nb = w->n_cols / Q8_0_BLOCK, i = r % ORK_X16_ROWS;
-    const int chunks = w->type == ORK_TYPE_Q8_0 ? 8 : 4;
-    const uint32_t flip = w->type == ORK_TYPE_Q8_0 ? X16_U8_FLIP : 0;
-    const uint8_t *g = base + (size_t)(r - i) * w->row_bytes;
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *s = g + (size_t)b * gb;
-        uint8_t *o = buf + (size_t)b * bb;
-        memcpy(o, s + 2 * i, 2);
-        for (int c = 0; c < chunks; c++) {
-            uint32_t v;
-            memcpy(&v, s + X16_D_BYTES + c * X16_CHUNK + 4 * i, 4);
-            v ^= flip;
-            memcpy(o + 2 + 4 * c, &v, 4);
-        }
-    }
+    const struct x16_type *t = x16_type_of(w->type);    /* ork__x16_check: one of them */
+    const int64_t i = r % ORK_X16_ROWS;
+    x16_move(t, false, base + (size_t)(r - i) * w->row_bytes, w->row_bytes,
+             w->n_cols / t->block, (int)i, buf);
     return buf;
 }
 
 /* Why w cannot take the interleaved layout, or NULL when it can (the kernels aside). */
 static const char *x16_unfit(const struct ork_mat *w)
 {
-    if (w->type != ORK_TYPE_Q8_0 && w->type != ORK_TYPE_Q4_0)
-        return "only Q8_0 and Q4_0 matrices can be interleaved";
+    if (!x16_type_of(w->type))
+        return "only Q8_0, Q4_0 and Q4_K matrices can be interleaved";
     if (w->n_rows <= 0 || w->n_rows % ORK_X16_ROWS)
         return "the row count is not a multiple of 16";
     if (w->n_cols <= 0 || w->row_bytes != ork_type_row_bytes(w->type, (uint64_t)w->n_cols))
@@ -170,11 +202,11 @@ int ork_mat_x16_pack(struct ork_mat *w)
     if (!tmp)
         return ork_errorf(ORK_ENOMEM, "interleave: cannot allocate %zu bytes", gbytes);
     uint8_t *data = (uint8_t *)(uintptr_t)w->data;     /* writable: the caller's promise */
-    const int64_t nb = w->n_cols / Q8_0_BLOCK;
+    const struct x16_type *t = x16_type_of(w->type);
     for (int64_t g = 0; g < w->n_rows / ORK_X16_ROWS; g++) {
         uint8_t *grp = data + (size_t)g * gbytes;
         memcpy(tmp, grp, gbytes);
-        pack_group(w->type, tmp, w->row_bytes, nb, grp);
+        x16_move(t, true, tmp, w->row_bytes, w->n_cols / t->block, 0, grp);
     }
     ork_free(tmp);
     w->layout = ORK_LAYOUT_X16;
@@ -309,17 +341,23 @@ X16_KERNEL(x16_q4_g1m2, false, 1, 2)
 X16_KERNEL(x16_q4_g1m3, false, 1, 3)
 X16_KERNEL(x16_q4_g1m4, false, 1, 4)
 
-typedef void (*x16_fn)(const uint8_t *const *, const uint8_t *, size_t, int64_t, float *const *,
-                       size_t);
 /* [q8][ng - 1] with mx = 1, and [q8][mx - 1] with ng = 1 */
-static const x16_fn x16_streams_fn[2][ORK_X16_STREAMS_MAX] = {
+static const ork__x16_fn x16_streams_fn[2][ORK_X16_STREAMS_MAX] = {
     { x16_q4_g1m1, x16_q4_g2m1, x16_q4_g3m1, x16_q4_g4m1 },
     { x16_q8_g1m1, x16_q8_g2m1, x16_q8_g3m1, x16_q8_g4m1 },
 };
-static const x16_fn x16_tile_fn[2][ORK_X16_MX] = {
+static const ork__x16_fn x16_tile_fn[2][ORK_X16_MX] = {
     { x16_q4_g1m1, x16_q4_g1m2, x16_q4_g1m3, x16_q4_g1m4 },
     { x16_q8_g1m1, x16_q8_g1m2, x16_q8_g1m3, x16_q8_g1m4 },
 };
+
+/* The kernel of an interleaved type reading n groups side by side (tile: one group, n X rows). */
+static ork__x16_fn x16_fn_of(uint32_t type, bool tile, int n)
+{
+    if (type == ORK_TYPE_Q4_K)
+        return ork__x16k_fn(tile, n);
+    return (tile ? x16_tile_fn : x16_streams_fn)[type == ORK_TYPE_Q8_0][n - 1];
+}
 #endif
 
 bool ork__x16_ok(enum kisa k)
@@ -332,9 +370,11 @@ bool ork__x16_ok(enum kisa k)
 #endif
 }
 
-int ork__x16_streams_width(enum kisa k)
+int ork__x16_streams_width(enum kisa k, uint32_t type)
 {
-    return ork__x16_ok(k) ? ORK_X16_STREAMS : 0;
+    if (!ork__x16_ok(k))
+        return 0;
+    return type == ORK_TYPE_Q4_K ? ORK_X16K_STREAMS : ORK_X16_STREAMS;
 }
 
 /* X rows of one M > 1 pass that stay in L2 while every group of the item meets them: 512 KiB
@@ -342,12 +382,14 @@ int ork__x16_streams_width(enum kisa k)
 #define X16_L2_X_BYTES (512u << 10)
 
 bool ork__x16_streams(enum kisa k, uint32_t type, const struct ork__wstream *s, int ns,
-                      size_t row_bytes, const uint8_t *xs, int64_t nb)
+                      size_t row_bytes, const uint8_t *xs)
 {
 #ifdef X16_X86
-    if (!ork__x16_ok(k) || ns < 1 || ns > ORK_X16_STREAMS_MAX)
+    const struct x16_type *tt = x16_type_of(type);
+    if (!ork__x16_ok(k) || !tt || ns < 1 || ns > ORK_X16_STREAMS_MAX)
         return false;
     const size_t gbytes = ORK_X16_ROWS * row_bytes;
+    const int64_t nb = (int64_t)(row_bytes / tt->bytes);
     int64_t passes = 0;
     for (int t = 0; t < ns; t++)
         passes = s[t].n / ORK_X16_ROWS > passes ? s[t].n / ORK_X16_ROWS : passes;
@@ -360,11 +402,11 @@ bool ork__x16_streams(enum kisa k, uint32_t type, const struct ork__wstream *s, 
                 g[n] = s[t].w + (size_t)r * gbytes;
                 out[n++] = s[t].out + r * ORK_X16_ROWS;
             }
-        x16_streams_fn[type == ORK_TYPE_Q8_0][n - 1](g, xs, 0, nb, out, 0);
+        x16_fn_of(type, false, n)(g, xs, 0, nb, out, 0);
     }
     return true;
 #else
-    (void)k, (void)type, (void)s, (void)ns, (void)row_bytes, (void)xs, (void)nb;
+    (void)k, (void)type, (void)s, (void)ns, (void)row_bytes, (void)xs;
     return false;
 #endif
 }
@@ -373,20 +415,21 @@ bool ork__x16_gemm(enum kisa k, uint32_t type, const uint8_t *w, size_t row_byte
                    const uint8_t *xs, size_t xrow, int64_t m, float *y, int64_t ldy)
 {
 #ifdef X16_X86
-    if (!ork__x16_ok(k))
+    const struct x16_type *tt = x16_type_of(type);
+    if (!ork__x16_ok(k) || !tt)
         return false;
     const size_t gbytes = ORK_X16_ROWS * row_bytes;
-    const int64_t nb = (int64_t)(xrow / ORK_X16_XBLOCK);
+    const int64_t nb = (int64_t)(row_bytes / tt->bytes);
     if (m == 1) {
         /* decode: the rows as ORK_X16_STREAMS streams of whole groups read side by side (a
          * group starts where its first row was) */
-        struct ork__wstream s[ORK_X16_STREAMS];
-        int ns = ork__wstreams_split(w, row_bytes, nr, ORK_X16_ROWS, ORK_X16_STREAMS, y, s);
-        return ork__x16_streams(k, type, s, ns, row_bytes, xs, nb);
+        struct ork__wstream s[ORK_X16_STREAMS_MAX];
+        int ns = ork__wstreams_split(w, row_bytes, nr, ORK_X16_ROWS,
+                                     ork__x16_streams_width(k, type), y, s);
+        return ork__x16_streams(k, type, s, ns, row_bytes, xs);
     }
     int64_t chunk = xrow ? (int64_t)(X16_L2_X_BYTES / xrow) / ORK_X16_MX * ORK_X16_MX : ORK_X16_MX;
     chunk = chunk < ORK_X16_MX ? ORK_X16_MX : chunk;
-    const bool q8 = type == ORK_TYPE_Q8_0;
     for (int64_t m0 = 0; m0 < m; m0 += chunk) {
         const int64_t mc = m - m0 < chunk ? m - m0 : chunk;
         for (int64_t r = 0; r < nr; r += ORK_X16_ROWS) {
@@ -394,8 +437,8 @@ bool ork__x16_gemm(enum kisa k, uint32_t type, const uint8_t *w, size_t row_byte
             for (int64_t t = 0; t < mc; t += ORK_X16_MX) {
                 int mx = mc - t < ORK_X16_MX ? (int)(mc - t) : ORK_X16_MX;
                 float *o = y + (m0 + t) * ldy + r;
-                x16_tile_fn[q8][mx - 1](&g, xs + (size_t)(m0 + t) * xrow, xrow, nb, &o,
-                                        (size_t)ldy);
+                x16_fn_of(type, true, mx)(&g, xs + (size_t)(m0 + t) * xrow, xrow, nb, &o,
+                                          (size_t)ldy);
             }
         }
     }

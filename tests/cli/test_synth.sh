@@ -2,7 +2,9 @@
 # test_synth.sh -- black-box checks of `ork gguf synth`: usage errors, a Qwen2.5-0.5B-shaped model
 # cut to one layer with the byte-level fallback vocabulary, read back by the independent reader
 # ../shared/tools/gguf_dump.py (when present) and by ork (info, run), and the same seed giving
-# the same bytes (a different seed different ones).
+# the same bytes (a different seed different ones); a Qwen3-0.6B-shaped Q4_K model cut to two
+# layers scores a text with the same bits whether its matrices are interleaved for the CPU
+# kernels (the default where the CPU has them) or kept in the GGUF row layout (--no-repack).
 # usage: bash test_synth.sh ORK_BINARY FIXTURES_DIR
 set -u
 ORK=$1
@@ -72,4 +74,21 @@ out=$("$ORK" run -m "$tmp/a.gguf" -p "Hello" -n 6 --seed 1 -t 2 2>&1); rc=$?
 check "ork run: exit 0" test $rc -eq 0
 check "ork run: generated 6 tokens" grep -Eq "generation: 6 tokens" <<<"$out"
 [ $fail -eq 0 ] || echo "$out"
+
+# Q4_K interleaved (x16k.c) against the row layout: the kernels compute the same integers and
+# f32 steps, so every chunk's perplexity prints the same digits.
+rm -f "$tmp/a.gguf"
+"$ORK" gguf synth --arch qwen3 --preset 0.6b --layers 2 --type q4_k --seed 3 -o "$tmp/k.gguf" -q
+check "synth qwen3 0.6b --type q4_k --layers 2: exit 0" test $? -eq 0
+for i in $(seq 40); do echo "The quick brown fox $i jumps over the lazy dog, twice $((i * 7)) times."; done >"$tmp/text.txt"
+px=$(ORK_DEBUG=model "$ORK" perplexity -m "$tmp/k.gguf" -f "$tmp/text.txt" -c 128 --chunks 2 -t 2 2>"$tmp/err"); rc=$?
+check "perplexity, default layout: exit 0" test $rc -eq 0
+pr=$("$ORK" perplexity -m "$tmp/k.gguf" -f "$tmp/text.txt" -c 128 --chunks 2 -t 2 --no-repack 2>/dev/null)
+check "perplexity: some PPL printed" grep -q "PPL = " <<<"$px"
+check "Q4_K interleaved = row layout, digit for digit" test "$px" = "$pr"
+if grep -q "matrices interleaved" "$tmp/err"; then
+    check "Q4_K matrices were interleaved" grep -Eq "model: [1-9][0-9]* matrices interleaved" "$tmp/err"
+else
+    echo "skip: this CPU has no interleaved kernels (the layouts above were the same)"
+fi
 exit $fail

@@ -1,10 +1,11 @@
-/* test_kernels_x16.c -- Q8_0 / Q4_0 matrices interleaved by 16 rows (ORK_LAYOUT_X16,
- * src/kernels/x16.c): packing rearranges the bytes and every row reads back exactly; on every
- * instruction-set path this CPU can run, with no pool and pools of 1..4 threads, ORK_ACT_QUANT
- * matmuls of an interleaved matrix agree with an independent double-precision sum over the
- * same quantized X within the f32 rounding bound of their order, decode and prefill shapes,
- * odd block counts, many claims and steals; f32-activation matmuls and row lookups give the
- * plain layout's bits; a single corrupted byte changes exactly its own row's output; bad
+/* test_kernels_x16.c -- Q8_0 / Q4_0 / Q4_K matrices interleaved by 16 rows (ORK_LAYOUT_X16,
+ * src/kernels/x16.c, x16k.c): packing rearranges the bytes and every row reads back exactly; on
+ * every instruction-set path this CPU can run, with no pool and pools of 1..4 threads,
+ * ORK_ACT_QUANT matmuls of an interleaved Q8_0 / Q4_0 matrix agree with an independent
+ * double-precision sum over the same quantized X within the f32 rounding bound of their order,
+ * and those of an interleaved Q4_K matrix have the plain layout's bits, decode and prefill
+ * shapes, odd block counts, many claims and steals; f32-activation matmuls and row lookups give
+ * the plain layout's bits; a single corrupted byte changes exactly its own row's output; bad
  * matrices and layouts are refused with an error; repeated calls allocate nothing. */
 #include <float.h>
 #include <math.h>
@@ -122,27 +123,56 @@ static int check_y(const struct xmat *m, const float *x, int64_t mrows, const fl
     return bad;
 }
 
+/* Q4_K: the plain layout's bits (the same integers and f32 steps, x16k.c); the others:
+ * check_y. yp: scratch for the plain result. */
+static int check_y_or_bits(const struct xmat *m, const float *x, int64_t mrows, const float *y,
+                           float *yp, struct ork_pool *pool, const char *what)
+{
+    if (m->p.type != ORK_TYPE_Q4_K)
+        return check_y(m, x, mrows, y, what);
+    const int64_t n = m->p.n_rows;
+    if (ork_matmul_act(pool, &m->p, x, mrows, yp, ORK_ACT_QUANT) != 0)
+        return 1;
+    int bad = 0;
+    for (int64_t i = 0; i < mrows * n; i++)
+        if (memcmp(&y[i], &yp[i], sizeof(float)) && bad++ < 3)
+            fprintf(stderr, "%s: Q4_K M=%lld N=%lld K=%lld y[%lld] = %.9g, plain %.9g\n", what,
+                    (long long)mrows, (long long)n, (long long)m->p.n_cols, (long long)i,
+                    y[i], yp[i]);
+    return bad;
+}
+
 static void test_pack_layout(void)
 {
-    const uint32_t types[] = { ORK_TYPE_Q8_0, ORK_TYPE_Q4_0 };
-    for (size_t t = 0; t < 2; t++) {
+    const uint32_t types[] = { ORK_TYPE_Q8_0, ORK_TYPE_Q4_0, ORK_TYPE_Q4_K };
+    const int64_t ks[] = { 32 * 7, 32 * 7, 256 * 3 };
+    for (size_t t = 0; t < 3; t++) {
         struct xmat m;
-        xmat_make(&m, types[t], 48, 32 * 7);
+        xmat_make(&m, types[t], 48, ks[t]);
         size_t rb = m.p.row_bytes;
         CHECK(memcmp(m.plain, m.packed, rb * 48) != 0);    /* the bytes did move */
         uint8_t buf[2048];
-        float a[32 * 7], b[32 * 7];
+        float a[256 * 3], b[256 * 3];
         int bad = 0;
         for (int64_t r = 0; r < 48; r++) {
             bad += memcmp(ork__mat_row(&m.x, r, buf), m.plain + (size_t)r * rb, rb) != 0;
             REQUIRE(ork_get_row(&m.p, r, a) == 0);
             REQUIRE(ork_get_row(&m.x, r, b) == 0);
-            bad += memcmp(a, b, sizeof a) != 0;
+            bad += memcmp(a, b, sizeof(float) * (size_t)ks[t]) != 0;
         }
         CHECK_EQ_INT(bad, 0);
         /* the group's block 0 starts with the 16 rows' scales */
         for (int i = 0; i < 16; i++)
             CHECK(memcmp(m.packed + 2 * i, m.plain + (size_t)i * rb, 2) == 0);
+        if (types[t] == ORK_TYPE_Q4_K) {
+            /* then their dmins, the scale bytes by words, the quants by words (x16k.c) */
+            for (int i = 0; i < 16; i++) {
+                const uint8_t *row = m.plain + (size_t)i * rb;
+                CHECK(memcmp(m.packed + 32 + 2 * i, row + 2, 2) == 0);
+                CHECK(memcmp(m.packed + 64 + 64 * 2 + 4 * i, row + 4 + 8, 4) == 0);
+                CHECK(memcmp(m.packed + 256 + 64 * 31 + 4 * i, row + 16 + 124, 4) == 0);
+            }
+        }
         xmat_free(&m);
     }
 }
@@ -190,6 +220,47 @@ static void test_xprep(void)
     CHECK_EQ_INT(bad, 0);
 }
 
+/* The Q4_K X form: quants and scale those of ork_quantize_row_q8_k, each 32-element sum split
+ * as 128 * a + b with b in [-64, 63], zeros after; the same bytes on every path. */
+static void test_xprep_q4k(void)
+{
+    enum { K = 256 * 5, XB = 288 };
+    static float x[K];
+    static uint8_t want[K / 256 * XB], got[K / 256 * XB], q8k[K / 256 * 292];
+    for (int i = 0; i < K; i++)
+        x[i] = frand() * (float)(1 + i % 13);
+    for (int i = 256; i < 288; i++)
+        x[i] = 1000.0f;                                 /* a sum at the top of the range */
+    for (int i = 512; i < 768; i++)
+        x[i] = 0.0f;                                    /* an all-zero block */
+    ork__x16k_xprep(KISA_SCALAR, x, K, want);
+    REQUIRE(ork_quantize_row_q8_k(x, q8k, K) == 0);
+    int bad = 0, big = 0;
+    for (int b = 0; b < K / 256; b++) {
+        const uint8_t *o = want + b * XB, *s = q8k + b * 292;
+        bad += memcmp(o, s + 4, 256) != 0 || memcmp(o + 256, s, 4) != 0;
+        for (int j = 0; j < 8; j++) {
+            int16_t b0, b1;
+            memcpy(&b0, s + 260 + 4 * j, 2);
+            memcpy(&b1, s + 262 + 4 * j, 2);
+            int a = (int8_t)o[260 + j], r = (int8_t)o[268 + j];
+            bad += 128 * a + r != b0 + b1 || r < -64 || r > 63;
+            big += abs(b0 + b1) > 3000;
+        }
+        for (int e = 276; e < XB; e++)
+            bad += o[e] != 0;
+    }
+    CHECK(big >= 1);
+    for (int k = 0; k < KISA_COUNT; k++) {
+        if (!ork__kisa_available((enum kisa)k))
+            continue;
+        memset(got, 0xa5, sizeof got);
+        ork__x16k_xprep((enum kisa)k, x, K, got);
+        bad += memcmp(got, want, sizeof want) != 0;
+    }
+    CHECK_EQ_INT(bad, 0);
+}
+
 /* Every path and pool against the reference, for one shape. */
 static void check_shape(uint32_t type, int64_t mrows, int64_t n, int64_t k)
 {
@@ -213,7 +284,7 @@ static void check_shape(uint32_t type, int64_t mrows, int64_t n, int64_t k)
             REQUIRE(ork_matmul_act(pool, &m.x, x, mrows, y, ORK_ACT_QUANT) == 0);
             char what[64];
             snprintf(what, sizeof what, "%s, %d threads", ork_kernels_path_name(i), pi + 1);
-            bad += check_y(&m, x, mrows, y, what);
+            bad += check_y_or_bits(&m, x, mrows, y, yp, pool, what);
         }
         /* f32 activations read the rows back: the plain layout's bits */
         REQUIRE(ork_matmul_act(pools[0], &m.x, x, mrows, y, ORK_ACT_F32) == 0);
@@ -239,6 +310,13 @@ static void test_shapes(void)
     for (int trial = 0; trial < 10; trial++)
         check_shape(trial % 2 ? ORK_TYPE_Q4_0 : ORK_TYPE_Q8_0, 1 + (int64_t)(rnd() % 9),
                     16 * (1 + (int64_t)(rnd() % 6)), 32 * (1 + (int64_t)(rnd() % 40)));
+    check_shape(ORK_TYPE_Q4_K, 1, 16, 256);
+    check_shape(ORK_TYPE_Q4_K, 1, 48, 256 * 9);
+    check_shape(ORK_TYPE_Q4_K, 6, 32, 2048);
+    check_shape(ORK_TYPE_Q4_K, 67, 32, 256 * 3);    /* M beyond one tile, ragged last tile */
+    for (int trial = 0; trial < 6; trial++)
+        check_shape(ORK_TYPE_Q4_K, 1 + (int64_t)(rnd() % 9), 16 * (1 + (int64_t)(rnd() % 6)),
+                    256 * (1 + (int64_t)(rnd() % 12)));
 }
 
 /* Decode over matrices long enough for many claims and steals of 16-row units, several
@@ -286,6 +364,69 @@ static void test_decode_multi(void)
     }
 }
 
+/* Q4_K decode over matrices long enough for many claims and steals, two interleaved ones in
+ * one call, then one call mixing X forms (interleaved Q4_K, interleaved Q8_0, plain Q6_K):
+ * each output as its matrix alone gives it. */
+static void test_decode_multi_q4k(void)
+{
+    enum { K = 4096, REPS = 4 };
+    const int64_t ns[2] = { 16 * 37, 16 * 21 };
+    struct xmat m[2], q8;
+    static float x[K];
+    for (int i = 0; i < K; i++)
+        x[i] = frand() * (float)(1 + i % 5);
+    float *ys[2], *yw[2];
+    const struct ork_mat *mp[2];
+    for (int q = 0; q < 2; q++) {
+        xmat_make(&m[q], ORK_TYPE_Q4_K, ns[q], K);
+        mp[q] = &m[q].x;
+        ys[q] = ork_malloc(sizeof(float) * (size_t)ns[q]);
+        yw[q] = ork_malloc(sizeof(float) * (size_t)ns[q]);
+        REQUIRE(ys[q] && yw[q]);
+        REQUIRE(ork_matmul_act(NULL, &m[q].p, x, 1, yw[q], ORK_ACT_QUANT) == 0);
+    }
+    int bad = 0, runs = 0;
+    for (int pi = 0; pi < MAX_THREADS; pi++) {
+        if (!pools[pi])
+            continue;
+        for (int rep = 0; rep < REPS; rep++, runs++) {
+            REQUIRE(ork_matmul_act_multi(pools[pi], mp, 2, x, 1, ys, ORK_ACT_QUANT) == 0);
+            for (int q = 0; q < 2; q++)
+                bad += memcmp(ys[q], yw[q], sizeof(float) * (size_t)ns[q]) != 0;
+        }
+    }
+    CHECK(runs > 0);
+    CHECK_EQ_INT(bad, 0);
+
+    xmat_make(&q8, ORK_TYPE_Q8_0, 16 * 5, K);
+    size_t rb6 = ork_type_row_bytes(ORK_TYPE_Q6_K, K);
+    uint8_t *w6 = ork_malloc(rb6 * 48);
+    float *y8 = ork_malloc(sizeof(float) * 16 * 5), *y6 = ork_malloc(sizeof(float) * 48);
+    float *y6w = ork_malloc(sizeof(float) * 48);
+    REQUIRE(w6 && y8 && y6 && y6w);
+    for (int r = 0; r < 48; r++)
+        kt_random_row(ORK_TYPE_Q6_K, w6 + (size_t)r * rb6, K);
+    struct ork_mat q6 = { .type = ORK_TYPE_Q6_K, .n_rows = 48, .n_cols = K, .row_bytes = rb6,
+                          .data = w6 };
+    REQUIRE(ork_matmul_act(NULL, &q6, x, 1, y6w, ORK_ACT_QUANT) == 0);
+    const struct ork_mat *mix[3] = { &m[0].x, &q8.x, &q6 };
+    float *ym[3] = { ys[0], y8, y6 };
+    REQUIRE(ork_matmul_act_multi(pools[0], mix, 3, x, 1, ym, ORK_ACT_QUANT) == 0);
+    CHECK(memcmp(ys[0], yw[0], sizeof(float) * (size_t)ns[0]) == 0);
+    CHECK_EQ_INT(check_y(&q8, x, 1, y8, "mixed forms"), 0);
+    CHECK(memcmp(y6, y6w, sizeof(float) * 48) == 0);
+    ork_free(w6);
+    ork_free(y8);
+    ork_free(y6);
+    ork_free(y6w);
+    xmat_free(&q8);
+    for (int q = 0; q < 2; q++) {
+        ork_free(ys[q]);
+        ork_free(yw[q]);
+        xmat_free(&m[q]);
+    }
+}
+
 /* One byte of one row's quants changed in the interleaved copy: that row's output moves, no
  * other does (the kernels read every row from its own lanes). */
 static void test_corruption_is_seen(void)
@@ -306,14 +447,25 @@ static void test_corruption_is_seen(void)
         moved += (y0[r] != y1[r]) << (r == row ? 8 : 0);
     CHECK_EQ_INT(moved, 1 << 8);
     xmat_free(&m);
+
+    /* Q4_K: one row's scale byte (row 21: group 1, lane 5, block 0's scale chunk 1) */
+    xmat_make(&m, ORK_TYPE_Q4_K, N, K);
+    REQUIRE(ork_matmul_act(pools[0], &m.x, x, 1, y0, ORK_ACT_QUANT) == 0);
+    m.packed[16 * m.x.row_bytes + 64 + 64 + 4 * (row % 16)] ^= 0x05;
+    REQUIRE(ork_matmul_act(pools[0], &m.x, x, 1, y1, ORK_ACT_QUANT) == 0);
+    moved = 0;
+    for (int r = 0; r < N; r++)
+        moved += (y0[r] != y1[r]) << (r == row ? 8 : 0);
+    CHECK_EQ_INT(moved, 1 << 8);
+    xmat_free(&m);
 }
 
 static void test_errors(void)
 {
     enum { K = 64 };
-    static uint8_t buf[40 * 144];
-    struct ork_mat w = { .type = ORK_TYPE_Q4_K, .n_rows = 16, .n_cols = 256,
-                         .row_bytes = 144, .data = buf };
+    static uint8_t buf[40 * 210];
+    struct ork_mat w = { .type = ORK_TYPE_Q6_K, .n_rows = 16, .n_cols = 256,
+                         .row_bytes = 210, .data = buf };
     CHECK(!ork_mat_x16_wanted(&w));
     CHECK_EQ_INT(ork_mat_x16_pack(&w), ORK_EUNSUPPORTED);
     w = (struct ork_mat){ .type = ORK_TYPE_Q8_0, .n_rows = 20, .n_cols = K,
@@ -354,6 +506,15 @@ static void test_no_alloc(void)
         REQUIRE(ork_matmul_act(pools[1], &m.x, x, 1, y, ORK_ACT_QUANT) == 0);
     }
     CHECK_EQ_INT((int)(ork_alloc_count() - a0), 0);
+    xmat_free(&m);
+    xmat_make(&m, ORK_TYPE_Q4_K, N, K);
+    REQUIRE(ork_matmul_act(pools[1], &m.x, x, M, y, ORK_ACT_QUANT) == 0);
+    a0 = ork_alloc_count();
+    for (int rep = 0; rep < 5; rep++) {
+        REQUIRE(ork_matmul_act(pools[1], &m.x, x, M, y, ORK_ACT_QUANT) == 0);
+        REQUIRE(ork_matmul_act(pools[1], &m.x, x, 1, y, ORK_ACT_QUANT) == 0);
+    }
+    CHECK_EQ_INT((int)(ork_alloc_count() - a0), 0);
     ork_free(x);
     ork_free(y);
     xmat_free(&m);
@@ -365,8 +526,10 @@ int main(void)
         return 1;
     RUN(test_pack_layout);
     RUN(test_xprep);
+    RUN(test_xprep_q4k);
     RUN(test_shapes);
     RUN(test_decode_multi);
+    RUN(test_decode_multi_q4k);
     RUN(test_corruption_is_seen);
     RUN(test_errors);
     if (pools[1])

@@ -1,0 +1,211 @@
+/* x16k.c -- Q4_K matrices with their rows interleaved by 16 (ORK_LAYOUT_X16; the layout and the
+ * thread split are x16.c's and matmul.c's): the X form the kernels read and the AVX-512 VNNI
+ * kernels, decode streams and M > 1 tiles.
+ *
+ * Why: the row-layout Q4_K kernels (qdot.c) unpack one row's 6-bit scales and mins per block and
+ * reduce 16 lanes to one sum per row; at two threads decode streamed a Q4_K model at ~60 % of
+ * the speed of the same-sized Q4_0 one (docs/benchmarks.md). Interleaved, lane i of every
+ * vector is row i: 16 rows' scales unpack in a few vector operations per block and nothing is
+ * reduced across lanes.
+ *
+ * Layout of a group's block b (x16.c x16_types, 16 * 144 bytes): the 16 rows' f16 d (32 bytes),
+ * their f16 dmin (32 bytes), 3 chunks of 64 bytes with each row's scale bytes 4c..4c+3 in lane
+ * i, then 32 chunks with each row's qs bytes 4c..4c+3 in lane i. qs byte 32p + l holds element
+ * 64p + l (low nibble) and 64p + 32 + l (high nibble): chunk 8p + c feeds sub-block 2p (its low
+ * nibbles) and 2p + 1 (high) with 4 elements each.
+ *
+ * X form (ork__x16k_xprep), per 256-element block, ORK_X16K_XBLOCK bytes: q[256] int8 and f32 d
+ * from ork_quantize_row_q8_k, then each 32-element sum s_j = bsums[2j] + bsums[2j + 1] as
+ * s_j = 128 * a_j + b_j with a[8] and b[8] int8, then zeros. The mins term sum_j mn_j * s_j is
+ * then two pairs of vpdpbusd (mn_j u8 x a_j, mn_j x b_j) and a shift: exact.
+ *
+ * Arithmetic: per row and block the integers S = sum_j sc_j * (sum over sub-block j of q * x)
+ * and M = sum_j mn_j * s_j, exactly those of the row-layout kernels, then the same f32 steps in
+ * the same order as their q4k_block_sum: so every output has the bits of ork__q8k_blocks
+ * (tests/unit/test_kernels_x16.c compares them bit for bit). */
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <ork-kernels/kernels.h>
+
+#include "kern_priv.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define XK_X86 1
+#include <immintrin.h>
+#endif
+
+#define QK 256                  /* elements per Q4_K / Q8_K block */
+#define Q4_K_BYTES 144
+#define Q8_K_Q 4                /* Q8_K block: f32 d, int8 q[256], int16 bsums[16] */
+#define Q8_K_BSUMS 260
+#define XK_SUB 8                /* 32-element sub-blocks per block */
+/* group block offsets */
+#define XK_D 0
+#define XK_DMIN 32
+#define XK_SC 64                /* 3 chunks */
+#define XK_QS 256               /* 32 chunks */
+#define XK_CHUNK 64
+#define XK_GROUP_BYTES (ORK_X16_ROWS * Q4_K_BYTES)
+/* X form offsets */
+#define XKX_D 256
+#define XKX_A 260
+#define XKX_B 268
+#define XKX_END 276
+/* s_j = XK_SPLIT * a_j + b_j with b_j in [-64, 63]: |s_j| <= 32 * 127 = 4064, so a_j is in
+ * [-32, 32] and both fit int8 */
+#define XK_SPLIT 128
+#define XK_SPLIT_SHIFT 7
+#define XK_SPLIT_BIAS (32 * XK_SPLIT)   /* keeps the division's operand positive */
+
+_Static_assert(XKX_END <= ORK_X16K_XBLOCK, "X form block");
+_Static_assert(XK_QS + 32 * XK_CHUNK == XK_GROUP_BYTES, "group block layout");
+
+size_t ork__x16k_xrow_bytes(int64_t k)
+{
+    return (size_t)(k / QK) * ORK_X16K_XBLOCK;
+}
+
+void ork__x16k_xprep(enum kisa k, const float *x, int64_t n, uint8_t *dst)
+{
+    uint8_t tmp[ORK_Q8_K_BYTES];
+    for (int64_t b = 0; b < n / QK; b++) {
+        uint8_t *o = dst + (size_t)b * ORK_X16K_XBLOCK;
+        ork__quantize_q8_k(k, x + b * QK, tmp, QK);
+        memcpy(o, tmp + Q8_K_Q, QK);
+        memcpy(o + XKX_D, tmp, 4);
+        for (int j = 0; j < XK_SUB; j++) {
+            int16_t s0, s1;
+            memcpy(&s0, tmp + Q8_K_BSUMS + 4 * j, 2);
+            memcpy(&s1, tmp + Q8_K_BSUMS + 4 * j + 2, 2);
+            int s = s0 + s1;
+            int a = (s + XK_SPLIT / 2 + XK_SPLIT_BIAS) / XK_SPLIT - XK_SPLIT_BIAS / XK_SPLIT;
+            o[XKX_A + j] = (uint8_t)(int8_t)a;
+            o[XKX_B + j] = (uint8_t)(int8_t)(s - XK_SPLIT * a);
+        }
+        memset(o + XKX_END, 0, ORK_X16K_XBLOCK - XKX_END);
+    }
+}
+
+#ifdef XK_X86
+#define TGT_XK __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+
+TGT_XK static inline __m512i bcast32(const uint8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+/* ng groups x mx X rows, blocks 0 .. nb-1 into acc[s * mx + t]. Inlined with constant ng, mx. */
+TGT_XK static inline __attribute__((always_inline)) void
+x16k_core(int ng, int mx, const uint8_t *const *g, const uint8_t *xs, size_t xstride, int64_t nb,
+          __m512 *acc)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0f), byte = _mm512_set1_epi32(0xff);
+    const __m512i low6 = _mm512_set1_epi8(0x3f), low4 = m4, top2 = _mm512_set1_epi8(0x30);
+    for (int64_t b = 0; b < nb; b++) {
+        for (int s = 0; s < ng; s++) {
+            const uint8_t *wb = g[s] + (size_t)b * XK_GROUP_BYTES;
+            const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wb + XK_D)));
+            const __m512 dmw =
+                _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wb + XK_DMIN)));
+            /* the 6-bit scales and mins of 16 rows (qdot.c q4k_unpack512's word form): bytes
+             * j of sc[0] / mn[0] are sub-blocks j < 4, of sc[1] / mn[1] sub-blocks 4 + j */
+            const __m512i u0 = _mm512_loadu_si512(wb + XK_SC);
+            const __m512i u1 = _mm512_loadu_si512(wb + XK_SC + XK_CHUNK);
+            const __m512i u2 = _mm512_loadu_si512(wb + XK_SC + 2 * XK_CHUNK);
+            const __m512i sc[2] = {
+                _mm512_and_si512(u0, low6),
+                _mm512_or_si512(_mm512_and_si512(u2, low4),
+                                _mm512_and_si512(_mm512_srli_epi32(u0, 2), top2)) };
+            const __m512i mn[2] = {
+                _mm512_and_si512(u1, low6),
+                _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), low4),
+                                _mm512_and_si512(_mm512_srli_epi32(u1, 2), top2)) };
+            __m512i si[ORK_X16_MX];
+            for (int t = 0; t < mx; t++)
+                si[t] = _mm512_setzero_si512();
+            for (int p = 0; p < 4; p++) {
+                __m512i ilo[ORK_X16_MX], ihi[ORK_X16_MX];
+                for (int t = 0; t < mx; t++)
+                    ilo[t] = ihi[t] = _mm512_setzero_si512();
+                for (int c = 0; c < 8; c++) {
+                    const __m512i raw = _mm512_loadu_si512(wb + XK_QS + (8 * p + c) * XK_CHUNK);
+                    const __m512i lo = _mm512_and_si512(raw, m4);
+                    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+                    for (int t = 0; t < mx; t++) {
+                        const uint8_t *x = xs + (size_t)t * xstride + (size_t)b * ORK_X16K_XBLOCK;
+                        ilo[t] = _mm512_dpbusd_epi32(ilo[t], lo, bcast32(x + 64 * p + 4 * c));
+                        ihi[t] = _mm512_dpbusd_epi32(ihi[t], hi,
+                                                     bcast32(x + 64 * p + 32 + 4 * c));
+                    }
+                }
+                /* sub-blocks 2p and 2p + 1: bytes 2(p % 2) and 2(p % 2) + 1 of sc[p / 2] */
+                const __m512i v = sc[p >> 1];
+                const __m512i s_lo = _mm512_and_si512(_mm512_srli_epi32(v, 16 * (p & 1)), byte);
+                const __m512i s_hi =
+                    _mm512_and_si512(_mm512_srli_epi32(v, 16 * (p & 1) + 8), byte);
+                for (int t = 0; t < mx; t++)
+                    si[t] = _mm512_add_epi32(si[t],
+                                             _mm512_add_epi32(_mm512_mullo_epi32(ilo[t], s_lo),
+                                                              _mm512_mullo_epi32(ihi[t], s_hi)));
+            }
+            for (int t = 0; t < mx; t++) {
+                const uint8_t *x = xs + (size_t)t * xstride + (size_t)b * ORK_X16K_XBLOCK;
+                __m512i ma = _mm512_dpbusd_epi32(_mm512_setzero_si512(), mn[0], bcast32(x + XKX_A));
+                ma = _mm512_dpbusd_epi32(ma, mn[1], bcast32(x + XKX_A + 4));
+                __m512i mb = _mm512_dpbusd_epi32(_mm512_setzero_si512(), mn[0], bcast32(x + XKX_B));
+                mb = _mm512_dpbusd_epi32(mb, mn[1], bcast32(x + XKX_B + 4));
+                const __m512i mi = _mm512_add_epi32(_mm512_slli_epi32(ma, XK_SPLIT_SHIFT), mb);
+                float dxf;
+                memcpy(&dxf, x + XKX_D, 4);
+                const __m512 dx = _mm512_set1_ps(dxf);
+                /* q4k_block_sum: dd = dx * d, dm = dx * dmin, sum + (dd * S - dm * M) */
+                const __m512 ts = _mm512_mul_ps(_mm512_mul_ps(dx, dw), _mm512_cvtepi32_ps(si[t]));
+                const __m512 tm = _mm512_mul_ps(_mm512_mul_ps(dx, dmw), _mm512_cvtepi32_ps(mi));
+                acc[s * mx + t] = _mm512_add_ps(acc[s * mx + t], _mm512_sub_ps(ts, tm));
+            }
+        }
+    }
+}
+
+#define X16K_KERNEL(NAME, NG, MX)                                                                \
+    TGT_XK static void NAME(const uint8_t *const *g, const uint8_t *xs, size_t xstride,         \
+                            int64_t nb, float *const *out, size_t ldo)                          \
+    {                                                                                           \
+        __m512 acc[(NG) * (MX)];                                                                \
+        for (int i = 0; i < (NG) * (MX); i++)                                                   \
+            acc[i] = _mm512_setzero_ps();                                                       \
+        x16k_core(NG, MX, g, xs, xstride, nb, acc);                                             \
+        for (int s = 0; s < (NG); s++)                                                          \
+            for (int t = 0; t < (MX); t++)                                                      \
+                _mm512_storeu_ps(out[s] + (size_t)t * ldo, acc[s * (MX) + t]);                  \
+    }
+
+X16K_KERNEL(x16k_g1m1, 1, 1)
+X16K_KERNEL(x16k_g2m1, 2, 1)
+X16K_KERNEL(x16k_g3m1, 3, 1)
+X16K_KERNEL(x16k_g4m1, 4, 1)
+X16K_KERNEL(x16k_g1m2, 1, 2)
+X16K_KERNEL(x16k_g1m3, 1, 3)
+X16K_KERNEL(x16k_g1m4, 1, 4)
+
+static const ork__x16_fn x16k_streams_fn[ORK_X16_STREAMS_MAX] = { x16k_g1m1, x16k_g2m1,
+                                                                   x16k_g3m1, x16k_g4m1 };
+static const ork__x16_fn x16k_tile_fn[ORK_X16_MX] = { x16k_g1m1, x16k_g1m2, x16k_g1m3,
+                                                       x16k_g1m4 };
+#endif
+
+ork__x16_fn ork__x16k_fn(bool tile, int n)
+{
+#ifdef XK_X86
+    if (n < 1 || n > (tile ? ORK_X16_MX : ORK_X16_STREAMS_MAX))
+        return NULL;
+    return tile ? x16k_tile_fn[n - 1] : x16k_streams_fn[n - 1];
+#else
+    (void)tile, (void)n;
+    return NULL;
+#endif
+}
