@@ -177,10 +177,6 @@ void ork__gemm_q8(enum kisa k, const struct ork_mat *w, int64_t r0, int64_t r1,
  * docs/kernels.md "Interleaved weights"). */
 #define ORK_X16_STREAMS_MAX 4
 #define ORK_X16_STREAMS 4
-/* Q4_K reads two: a Q4_K block is 8 times a Q4_0 one, and at two threads three or four
- * streams decoded a Qwen3-1.7B-shaped Q4_K model at 27-29 t/s against 43-46 with two (one:
- * 36; ork bench tg64 t=2, alternated; at one thread 1, 2 and 4 ran alike). */
-#define ORK_X16K_STREAMS 2
 /* X rows per M > 1 tile: the four outputs per weight vector fit the 32 zmm registers beside
  * the 8 unpacked weight vectors. */
 #define ORK_X16_MX 4
@@ -188,7 +184,7 @@ void ork__gemm_q8(enum kisa k, const struct ork_mat *w, int64_t r0, int64_t r1,
 int ork__x16_check(const struct ork_mat *w);
 /* True when path k has the interleaved kernels. */
 bool ork__x16_ok(enum kisa k);
-int ork__x16_streams_width(enum kisa k, uint32_t type);
+int ork__x16_streams_width(enum kisa k);
 /* Row r of w in the plain GGUF row layout: a pointer into w (rows layout) or buf filled with
  * it (interleaved; buf holds row_bytes). */
 const uint8_t *ork__mat_row(const struct ork_mat *w, int64_t r, uint8_t *buf);

@@ -515,7 +515,7 @@ static void spans_thread(void *ctx, int ith, int nth)
 static void spans_plan(struct mm_multi *j, int nth)
 {
     int width = j->xf == XF_Q8_0 ? ork__q8_wstreams_width(j->isa)
-              : xf_interleaved(j->xf) ? ork__x16_streams_width(j->isa, j->w[0]->type) : 0;
+              : xf_interleaved(j->xf) ? ork__x16_streams_width(j->isa) : 0;
     j->wkern = width > 0;
     j->streams = width > 0 ? width : 1;
     int64_t rb = (int64_t)j->w[0]->row_bytes;

@@ -370,11 +370,9 @@ bool ork__x16_ok(enum kisa k)
 #endif
 }
 
-int ork__x16_streams_width(enum kisa k, uint32_t type)
+int ork__x16_streams_width(enum kisa k)
 {
-    if (!ork__x16_ok(k))
-        return 0;
-    return type == ORK_TYPE_Q4_K ? ORK_X16K_STREAMS : ORK_X16_STREAMS;
+    return ork__x16_ok(k) ? ORK_X16_STREAMS : 0;
 }
 
 /* X rows of one M > 1 pass that stay in L2 while every group of the item meets them: 512 KiB
@@ -423,9 +421,8 @@ bool ork__x16_gemm(enum kisa k, uint32_t type, const uint8_t *w, size_t row_byte
     if (m == 1) {
         /* decode: the rows as ORK_X16_STREAMS streams of whole groups read side by side (a
          * group starts where its first row was) */
-        struct ork__wstream s[ORK_X16_STREAMS_MAX];
-        int ns = ork__wstreams_split(w, row_bytes, nr, ORK_X16_ROWS,
-                                     ork__x16_streams_width(k, type), y, s);
+        struct ork__wstream s[ORK_X16_STREAMS];
+        int ns = ork__wstreams_split(w, row_bytes, nr, ORK_X16_ROWS, ORK_X16_STREAMS, y, s);
         return ork__x16_streams(k, type, s, ns, row_bytes, xs);
     }
     int64_t chunk = xrow ? (int64_t)(X16_L2_X_BYTES / xrow) / ORK_X16_MX * ORK_X16_MX : ORK_X16_MX;
