@@ -206,6 +206,21 @@ bool ork__x16_gemm(enum kisa k, uint32_t type, const uint8_t *w, size_t row_byte
  * apart), nb blocks; out[s] + t * ldo gets the 16 outputs of group s and X row t. */
 typedef void (*ork__x16_fn)(const uint8_t *const *g, const uint8_t *xs, size_t xstride,
                             int64_t nb, float *const *out, size_t ldo);
+/* Defines one such kernel (x86-64 AVX-512 code only) with constant NG groups and MX X rows:
+ * __m512 acc[NG * MX] zeroed, CORE (a statement using g, xs, xstride, nb and acc) run, then
+ * acc[s * MX + t] stored at out[s] + t * ldo. TGT: the function's target attribute. */
+#define ORK_X16_KERNEL(NAME, TGT, CORE, NG, MX)                                                 \
+    TGT static void NAME(const uint8_t *const *g, const uint8_t *xs, size_t xstride,            \
+                         int64_t nb, float *const *out, size_t ldo)                             \
+    {                                                                                           \
+        __m512 acc[(NG) * (MX)];                                                                \
+        for (int i = 0; i < (NG) * (MX); i++)                                                   \
+            acc[i] = _mm512_setzero_ps();                                                       \
+        CORE;                                                                                   \
+        for (int s = 0; s < (NG); s++)                                                          \
+            for (int t = 0; t < (MX); t++)                                                      \
+                _mm512_storeu_ps(out[s] + (size_t)t * ldo, acc[s * (MX) + t]);                  \
+    }
 
 /* x16k.c: Q4_K. X form (ork__x16k_xprep): per 256-element block ORK_X16K_XBLOCK bytes with the
  * quants and scale of ork_quantize_row_q8_k and its 32-element sums split for the kernels. */

@@ -314,17 +314,7 @@ x16_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, si
 /* One specialization per (type, ng, mx): the core with constant counts, stores 16 lanes per
  * output row (out[s] + t * ldo). */
 #define X16_KERNEL(NAME, Q8, NG, MX)                                                            \
-    TGT_X16 static void NAME(const uint8_t *const *g, const uint8_t *xs, size_t xstride,       \
-                             int64_t nb, float *const *out, size_t ldo)                        \
-    {                                                                                           \
-        __m512 acc[(NG) * (MX)];                                                                \
-        for (int i = 0; i < (NG) * (MX); i++)                                                   \
-            acc[i] = _mm512_setzero_ps();                                                       \
-        x16_core(Q8, NG, MX, g, xs, xstride, nb, acc);                                          \
-        for (int s = 0; s < (NG); s++)                                                          \
-            for (int t = 0; t < (MX); t++)                                                      \
-                _mm512_storeu_ps(out[s] + (size_t)t * ldo, acc[s * (MX) + t]);                  \
-    }
+    ORK_X16_KERNEL(NAME, TGT_X16, x16_core(Q8, NG, MX, g, xs, xstride, nb, acc), NG, MX)
 
 X16_KERNEL(x16_q8_g1m1, true, 1, 1)
 X16_KERNEL(x16_q8_g2m1, true, 2, 1)

@@ -183,17 +183,7 @@ x16k_core(int ng, int mx, const uint8_t *const *g, const uint8_t *xs, size_t xst
 }
 
 #define X16K_KERNEL(NAME, NG, MX)                                                                \
-    TGT_XK static void NAME(const uint8_t *const *g, const uint8_t *xs, size_t xstride,         \
-                            int64_t nb, float *const *out, size_t ldo)                          \
-    {                                                                                           \
-        __m512 acc[(NG) * (MX)];                                                                \
-        for (int i = 0; i < (NG) * (MX); i++)                                                   \
-            acc[i] = _mm512_setzero_ps();                                                       \
-        x16k_core(NG, MX, g, xs, xstride, nb, acc);                                             \
-        for (int s = 0; s < (NG); s++)                                                          \
-            for (int t = 0; t < (MX); t++)                                                      \
-                _mm512_storeu_ps(out[s] + (size_t)t * ldo, acc[s * (MX) + t]);                  \
-    }
+    ORK_X16_KERNEL(NAME, TGT_XK, x16k_core(NG, MX, g, xs, xstride, nb, acc), NG, MX)
 
 X16K_KERNEL(x16k_g1m1, 1, 1)
 X16K_KERNEL(x16k_g2m1, 2, 1)
