@@ -183,6 +183,12 @@ const int32_t *ork_session_tokens(const struct ork_session *s);
 /* Forget everything after the first n tokens (n <= n_past). reset == truncate(0). */
 int ork_session_truncate(struct ork_session *s, int32_t n);
 void ork_session_reset(struct ork_session *s);
+/* Writes the KV cache memory of positions [0, n_pos) past the cached tokens once (zeros), so
+ * its pages are mapped now rather than by the decode steps that first reach them: one page
+ * fault per 2 MiB (or 4 KiB) page, ~1-1.7 ms each on a 2 MiB page (kv.c). Cached tokens are
+ * kept. `ork bench` calls it before timing, so that tests measure steady decoding. Errors:
+ * ORK_EINVAL for n_pos outside 0 .. ctx_size. */
+int ork_session_prefault(struct ork_session *s, int32_t n_pos);
 
 /* ---- evaluation -------------------------------------------------------------------------- */
 

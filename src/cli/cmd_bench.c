@@ -458,6 +458,11 @@ static int bench_model_threads(struct ork_model *m, int mi, const struct model_d
     int ret = ork_session_create(m, &sp, &s);
     if (ret < 0)
         return ret;
+    /* the KV cache's pages mapped now, not by the first timed run that reaches them */
+    if ((ret = ork_session_prefault(s, sp.ctx_size)) < 0) {
+        ork_session_free(s);
+        return ret;
+    }
     struct ork_membw_reader *rd = NULL;
     if (o->membw && any_tg(o) &&
         (ret = ork_membw_reader_create(threads, roof_bytes(o, d), &rd)) < 0) {

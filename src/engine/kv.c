@@ -109,6 +109,19 @@ static inline int32_t run_len(int32_t t0, int32_t n_pos)
     return (end < n_pos ? end : n_pos) - t0;
 }
 
+void ork__kv_prefault(struct ork_kv_cache *kv, int32_t from, int32_t to)
+{
+    size_t elt = kv->type == ORK_KV_F32 ? sizeof(float) : sizeof(uint16_t);
+    for (int32_t l = 0; l < kv->n_layers; l++)
+        for (int32_t h = 0; h < kv->n_kv_heads; h++)
+            for (int32_t t0 = from, m; t0 < to; t0 += m) {
+                m = run_len(t0, to);
+                size_t at = row_index(kv, l, h, t0) * elt, bytes = (size_t)m * kv->head_dim * elt;
+                memset((uint8_t *)kv->k + at, 0, bytes);
+                memset((uint8_t *)kv->v + at, 0, bytes);
+            }
+}
+
 void ork__kv_store(struct ork_kv_cache *kv, int32_t layer, int32_t pos, const float *k,
                    const float *v)
 {

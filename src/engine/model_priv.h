@@ -103,6 +103,8 @@ struct ork_kv_cache {
 int ork__kv_init(struct ork_kv_cache *kv, enum ork_kv_type type, int32_t n_layers, int32_t ctx,
                  int32_t n_kv_heads, int32_t head_dim);
 void ork__kv_fini(struct ork_kv_cache *kv);
+/* Zeroes the rows of positions [from, to) of every layer and head (their pages mapped). */
+void ork__kv_prefault(struct ork_kv_cache *kv, int32_t from, int32_t to);
 /* Store the K and V rows (kv_dim floats each: the KV heads in order) of one position. */
 void ork__kv_store(struct ork_kv_cache *kv, int32_t layer, int32_t pos, const float *k,
                    const float *v);

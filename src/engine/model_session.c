@@ -168,3 +168,12 @@ void ork_session_reset(struct ork_session *s)
 {
     s->n_past = 0;
 }
+
+int ork_session_prefault(struct ork_session *s, int32_t n_pos)
+{
+    if (n_pos < 0 || n_pos > s->kv.ctx)
+        return ork_errorf(ORK_EINVAL, "session: cannot prefault %d positions of a %d-token cache",
+                          n_pos, s->kv.ctx);
+    ork__kv_prefault(&s->kv, s->n_past, n_pos);
+    return 0;
+}

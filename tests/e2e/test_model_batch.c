@@ -93,8 +93,13 @@ static void test_truncate_and_reevaluate(void)
     REQUIRE(s != NULL);
     float out[MAX_VOCAB];
     REQUIRE(ork_model_eval(s, seq, 30, 0, NULL, ORK_EVAL_LAST_LOGITS) == 0);
-    /* rewind to 20 and evaluate the rest: same logits as an uninterrupted run */
+    /* rewind to 20 and evaluate the rest: same logits as an uninterrupted run (the cache
+     * prefaulted in between: the 20 cached tokens are kept) */
     REQUIRE(ork_session_truncate(s, 20) == 0);
+    REQUIRE(ork_session_prefault(s, 64) == 0);
+    CHECK_EQ_INT(ork_session_n_past(s), 20);
+    CHECK_EQ_INT(ork_session_prefault(s, 65), ORK_EINVAL);
+    CHECK_EQ_INT(ork_session_prefault(s, -1), ORK_EINVAL);
     REQUIRE(ork_model_eval(s, seq + 20, N_SEQ - 20, 20, out, ORK_EVAL_LAST_LOGITS) == 0);
     for (int k = 0; k < nv; k++)
         CHECK_NEAR(out[k], g_ref[N_SEQ - 1][k], BATCH_TOL);

@@ -1,6 +1,7 @@
 /* test_kv.c -- the KV cache (src/engine/kv.c): rows stored at every position of several layers
  * and heads read back through the two attention loops, against one dispatched dot / mad per
- * row on the rows kept aside (same bits), across position blocks and with a short context. */
+ * row on the rows kept aside (same bits), across position blocks and with a short context;
+ * prefaulting zeroes exactly the positions asked for. */
 #include "engine/model_priv.h"
 
 #include <ork-kernels/kernels.h>
@@ -117,6 +118,35 @@ static void test_overwrite(void)
     ork__kv_fini(&kv);
 }
 
+/* Prefaulting positions [from, to) zeroes exactly those rows: the rows stored before keep
+ * their reads, the prefaulted ones read as zero keys. */
+static void test_prefault(void)
+{
+    for (int ty = 0; ty < 2; ty++) {
+        struct ork_kv_cache kv;
+        CHECK(ork__kv_init(&kv, ty ? ORK_KV_F16 : ORK_KV_F32, N_LAYERS, 200, N_KV_HEADS,
+                           HEAD_DIM) == 0);
+        fill(&kv, &g_rows, 200);
+        ork__kv_prefault(&kv, 100, 200);
+        check_reads(&kv, &g_rows, 100);
+        float q[HEAD_DIM], sc[200];
+        for (int i = 0; i < HEAD_DIM; i++)
+            q[i] = 1.0f + rnd();
+        int nonzero = 0, zero = 0;
+        for (int l = 0; l < N_LAYERS; l++)
+            for (int h = 0; h < N_KV_HEADS; h++) {
+                ork__kv_scores(&kv, l, h, q, 0.25f, 200, sc);
+                for (int t = 0; t < 200; t++) {
+                    nonzero += t >= 100 && sc[t] != 0.0f;
+                    zero += t < 100 && sc[t] == 0.0f;
+                }
+            }
+        CHECK_EQ_INT(nonzero, 0);
+        CHECK_EQ_INT(zero, 0);
+        ork__kv_fini(&kv);
+    }
+}
+
 static void test_errors(void)
 {
     struct ork_kv_cache kv;
@@ -130,6 +160,7 @@ int main(void)
     RUN(test_f32_short_ctx);
     RUN(test_f16_blocks);
     RUN(test_overwrite);
+    RUN(test_prefault);
     RUN(test_errors);
     return ork_test_done();
 }
