@@ -52,8 +52,6 @@
 #define Q4_0_OFFSET 8           /* Q4_0 nibble bias */
 #define Q8_QMAX 127.0f          /* symmetric int8 range of the activation quantizers */
 #define QK_K 256
-#define Q8_K_Q 4                /* byte offsets inside a Q8_K block */
-#define Q8_K_BSUMS 260
 #define PAIR_Q 64               /* int8 values of a block pair */
 #define PAIR_BIAS 64            /* bytes of a pair's 16 int32 biases */
 #define PAIR_D 8                /* bytes of a pair's two f32 scales */
@@ -99,14 +97,14 @@ static void q8_k_block_scalar(const float *xb, uint8_t *ob)
     float d = amax / Q8_QMAX;
     float id = d != 0.0f ? 1.0f / d : 0.0f;
     memcpy(ob, &d, sizeof d);
-    int8_t *q = (int8_t *)(ob + Q8_K_Q);
+    int8_t *q = (int8_t *)(ob + ORK_Q8_K_Q);
     for (int i = 0; i < QK_K; i++)
         q[i] = (int8_t)roundf(xb[i] * id);
     for (int g = 0; g < QK_K / 16; g++) {
         int16_t s = 0;
         for (int i = 0; i < 16; i++)
             s = (int16_t)(s + q[16 * g + i]);
-        memcpy(ob + Q8_K_BSUMS + 2 * g, &s, sizeof s);
+        memcpy(ob + ORK_Q8_K_BSUMS + 2 * g, &s, sizeof s);
     }
 }
 
@@ -181,7 +179,7 @@ TGT_AVX2 static void quant_q8_k_avx2(const float *x, uint8_t *dst, int64_t nb)
         memcpy(ob, &d, sizeof d);
         for (int c = 0; c < QK_K / 32; c++) {
             __m256i q = q32_avx2(xb + 32 * c, id);
-            _mm256_storeu_si256((__m256i *)(ob + Q8_K_Q + 32 * c), q);
+            _mm256_storeu_si256((__m256i *)(ob + ORK_Q8_K_Q + 32 * c), q);
             /* group sums of 16: widen to int16, add pairs, fold */
             __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q);
             __m256i s32 = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
@@ -190,8 +188,8 @@ TGT_AVX2 static void quant_q8_k_avx2(const float *x, uint8_t *dst, int64_t nb)
             lo = _mm_hadd_epi32(lo, lo);                /* group 2c, 2c + 1 */
             int16_t g0 = (int16_t)_mm_cvtsi128_si32(lo);
             int16_t g1 = (int16_t)_mm_extract_epi32(lo, 1);
-            memcpy(ob + Q8_K_BSUMS + 4 * c, &g0, 2);
-            memcpy(ob + Q8_K_BSUMS + 4 * c + 2, &g1, 2);
+            memcpy(ob + ORK_Q8_K_BSUMS + 4 * c, &g0, 2);
+            memcpy(ob + ORK_Q8_K_BSUMS + 4 * c + 2, &g1, 2);
         }
     }
 }
@@ -243,9 +241,9 @@ TGT_AVX512 static void quant_q8_k_512(const float *x, uint8_t *dst, int64_t nb)
         __m512 vid = _mm512_set1_ps(id);
         for (int g = 0; g < QK_K / 16; g++) {
             __m512i q = round_away_512(_mm512_mul_ps(_mm512_loadu_ps(xb + 16 * g), vid));
-            _mm_storeu_si128((__m128i *)(ob + Q8_K_Q + 16 * g), _mm512_cvtepi32_epi8(q));
+            _mm_storeu_si128((__m128i *)(ob + ORK_Q8_K_Q + 16 * g), _mm512_cvtepi32_epi8(q));
             int16_t s = (int16_t)_mm512_reduce_add_epi32(q);
-            memcpy(ob + Q8_K_BSUMS + 2 * g, &s, sizeof s);
+            memcpy(ob + ORK_Q8_K_BSUMS + 2 * g, &s, sizeof s);
         }
     }
 }
@@ -298,9 +296,9 @@ static void quant_q8_k_neon(const float *x, uint8_t *dst, int64_t nb)
         float32x4_t vid = vdupq_n_f32(id);
         for (int g = 0; g < QK_K / 16; g++) {
             int8x16_t q = q16_neon(xb + 16 * g, vid);
-            vst1q_s8((int8_t *)ob + Q8_K_Q + 16 * g, q);
+            vst1q_s8((int8_t *)ob + ORK_Q8_K_Q + 16 * g, q);
             int16_t s = (int16_t)vaddlvq_s8(q);
-            memcpy(ob + Q8_K_BSUMS + 2 * g, &s, sizeof s);
+            memcpy(ob + ORK_Q8_K_BSUMS + 2 * g, &s, sizeof s);
         }
     }
 }

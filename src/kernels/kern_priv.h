@@ -105,9 +105,12 @@ void ork__round_act(uint32_t type, const float *x, float *out, int64_t n);
 bool ork__dot16_tile(enum kisa k, uint32_t type, const uint8_t *w, size_t row_bytes, int nw,
                      const float *xr, size_t x_stride, int mx, int64_t n, float *y, size_t ldy);
 
-/* Bytes of one Q8_K activation block: f32 d, int8 q[256], int16 bsums[16]. */
+/* Bytes of one Q8_K activation block: f32 d, int8 q[256], int16 bsums[16]; the byte offsets
+ * of q and bsums. */
 #define ORK_Q8_K_BYTES 292
 #define ORK_Q8_K_BLOCK 256
+#define ORK_Q8_K_Q 4
+#define ORK_Q8_K_BSUMS 260
 
 /* ---- gemm_q8.c: shared activation quantizers and the register-tiled Q8_0 / Q4_0 GEMM ---- */
 

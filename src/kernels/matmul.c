@@ -450,10 +450,9 @@ static bool spans_step(const struct mm_multi *j, struct mm_spans *mine, uint8_t 
         any = true;
         int q = mat_of(j, g0, &off);
         const struct ork_mat *w = j->w[q];
-        bool kern = j->wkern && (w->type == ORK_TYPE_Q8_0 || w->type == ORK_TYPE_Q4_0 ||
-                                 w->type == ORK_TYPE_Q4_K) &&
-                    xf_interleaved(j->xf) == (w->layout == ORK_LAYOUT_X16);
-        if (kern && (!w0 || (w->type == w0->type && w->row_bytes == w0->row_bytes))) {
+        /* every matrix of the job takes its X form (ork_matmul_act_multi), so the path's
+         * stream kernel reads any of them; one call reads streams of one type and length */
+        if (j->wkern && (!w0 || (w->type == w0->type && w->row_bytes == w0->row_bytes))) {
             w0 = w;
             ws[ns++] = (struct ork__wstream){
                 .w = (const uint8_t *)w->data + (size_t)(g0 - off) * w->row_bytes, .n = n,
@@ -706,8 +705,7 @@ int ork_matmul_act_multi(struct ork_pool *pool, const struct ork_mat *const *w, 
     }
     if (m == 0 || rows == 0)
         return 0;
-    enum xform xf = xform_of(w[0], act, isa, m);
-    if (xf != XF_NONE && !same) {
+    if (!same) {
         /* different X forms (say an interleaved Q4_K matrix beside a Q6_K one): each matrix
          * with its own */
         for (int q = 0; q < n_w; q++) {
@@ -717,6 +715,7 @@ int ork_matmul_act_multi(struct ork_pool *pool, const struct ork_mat *const *w, 
         }
         return 0;
     }
+    enum xform xf = xform_of(w[0], act, isa, m);
     if (xf == XF_NONE) {
         /* nothing to share (f32 / 16-bit X): one matrix at a time */
         for (int q = 0; q < n_w; q++) {

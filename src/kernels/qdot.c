@@ -53,8 +53,6 @@
 #define Q6_K_SC 192
 #define Q6_K_D 208
 #define Q6_K_OFFSET 32          /* Q6_K value bias */
-#define Q8_K_Q 4                /* byte offsets inside a Q8_K block */
-#define Q8_K_BSUMS 260
 
 static inline float f16v(const uint8_t *p)
 {
@@ -403,7 +401,7 @@ static inline void q4k_sm(const uint8_t *s, int j, int32_t *sc, int32_t *mn)
 static inline void q8k_fields(const uint8_t *xb, float *dx, int16_t bs[16])
 {
     memcpy(dx, xb, sizeof *dx);
-    memcpy(bs, xb + Q8_K_BSUMS, 16 * sizeof(int16_t));
+    memcpy(bs, xb + ORK_Q8_K_BSUMS, 16 * sizeof(int16_t));
 }
 
 /* The Q4_K min term of a block: M = sum_j mn_j * (x sum of sub-block j), and its 8 scales. */
@@ -464,7 +462,7 @@ static void q8k_scalar(uint32_t type, const uint8_t *w, const uint8_t *xq, int64
     float acc = *sum;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = xq + (size_t)b * ORK_Q8_K_BYTES;
-        const int8_t *qx = (const int8_t *)(xb + Q8_K_Q);
+        const int8_t *qx = (const int8_t *)(xb + ORK_Q8_K_Q);
         float dx;
         int16_t bs[16];
         q8k_fields(xb, &dx, bs);
@@ -520,7 +518,7 @@ TGT_AVX2 static void q8k_avx2(uint32_t type, const uint8_t *w, const uint8_t *xq
     float acc = *sum;
     const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *xb = xq + (size_t)b * ORK_Q8_K_BYTES, *qx = xb + Q8_K_Q;
+        const uint8_t *xb = xq + (size_t)b * ORK_Q8_K_BYTES, *qx = xb + ORK_Q8_K_Q;
         float dx;
         int16_t bs[16];
         q8k_fields(xb, &dx, bs);
@@ -704,8 +702,8 @@ TGT_AVX512 static void q8k_rows512(uint32_t type, const uint8_t *w, const uint8_
             }
             const uint8_t *xb = xq + (size_t)t * x_stride + (size_t)b * ORK_Q8_K_BYTES;
             memcpy(&dxs[t], xb, sizeof dxs[t]);
-            sl[t] = q8k_lanes512(wv, scv, (const int8_t *)(xb + Q8_K_Q));
-            __m256i bs = _mm256_loadu_si256((const __m256i *)(xb + Q8_K_BSUMS));
+            sl[t] = q8k_lanes512(wv, scv, (const int8_t *)(xb + ORK_Q8_K_Q));
+            __m256i bs = _mm256_loadu_si256((const __m256i *)(xb + ORK_Q8_K_BSUMS));
             ml[t] = _mm512_castsi256_si512(_mm256_madd_epi16(wsc16, bs));
         }
         __m128i si = hsum4_512(sl), mi = hsum4_512(ml);
@@ -777,10 +775,10 @@ TGT_AVX512 static float q8k_row512(uint32_t type, const uint8_t *w, const uint8_
                 d[j] = f16v_x86(blk + Q6_K_D);
             }
             memcpy(&dx[j], xb, sizeof dx[j]);
-            __m512i l = q8k_lanes512(wv, scv, (const int8_t *)(xb + Q8_K_Q));
+            __m512i l = q8k_lanes512(wv, scv, (const int8_t *)(xb + ORK_Q8_K_Q));
             sl[j] = _mm256_add_epi32(_mm512_castsi512_si256(l), _mm512_extracti64x4_epi64(l, 1));
             ml[j] = _mm256_madd_epi16(wsc16,
-                                      _mm256_loadu_si256((const __m256i *)(xb + Q8_K_BSUMS)));
+                                      _mm256_loadu_si256((const __m256i *)(xb + ORK_Q8_K_BSUMS)));
         }
         __m256i si = hsum8_256(sl), mi = hsum8_256(ml);
         __m256 dxv = _mm256_loadu_ps(dx), t;
@@ -824,7 +822,7 @@ TGT_DOTPROD static inline int32_t dot16_dot(int8x16_t a, int8x16_t b)
         const uint8x16_t m4 = vdupq_n_u8(15), m2 = vdupq_n_u8(3);                              \
         for (int64_t b = 0; b < nb; b++) {                                                     \
             const uint8_t *xb = xq + (size_t)b * ORK_Q8_K_BYTES;                               \
-            const int8_t *qx = (const int8_t *)(xb + Q8_K_Q);                                  \
+            const int8_t *qx = (const int8_t *)(xb + ORK_Q8_K_Q);                                  \
             float dx;                                                                          \
             int16_t bs[16];                                                                    \
             q8k_fields(xb, &dx, bs);                                                           \

@@ -24,8 +24,8 @@
  * Same bytes per block as the plain layout (16 * 34 = 32 + 512, 16 * 18 = 32 + 256,
  * 16 * 144 = 64 + 192 + 2048).
  *
- * X form (XF_X16, ork__x16_xprep): per block ORK_X16_XBLOCK (48) bytes: q[32] int8 (the Q8_0 quants of
- * ork_quantize_row_q8_0), f32 d, int32 -8 * sum(q), int32 -128 * sum(q), 4 bytes of zeros. The
+ * X form (XF_X16, ork__x16_xprep): per block ORK_X16_XBLOCK (48) bytes: q[32] int8 (the Q8_0
+ * quants of ork_quantize_row_q8_0), f32 d, int32 -8 * sum(q), int32 -128 * sum(q), 4 bytes of zeros. The
  * two sums are the exact correction for the weights' u8 offsets: sum (w + off) x - off sum x.
  *
  * Arithmetic: per row, block by block in order, acc = fmaf((float)isum_b, d_w * d_x, acc) with
@@ -51,7 +51,6 @@
 #define Q8_0_BLOCK 32
 #define Q8_0_BYTES 34
 #define Q4_0_BYTES 18
-#define Q4_K_BLOCK 256
 #define Q4_K_BYTES 144
 #define X16_D_BYTES 32          /* a block's 16 f16 scales */
 #define X16_CHUNK 64            /* one vector of quants: 4 bytes of each of 16 rows */
@@ -77,17 +76,16 @@ struct x16_field {
 
 struct x16_type {
     uint32_t type;
-    int block;                  /* elements per block */
     size_t bytes;               /* bytes per block of one row */
     int n_fields;
     struct x16_field f[4];
 };
 
 static const struct x16_type x16_types[] = {
-    { ORK_TYPE_Q8_0, Q8_0_BLOCK, Q8_0_BYTES, 2, { { 0, 2, 1, false }, { 2, 4, 8, true } } },
-    { ORK_TYPE_Q4_0, Q8_0_BLOCK, Q4_0_BYTES, 2, { { 0, 2, 1, false }, { 2, 4, 4, false } } },
+    { ORK_TYPE_Q8_0, Q8_0_BYTES, 2, { { 0, 2, 1, false }, { 2, 4, 8, true } } },
+    { ORK_TYPE_Q4_0, Q4_0_BYTES, 2, { { 0, 2, 1, false }, { 2, 4, 4, false } } },
     /* d, dmin, scales[12] as 3 words, qs[128] as 32 words (x16k.c) */
-    { ORK_TYPE_Q4_K, Q4_K_BLOCK, Q4_K_BYTES, 4,
+    { ORK_TYPE_Q4_K, Q4_K_BYTES, 4,
       { { 0, 2, 1, false }, { 2, 2, 1, false }, { 4, 4, 3, false }, { 16, 4, 32, false } } },
 };
 
@@ -111,28 +109,26 @@ static inline void move_piece(uint8_t *to, const uint8_t *from, size_t size, boo
             to[e] ^= X16_U8_FLIP_BYTE;
 }
 
-/* Plain rows r0 .. r0 + 15 (src, row_bytes apart) into one interleaved group at dst, or (when
- * !to_group) row `only` of the group at src back into its plain bytes at dst. */
+/* Plain rows r0 .. r0 + 15 (src, row_bytes apart: whole blocks) into one interleaved group at
+ * dst, or (when !to_group) row `only` of the group at src back into its plain bytes at dst. */
 static void x16_move(const struct x16_type *t, bool to_group, const uint8_t *src,
-                     size_t row_bytes, int64_t nb, int only, uint8_t *dst)
+                     size_t row_bytes, int only, uint8_t *dst)
 {
-    const size_t gb = ORK_X16_ROWS * t->bytes;
-    for (int64_t b = 0; b < nb; b++) {
-        size_t at = (size_t)b * gb;        /* the group block's byte being filled or read */
+    size_t at = 0;      /* the group's byte being filled or read */
+    for (size_t blk = 0; blk < row_bytes; blk += t->bytes)
         for (int fi = 0; fi < t->n_fields; fi++) {
             const struct x16_field *f = &t->f[fi];
             for (int n = 0; n < f->count; n++, at += ORK_X16_ROWS * f->size) {
-                size_t in_blk = (size_t)b * t->bytes + f->off + (size_t)n * f->size;
-                if (!to_group) {
-                    move_piece(dst + in_blk, src + at + (size_t)only * f->size, f->size, f->flip);
-                    continue;
-                }
-                for (int i = 0; i < ORK_X16_ROWS; i++)
-                    move_piece(dst + at + (size_t)i * f->size, src + (size_t)i * row_bytes + in_blk,
-                               f->size, f->flip);
+                size_t in_row = blk + f->off + (size_t)n * f->size;
+                if (to_group)
+                    for (int i = 0; i < ORK_X16_ROWS; i++)
+                        move_piece(dst + at + (size_t)i * f->size,
+                                   src + (size_t)i * row_bytes + in_row, f->size, f->flip);
+                else
+                    move_piece(dst + in_row, src + at + (size_t)only * f->size, f->size,
+                               f->flip);
             }
         }
-    }
 }
 
 const uint8_t *ork__mat_row(const struct ork_mat *w, int64_t r, uint8_t *buf)
@@ -142,8 +138,7 @@ const uint8_t *ork__mat_row(const struct ork_mat *w, int64_t r, uint8_t *buf)
         return base + (size_t)r * w->row_bytes;
     const struct x16_type *t = x16_type_of(w->type);    /* ork__x16_check: one of them */
     const int64_t i = r % ORK_X16_ROWS;
-    x16_move(t, false, base + (size_t)(r - i) * w->row_bytes, w->row_bytes,
-             w->n_cols / t->block, (int)i, buf);
+    x16_move(t, false, base + (size_t)(r - i) * w->row_bytes, w->row_bytes, (int)i, buf);
     return buf;
 }
 
@@ -206,7 +201,7 @@ int ork_mat_x16_pack(struct ork_mat *w)
     for (int64_t g = 0; g < w->n_rows / ORK_X16_ROWS; g++) {
         uint8_t *grp = data + (size_t)g * gbytes;
         memcpy(tmp, grp, gbytes);
-        x16_move(t, true, tmp, w->row_bytes, w->n_cols / t->block, 0, grp);
+        x16_move(t, true, tmp, w->row_bytes, 0, grp);
     }
     ork_free(tmp);
     w->layout = ORK_LAYOUT_X16;

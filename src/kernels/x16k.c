@@ -38,8 +38,6 @@
 
 #define QK 256                  /* elements per Q4_K / Q8_K block */
 #define Q4_K_BYTES 144
-#define Q8_K_Q 4                /* Q8_K block: f32 d, int8 q[256], int16 bsums[16] */
-#define Q8_K_BSUMS 260
 #define XK_SUB 8                /* 32-element sub-blocks per block */
 /* group block offsets */
 #define XK_D 0
@@ -73,12 +71,12 @@ void ork__x16k_xprep(enum kisa k, const float *x, int64_t n, uint8_t *dst)
     for (int64_t b = 0; b < n / QK; b++) {
         uint8_t *o = dst + (size_t)b * ORK_X16K_XBLOCK;
         ork__quantize_q8_k(k, x + b * QK, tmp, QK);
-        memcpy(o, tmp + Q8_K_Q, QK);
+        memcpy(o, tmp + ORK_Q8_K_Q, QK);
         memcpy(o + XKX_D, tmp, 4);
         for (int j = 0; j < XK_SUB; j++) {
             int16_t s0, s1;
-            memcpy(&s0, tmp + Q8_K_BSUMS + 4 * j, 2);
-            memcpy(&s1, tmp + Q8_K_BSUMS + 4 * j + 2, 2);
+            memcpy(&s0, tmp + ORK_Q8_K_BSUMS + 4 * j, 2);
+            memcpy(&s1, tmp + ORK_Q8_K_BSUMS + 4 * j + 2, 2);
             int s = s0 + s1;
             int a = (s + XK_SPLIT / 2 + XK_SPLIT_BIAS) / XK_SPLIT - XK_SPLIT_BIAS / XK_SPLIT;
             o[XKX_A + j] = (uint8_t)(int8_t)a;
