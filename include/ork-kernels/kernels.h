@@ -83,6 +83,8 @@ float ork_fp16_to_f32(uint16_t h);
 uint16_t ork_f32_to_fp16(float f);
 float ork_bf16_to_f32(uint16_t h);
 uint16_t ork_f32_to_bf16(float f);
+/* n values of x to F16 in dst: the bits of ork_f32_to_fp16 on each (F16C / NEON when present). */
+void ork_f32_to_fp16_row(const float *x, uint16_t *dst, int64_t n);
 
 
 /* --- Additions: dispatched dots, argument check, active path. --- */

@@ -78,6 +78,7 @@ struct opts {
     bool peak;                      /* --peak: measure the compute peaks per thread count */
     int spin_us;                    /* --spin-us: pool spin bound (< 0: default) */
     bool f32_act;                   /* --no-act-quant: f32 activations (engine.h act_quant) */
+    enum ork_kv_type kv_type;       /* --kv-type */
     size_t membw_bytes;
     struct ork_model_params mp;     /* --device etc. (ork_cli_device_opt) */
 };
@@ -144,6 +145,7 @@ static void usage(FILE *out)
             "  --peak               measure the CPU's f32 FMA and int8 dot peaks per thread count;\n"
             "                       with -m also print each pp test's matmul GOP/s and its share\n"
             "                       of both peaks\n"
+            "  --kv-type f32|f16    KV cache precision (default: f32, as ork run)\n"
             "  --no-act-quant       f32 activations in matmuls (default: quantized for quantized\n"
             "                       weights, the integer dot-product kernels; as in ork run)\n"
             "  -h, --help           show this help\n"
@@ -191,6 +193,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
     memset(o, 0, sizeof(*o));
     o->reps = DEFAULT_REPS;
     o->spin_us = -1;
+    o->kv_type = ORK_KV_F32;
     ork_model_params_default(&o->mp);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -249,6 +252,16 @@ static int parse_args(int argc, char **argv, struct opts *o)
             o->peak = true;
         } else if (!strcmp(a, "--act-quant") || !strcmp(a, "--no-act-quant")) {
             o->f32_act = !strcmp(a, "--no-act-quant");
+        } else if (!strcmp(a, "--kv-type")) {
+            if (!(v = ork_cli_value(CMD, argc, argv, &i)))
+                return -1;
+            if (!strcmp(v, "f32") || !strcmp(v, "f16")) {
+                o->kv_type = !strcmp(v, "f16") ? ORK_KV_F16 : ORK_KV_F32;
+            } else {
+                fprintf(stderr, "ork %s: invalid value '%s' for --kv-type: must be f32 or f16\n",
+                        CMD, v);
+                return -1;
+            }
         } else if (!strcmp(a, "--membw-mb")) {
             if (!(v = ork_cli_value(CMD, argc, argv, &i)) ||
                 !ork_cli_parse_int(CMD, "--membw-mb", v, 1, 1 << 16, &ll))
@@ -454,6 +467,7 @@ static int bench_model_threads(struct ork_model *m, int mi, const struct model_d
     sp.n_threads = threads;
     sp.act_quant = !o->f32_act;
     sp.spin_us = o->spin_us;
+    sp.kv_type = o->kv_type;
     struct ork_session *s;
     int ret = ork_session_create(m, &sp, &s);
     if (ret < 0)
@@ -839,8 +853,9 @@ int ork_cmd_bench(int argc, char **argv)
         status = ORK_EXIT_ERROR;
         goto out;
     }
-    fprintf(stderr, "ork bench: CPU kernels path: %s, activations %s\n", ork_kernels_path(),
-            o.f32_act ? "f32 (--no-act-quant)" : "quantized for quantized weights");
+    fprintf(stderr, "ork bench: CPU kernels path: %s, activations %s, KV cache %s\n",
+            ork_kernels_path(), o.f32_act ? "f32 (--no-act-quant)" : "quantized for quantized weights",
+            o.kv_type == ORK_KV_F16 ? "f16" : "f32");
     if (o.membw)
         for (int ti = 0; ti < o.t.n; ti++) {
             int ret = ork_membw_measure((int)o.t.v[ti], o.membw_bytes, 0, &bw[n_bw]);

@@ -134,11 +134,8 @@ void ork__kv_store(struct ork_kv_cache *kv, int32_t layer, int32_t pos, const fl
             memcpy((float *)kv->v + at, vh, hd * sizeof(float));
             continue;
         }
-        uint16_t *kd = (uint16_t *)kv->k + at, *vd = (uint16_t *)kv->v + at;
-        for (size_t i = 0; i < hd; i++) {
-            kd[i] = ork_f32_to_fp16(kh[i]);
-            vd[i] = ork_f32_to_fp16(vh[i]);
-        }
+        ork_f32_to_fp16_row(kh, (uint16_t *)kv->k + at, (int64_t)hd);
+        ork_f32_to_fp16_row(vh, (uint16_t *)kv->v + at, (int64_t)hd);
     }
 }
 

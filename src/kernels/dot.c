@@ -1082,6 +1082,34 @@ static void round_act(uint32_t type, const float *x, float *out, int64_t n)
             out[i] = ork_bf16_to_f32(ork_f32_to_bf16(x[i]));
 }
 
+#ifdef ORK_HAVE_X86_DISPATCH
+__attribute__((target("avx2,f16c")))
+static int64_t to_fp16_f16c(const float *x, uint16_t *dst, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(void *)(dst + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    return i;
+}
+#endif
+
+void ork_f32_to_fp16_row(const float *x, uint16_t *dst, int64_t n)
+{
+    int64_t i = 0;
+#ifdef ORK_HAVE_X86_DISPATCH
+    if (path() == KPATH_SIMD)
+        i = to_fp16_f16c(x, dst, n);
+#elif defined(ORK_HAVE_NEON)
+    /* FCVTN rounds by FPCR (round to nearest even unless a program changed it) and quiets NaNs
+     * keeping the payload's top bits, as ork_f32_to_fp16 */
+    for (; path() == KPATH_SIMD && i + 4 <= n; i += 4)
+        vst1_u16(dst + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x + i))));
+#endif
+    for (; i < n; i++)
+        dst[i] = ork_f32_to_fp16(x[i]);
+}
+
 void ork__round_act(uint32_t type, const float *x, float *out, int64_t n)
 {
     round_act(type, x, out, n);

@@ -21,7 +21,8 @@ check "--help exits 0" test $rc -eq 0
 check "--help prints usage" grep -q "usage: ork bench" <<<"$out"
 for args in "" "-m" "-m x.gguf -p" "-m x.gguf -p abc" "-m x.gguf -p 8,,4" "-m x.gguf -t 0" \
             "-m x.gguf -r 0" "-m x.gguf -o xml" "-m x.gguf --bogus" "-m x.gguf -n -1" \
-            "--membw --membw-mb 0" "-m x.gguf --spin-us -1" "-m x.gguf --spin-us 100001"; do
+            "--membw --membw-mb 0" "-m x.gguf --spin-us -1" "-m x.gguf --spin-us 100001" \
+            "-m x.gguf --kv-type f8" "-m x.gguf --kv-type"; do
     # shellcheck disable=SC2086
     "$ORK" bench $args >/dev/null 2>&1; rc=$?
     check "bad args '$args': exit 2" test $rc -eq 2
@@ -116,6 +117,8 @@ check "md + membw: roofline table" grep -Eq "^\| llama .* \| 1 \| tg4 \| [0-9.]+
 check "md + membw: roofline header names before and after" grep -q "| read GB/s before | read GB/s after | roofline t/s |" <<<"$out"
 out=$("$ORK" bench -m "$MODEL" -p 8 -n 4 -r 1 -t 2 --spin-us 0 2>/dev/null); rc=$?
 check "--spin-us 0: exit 0, two rows" test $rc -eq 0 -a "$(grep -c '^| llama' <<<"$out")" -eq 2
+err=$("$ORK" bench -m "$MODEL" -p 8 -n 4 -r 1 -t 1 --kv-type f16 2>&1 >/dev/null); rc=$?
+check "--kv-type f16: exit 0, says so" test $rc -eq 0 && grep -q "KV cache f16" <<<"$err"
 out=$("$ORK" bench --peak -t 1 2>/dev/null); rc=$?
 check "--peak: exit 0" test $rc -eq 0
 check "--peak: compute peak table" grep -Eq "^\| measured \| 1 \| [^|]+ \| [0-9.]+ \| [^|]+ \| [0-9.]+ \|$" <<<"$out"

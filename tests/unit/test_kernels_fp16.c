@@ -185,6 +185,42 @@ static void test_bf16(void)
     CHECK_EQ_INT(bad, 0);
 }
 
+/* The row conversion gives ork_f32_to_fp16's bits on every kernel path: specials (NaNs with
+ * payloads, infinities, subnormals, overflow, ties) and random bit patterns, at every offset
+ * and length so the SIMD body and the scalar tail both run. */
+#define ROW_N 4099
+static void test_fp16_row(void)
+{
+    static float x[ROW_N];
+    static uint16_t got[ROW_N];
+    static const uint32_t special[] = {
+        0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u,
+        0x7f800001u, 0x7fa5a5a5u, 0x477ff000u, 0x477fefffu, 0x38800000u, 0x387fffffu,
+        0x33000000u, 0x33000001u, 0x3f801000u, 0x3f803000u, 0x00000001u, 0x7f7fffffu,
+    };
+    const int n_sp = (int)(sizeof special / sizeof special[0]);
+    for (int i = 0; i < ROW_N; i++)
+        x[i] = i < n_sp ? from_bits(special[i]) : from_bits(rnd() << 1 ^ rnd());
+    int bad = 0;
+    for (int p = 0; ork_kernels_path_name(p); p++) {
+        if (ork_kernels_set_path(ork_kernels_path_name(p)) < 0)
+            continue;
+        for (int off = 0; off < 9; off++)
+            for (int64_t n = 0; n < 40; n++) {
+                memset(got, 0xee, sizeof got);
+                ork_f32_to_fp16_row(x + off, got, n);
+                for (int64_t i = 0; i < n; i++)
+                    bad += got[i] != ork_f32_to_fp16(x[off + i]);
+                bad += got[n] != 0xeeee;            /* nothing written past n */
+            }
+        ork_f32_to_fp16_row(x, got, ROW_N);
+        for (int i = 0; i < ROW_N; i++)
+            bad += got[i] != ork_f32_to_fp16(x[i]);
+    }
+    ork_kernels_set_path(NULL);
+    CHECK_EQ_INT(bad, 0);
+}
+
 int main(void)
 {
     RUN(test_fp16_to_f32_exhaustive);
@@ -192,5 +228,6 @@ int main(void)
     RUN(test_fp16_edge_cases);
     RUN(test_fp16_nearest_random);
     RUN(test_bf16);
+    RUN(test_fp16_row);
     return ork_test_done();
 }
