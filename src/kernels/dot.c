@@ -689,6 +689,20 @@ int ork_vec_mad(float *y, const void *v, uint32_t type, float a, int64_t n)
  * add chains for two adds per cycle at a 4-cycle latency). */
 #define MAD_REGS 8
 
+/* The attention loops (ork_vec_dot_rows, ork_vec_mad_rows over KV runs) read row t while the
+ * row DOT_PREFETCH_ROWS ahead is prefetched: from DRAM they ran 12 % faster with it (decode
+ * attention phase, Qwen3-1.7B shape, 512 tokens, two threads: 2.77-2.94 against 3.26-3.37 ms
+ * per token; docs/engine.md "KV cache layout"). */
+#define DOT_PREFETCH_ROWS 4
+#define DOT_LINE 64
+
+/* Prefetches `bytes` from p (a row or part of one). */
+static inline void prefetch_bytes(const uint8_t *p, size_t bytes)
+{
+    for (size_t b = 0; b < bytes; b += DOT_LINE)
+        __builtin_prefetch(p + b, 0, 3);
+}
+
 #ifdef ORK_HAVE_X86_DISPATCH
 /* y[i] += a * v[i] for one element: the ork_vec_mad reference step. */
 static inline float mad_elem(float y, const uint8_t *v, uint32_t type, float a, int64_t i)
@@ -867,6 +881,7 @@ TGT_X86_512 static void mad_rows_avx512(float *y, const uint8_t *v, size_t strid
                                         const float *a, int64_t nr, int64_t n)
 {
     const int64_t W = 16;
+    const size_t elt = type == ORK_TYPE_F16 ? sizeof(uint16_t) : sizeof(float);
     int64_t i = 0;
     for (; i + MAD_REGS * W <= n; i += MAD_REGS * W) {
         __m512 acc[MAD_REGS];
@@ -875,6 +890,9 @@ TGT_X86_512 static void mad_rows_avx512(float *y, const uint8_t *v, size_t strid
         for (int64_t t = 0; t < nr; t++) {
             __m512 va = _mm512_set1_ps(a[t]);
             const uint8_t *row = v + (size_t)t * stride;
+            if (t + DOT_PREFETCH_ROWS < nr)
+                prefetch_bytes(row + (size_t)DOT_PREFETCH_ROWS * stride + (size_t)i * elt,
+                               (size_t)(MAD_REGS * W) * elt);
             for (int g = 0; g < MAD_REGS; g++)
                 acc[g] = _mm512_add_ps(acc[g], _mm512_mul_ps(va, load16_512(row, type, i + W * g)));
         }
@@ -895,6 +913,7 @@ TGT_X86 static void mad_rows_avx2(float *y, const uint8_t *v, size_t stride, uin
                                   const float *a, int64_t nr, int64_t n)
 {
     const int64_t W = 8;
+    const size_t elt = type == ORK_TYPE_F16 ? sizeof(uint16_t) : sizeof(float);
     int64_t i = 0;
     for (; i + MAD_REGS * W <= n; i += MAD_REGS * W) {
         __m256 acc[MAD_REGS];
@@ -903,6 +922,9 @@ TGT_X86 static void mad_rows_avx2(float *y, const uint8_t *v, size_t stride, uin
         for (int64_t t = 0; t < nr; t++) {
             __m256 va = _mm256_set1_ps(a[t]);
             const uint8_t *row = v + (size_t)t * stride;
+            if (t + DOT_PREFETCH_ROWS < nr)
+                prefetch_bytes(row + (size_t)DOT_PREFETCH_ROWS * stride + (size_t)i * elt,
+                               (size_t)(MAD_REGS * W) * elt);
             for (int g = 0; g < MAD_REGS; g++)
                 acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(va, load8_256(row, type, i + W * g)));
         }
@@ -971,6 +993,8 @@ int ork_vec_dot_rows(uint32_t type, const void *rows, size_t row_stride, const f
         float o[ROWS_512];
         for (int j = 0; j < group; j++)     /* past the last row: repeat it, drop the result */
             rp[j] = p + (size_t)(r + j < nr ? r + j : nr - 1) * sb;
+        for (int64_t j = r + DOT_PREFETCH_ROWS; j < r + DOT_PREFETCH_ROWS + group && j < nr; j++)
+            prefetch_bytes(p + (size_t)j * sb, (size_t)n * elt_bytes(type));
         if (group == ROWS_512)
             dot4_avx512(type, rp, x, n, o);
         else

@@ -13,6 +13,8 @@
 #define N_KV_HEADS 2
 #define HEAD_DIM 32
 #define KV_DIM (N_KV_HEADS * HEAD_DIM)
+/* Positions kept: past two blocks of the layout (kv.c KV_BLOCK, 256 positions). */
+#define MAX_POS 600
 
 static uint32_t rng_state = 12345u;
 
@@ -24,8 +26,8 @@ static float rnd(void)
 
 /* Keys and values of every (layer, position), as given to ork__kv_store. */
 struct rows {
-    float k[N_LAYERS][200][KV_DIM];
-    float v[N_LAYERS][200][KV_DIM];
+    float k[N_LAYERS][MAX_POS][KV_DIM];
+    float v[N_LAYERS][MAX_POS][KV_DIM];
 };
 
 /* Stores ctx positions of random rows; the F16 cache keeps the rows' F16 roundings. */
@@ -48,8 +50,8 @@ static void fill(struct ork_kv_cache *kv, struct rows *r, int ctx)
 /* Every layer, head and a few n_pos against per-row dots and mads of the kept rows. */
 static void check_reads(const struct ork_kv_cache *kv, const struct rows *r, int ctx)
 {
-    static const int n_pos_list[] = { 1, 2, 63, 64, 65, 128, 129, 200 };
-    float q[HEAD_DIM], w[200], sc[200], out[HEAD_DIM], want[HEAD_DIM];
+    static const int n_pos_list[] = { 1, 2, 63, 64, 65, 255, 256, 257, 511, 512, 513, MAX_POS };
+    float q[HEAD_DIM], w[MAX_POS], sc[MAX_POS], out[HEAD_DIM], want[HEAD_DIM];
     for (int i = 0; i < HEAD_DIM; i++)
         q[i] = rnd();
     int bad = 0;
@@ -92,17 +94,17 @@ static void run_type(enum ork_kv_type type, int ctx)
 
 static void test_f32_blocks(void)
 {
-    run_type(ORK_KV_F32, 200);     /* 4 blocks, the last one partial */
+    run_type(ORK_KV_F32, MAX_POS);     /* 3 blocks, the last one partial */
 }
 
 static void test_f32_short_ctx(void)
 {
-    run_type(ORK_KV_F32, 65);      /* a context just past one block */
+    run_type(ORK_KV_F32, 257);     /* a context just past one block */
 }
 
 static void test_f16_blocks(void)
 {
-    run_type(ORK_KV_F16, 200);
+    run_type(ORK_KV_F16, MAX_POS);
 }
 
 /* Rewriting a position (a new prefix after a reset) changes exactly that position's reads. */
@@ -120,25 +122,26 @@ static void test_overwrite(void)
 
 /* Prefaulting positions [from, to) zeroes exactly those rows: the rows stored before keep
  * their reads, the prefaulted ones read as zero keys. */
+#define PF_FROM 200
 static void test_prefault(void)
 {
     for (int ty = 0; ty < 2; ty++) {
         struct ork_kv_cache kv;
-        CHECK(ork__kv_init(&kv, ty ? ORK_KV_F16 : ORK_KV_F32, N_LAYERS, 200, N_KV_HEADS,
+        CHECK(ork__kv_init(&kv, ty ? ORK_KV_F16 : ORK_KV_F32, N_LAYERS, MAX_POS, N_KV_HEADS,
                            HEAD_DIM) == 0);
-        fill(&kv, &g_rows, 200);
-        ork__kv_prefault(&kv, 100, 200);
-        check_reads(&kv, &g_rows, 100);
-        float q[HEAD_DIM], sc[200];
+        fill(&kv, &g_rows, MAX_POS);
+        ork__kv_prefault(&kv, PF_FROM, MAX_POS);   /* across a block boundary */
+        check_reads(&kv, &g_rows, PF_FROM);
+        float q[HEAD_DIM], sc[MAX_POS];
         for (int i = 0; i < HEAD_DIM; i++)
             q[i] = 1.0f + rnd();
         int nonzero = 0, zero = 0;
         for (int l = 0; l < N_LAYERS; l++)
             for (int h = 0; h < N_KV_HEADS; h++) {
-                ork__kv_scores(&kv, l, h, q, 0.25f, 200, sc);
-                for (int t = 0; t < 200; t++) {
-                    nonzero += t >= 100 && sc[t] != 0.0f;
-                    zero += t < 100 && sc[t] == 0.0f;
+                ork__kv_scores(&kv, l, h, q, 0.25f, MAX_POS, sc);
+                for (int t = 0; t < MAX_POS; t++) {
+                    nonzero += t >= PF_FROM && sc[t] != 0.0f;
+                    zero += t < PF_FROM && sc[t] == 0.0f;
                 }
             }
         CHECK_EQ_INT(nonzero, 0);
