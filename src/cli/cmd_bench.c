@@ -733,6 +733,12 @@ static void json_str(const char *s)
     putchar('"');
 }
 
+/* The KV cache type of the run, as llama-bench's type_k / type_v. */
+static const char *kv_name(const struct opts *o)
+{
+    return o->kv_type == ORK_KV_F16 ? "f16" : "f32";
+}
+
 static void print_json(const struct opts *o, const struct model_desc *md,
                        const struct result *res, int n_res, const struct refs *rf)
 {
@@ -750,6 +756,7 @@ static void print_json(const struct opts *o, const struct model_desc *md,
                "\"load\": \"%s\", \"interleaved\": %d, \"kernels\": ", d->size_bytes,
                d->n_params, d->backend, d->load, d->interleaved);
         json_str(ork_kernels_path());
+        printf(", \"type_k\": \"%s\", \"type_v\": \"%s\"", kv_name(o), kv_name(o));
         printf(", \"threads\": %d, \"test\": \"%s%d\", \"n_prompt\": %d, \"n_gen\": %d, "
                "\"repetitions\": %d, \"avg_ts\": %.6g, \"stddev_ts\": %.6g, \"samples_ts\": [",
                r->threads, r->pp ? "pp" : "tg", r->n_tokens, r->pp ? r->n_tokens : 0,
@@ -805,16 +812,17 @@ static void print_csv(const struct opts *o, const struct model_desc *md,
     const struct ork_membw_result *bw = rf->bw;
     int n_bw = rf->n_bw;
     if (n_res) {
-        printf("model,model_path,size_bytes,n_params,backend,kernels,threads,test,n_prompt,"
+        printf("model,model_path,size_bytes,n_params,backend,kernels,type_k,type_v,threads,test,n_prompt,"
                "n_gen,repetitions,avg_ts,stddev_ts,bytes_per_token,read_array_bytes,"
                "read_gbps_before,read_gbps_after,roofline_ts,roofline_pct\n");
         for (int i = 0; i < n_res; i++) {
             const struct result *r = &res[i];
             const struct model_desc *d = &md[r->model];
             double roof = roof_ts(r, d);
-            printf("\"%s\",\"%s\",%" PRIu64 ",%" PRIu64 ",%s,%s,%d,%s%d,%d,%d,%d,%.6g,%.6g,%"
+            printf("\"%s\",\"%s\",%" PRIu64 ",%" PRIu64 ",%s,%s,%s,%s,%d,%s%d,%d,%d,%d,%.6g,%.6g,%"
                    PRIu64 ",%zu,%.6g,%.6g,%.6g,%.4g\n", d->name, o->models[r->model],
-                   d->size_bytes, d->n_params, d->backend, ork_kernels_path(), r->threads,
+                   d->size_bytes, d->n_params, d->backend, ork_kernels_path(), kv_name(o),
+                   kv_name(o), r->threads,
                    r->pp ? "pp" : "tg", r->n_tokens, r->pp ? r->n_tokens : 0,
                    r->pp ? 0 : r->n_tokens, r->reps, r->avg_ts, r->sd_ts, d->bytes_per_token,
                    roof > 0 ? r->roof_bytes : 0, r->read_before, r->read_after, roof,
@@ -855,7 +863,7 @@ int ork_cmd_bench(int argc, char **argv)
     }
     fprintf(stderr, "ork bench: CPU kernels path: %s, activations %s, KV cache %s\n",
             ork_kernels_path(), o.f32_act ? "f32 (--no-act-quant)" : "quantized for quantized weights",
-            o.kv_type == ORK_KV_F16 ? "f16" : "f32");
+            kv_name(&o));
     if (o.membw)
         for (int ti = 0; ti < o.t.n; ti++) {
             int ret = ork_membw_measure((int)o.t.v[ti], o.membw_bytes, 0, &bw[n_bw]);

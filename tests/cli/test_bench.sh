@@ -68,6 +68,7 @@ for x in r:
     assert x["threads"] == 1 and x["repetitions"] == 2 and len(x["samples_ts"]) == 2
     assert x["avg_ts"] > 0 and x["stddev_ts"] >= 0 and x["n_params"] > 0 and x["size_bytes"] > 0
     assert x["backend"] == "CPU" and x["kernels"] and x["load"] in ("read", "mmap") and isinstance(x["interleaved"], int) and x["interleaved"] >= 0
+    assert x["type_k"] == "f32" and x["type_v"] == "f32"
 assert d["membw"] == []
 ' "$out"
     out=$("$ORK" bench -m "$MODEL" -p 2 -n 4 -r 1 -t 1 --membw --membw-mb 16 -o json 2>/dev/null)
@@ -104,7 +105,7 @@ fi
 out=$("$ORK" bench -m "$MODEL" -p 8 -n 0 -r 1 -t 1 -o csv 2>/dev/null); rc=$?
 check "csv: exit 0" test $rc -eq 0
 check "csv: header + one row" test "$(wc -l <<<"$out")" -eq 2
-check "csv: header" grep -q "^model,model_path,size_bytes,n_params,backend,kernels,threads,test," <<<"$out"
+check "csv: header" grep -q "^model,model_path,size_bytes,n_params,backend,kernels,type_k,type_v,threads,test," <<<"$out"
 out=$("$ORK" bench -m "$MODEL" -p 0 -n 4 -r 1 -t 1 --membw --membw-mb 16 -o csv 2>/dev/null); rc=$?
 check "csv + membw: exit 0" test $rc -eq 0
 check "csv + membw: roofline columns" grep -q "bytes_per_token,read_array_bytes,read_gbps_before,read_gbps_after,roofline_ts,roofline_pct$" <<<"$out"
@@ -118,7 +119,11 @@ check "md + membw: roofline header names before and after" grep -q "| read GB/s 
 out=$("$ORK" bench -m "$MODEL" -p 8 -n 4 -r 1 -t 2 --spin-us 0 2>/dev/null); rc=$?
 check "--spin-us 0: exit 0, two rows" test $rc -eq 0 -a "$(grep -c '^| llama' <<<"$out")" -eq 2
 err=$("$ORK" bench -m "$MODEL" -p 8 -n 4 -r 1 -t 1 --kv-type f16 2>&1 >/dev/null); rc=$?
-check "--kv-type f16: exit 0, says so" test $rc -eq 0 && grep -q "KV cache f16" <<<"$err"
+said=0; grep -q "KV cache f16" <<<"$err" && said=1
+check "--kv-type f16: exit 0, says so" test $rc -eq 0 -a $said -eq 1
+out=$("$ORK" bench -m "$MODEL" -p 0 -n 2 -r 1 -t 1 --kv-type f16 -o csv 2>/dev/null); rc=$?
+said=0; grep -q ",f16,f16,1,tg2," <<<"$out" && said=1
+check "--kv-type f16: csv row says f16" test $rc -eq 0 -a $said -eq 1
 out=$("$ORK" bench --peak -t 1 2>/dev/null); rc=$?
 check "--peak: exit 0" test $rc -eq 0
 check "--peak: compute peak table" grep -Eq "^\| measured \| 1 \| [^|]+ \| [0-9.]+ \| [^|]+ \| [0-9.]+ \|$" <<<"$out"
