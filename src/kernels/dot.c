@@ -689,12 +689,18 @@ int ork_vec_mad(float *y, const void *v, uint32_t type, float a, int64_t n)
  * add chains for two adds per cycle at a 4-cycle latency). */
 #define MAD_REGS 8
 
-/* The attention loops (ork_vec_dot_rows, ork_vec_mad_rows over KV runs) read row t while the
- * row DOT_PREFETCH_ROWS ahead is prefetched: from DRAM they ran 12 % faster with it (decode
+/* The x86 attention loops (ork_vec_dot_rows, ork_vec_mad_rows over KV runs) read row t while
+ * the row DOT_PREFETCH_ROWS ahead is prefetched: from DRAM they ran 12 % faster with it (decode
  * attention phase, Qwen3-1.7B shape, 512 tokens, two threads: 2.77-2.94 against 3.26-3.37 ms
  * per token; docs/engine.md "KV cache layout"). */
 #define DOT_PREFETCH_ROWS 4
 #define DOT_LINE 64
+
+/* Bytes per element of the F32 / F16 rows the attention loops read. */
+static size_t elt_bytes(uint32_t type)
+{
+    return type == ORK_TYPE_F16 ? sizeof(uint16_t) : sizeof(float);
+}
 
 /* Prefetches `bytes` from p (a row or part of one). */
 static inline void prefetch_bytes(const uint8_t *p, size_t bytes)
@@ -881,7 +887,7 @@ TGT_X86_512 static void mad_rows_avx512(float *y, const uint8_t *v, size_t strid
                                         const float *a, int64_t nr, int64_t n)
 {
     const int64_t W = 16;
-    const size_t elt = type == ORK_TYPE_F16 ? sizeof(uint16_t) : sizeof(float);
+    const size_t elt = elt_bytes(type);
     int64_t i = 0;
     for (; i + MAD_REGS * W <= n; i += MAD_REGS * W) {
         __m512 acc[MAD_REGS];
@@ -913,7 +919,7 @@ TGT_X86 static void mad_rows_avx2(float *y, const uint8_t *v, size_t stride, uin
                                   const float *a, int64_t nr, int64_t n)
 {
     const int64_t W = 8;
-    const size_t elt = type == ORK_TYPE_F16 ? sizeof(uint16_t) : sizeof(float);
+    const size_t elt = elt_bytes(type);
     int64_t i = 0;
     for (; i + MAD_REGS * W <= n; i += MAD_REGS * W) {
         __m256 acc[MAD_REGS];
@@ -970,11 +976,6 @@ bool ork__dot16_tile(enum kisa k, uint32_t type, const uint8_t *w, size_t row_by
     (void)n, (void)y, (void)ldy;
     return false;
 #endif
-}
-
-static size_t elt_bytes(uint32_t type)
-{
-    return type == ORK_TYPE_F16 ? sizeof(uint16_t) : sizeof(float);
 }
 
 int ork_vec_dot_rows(uint32_t type, const void *rows, size_t row_stride, const float *x,
