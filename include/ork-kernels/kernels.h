@@ -77,6 +77,12 @@ int ork_vec_dot_rows(uint32_t type, const void *rows, size_t row_stride, const f
                      int64_t n, int64_t nr, float *out);
 int ork_vec_mad_rows(float *y, const void *v, size_t row_stride, uint32_t type, const float *a,
                      int64_t nr, int64_t n);
+/* Two queries over the same rows (the GQA heads sharing a KV head), the rows read once: out[q]
+ * and y[q] get exactly what ork_vec_dot_rows / ork_vec_mad_rows give for x[q] / a[q]. */
+int ork_vec_dot_rows2(uint32_t type, const void *rows, size_t row_stride, const float *const *x,
+                      int64_t n, int64_t nr, float *const *out);
+int ork_vec_mad_rows2(float *const *y, const void *v, size_t row_stride, uint32_t type,
+                      const float *const *a, int64_t nr, int64_t n);
 
 /* fp16/bf16 conversions (round-to-nearest-even). */
 float ork_fp16_to_f32(uint16_t h);

@@ -32,6 +32,11 @@
  * 64K multiply-adds of the SIMD dot products. Measured on stories260K decode: dispatching its
  * 4K..32K-MAC matmuls to 2 threads made decode 2-4x slower than one thread. */
 #define FWD_MIN_PARALLEL_MACS (1 << 16)
+/* Query heads of a GQA group that attention computes in one pass over the KV head's keys and
+ * values (ork__kv_scores / ork__kv_weighted_sum with two queries, the same bits per head):
+ * decode attention at 512 tokens (Qwen3-1.7B shape, t=2): 1.97-2.01 -> 1.70-1.80 ms per token,
+ * tg128 0.67-0.70 -> 0.61-0.63 (docs/engine.md "KV cache layout"). */
+#define FWD_ATTN_PAIR 2
 
 /* Number of arena allocations per batch (for the alignment slack in the size estimate). */
 #define FWD_N_BUFFERS 12
@@ -47,7 +52,7 @@ size_t ork__forward_scratch_bytes(const struct ork_model_config *c, int32_t n_ba
                          + 2 * q_dim             /* q, att */
                          + 2 * kv_dim            /* k, v */
                          + 2 * (size_t)c->ffn_dim) /* hb, hb2 */
-                    + (size_t)n_threads * (size_t)ctx;  /* attention scores, one row per thread */
+                    + (size_t)n_threads * FWD_ATTN_PAIR * (size_t)ctx;  /* attention scores */
     return floats * sizeof(float) + (size_t)FWD_N_BUFFERS * FWD_ALIGN;
 }
 
@@ -94,7 +99,7 @@ struct attn_job {
     int32_t h0, h1;         /* the heads to compute: [h0, h1) */
     const float *q;         /* (n, n_heads * head_dim) */
     float *out;             /* (n, n_heads * head_dim) */
-    float *scores;          /* (nth, ctx) */
+    float *scores;          /* (nth, FWD_ATTN_PAIR, ctx) */
     int32_t ctx;
     float scale;
     atomic_int next;        /* next (row, KV head) item to take */
@@ -110,7 +115,7 @@ static void attn_worker(void *ctx, int ith, int nth)
     (void)nth;
     int32_t q_dim = j->n_heads * j->head_dim;
     int32_t group = j->n_heads / j->n_kv_heads;
-    float *sc = j->scores + (size_t)ith * (size_t)j->ctx;
+    float *sc = j->scores + (size_t)ith * FWD_ATTN_PAIR * (size_t)j->ctx;
     int32_t g0 = j->h0 / group, g1 = (j->h1 + group - 1) / group;     /* KV heads touched */
     int32_t ng = g1 - g0;
     int32_t n_items = j->rows->n * ng;
@@ -121,11 +126,20 @@ static void attn_worker(void *ctx, int ith, int nth)
         int32_t n_pos = row_pos(j->rows, i) + 1;            /* causal: keys 0 .. pos */
         int32_t ha = kvh * group > j->h0 ? kvh * group : j->h0;
         int32_t hb = (kvh + 1) * group < j->h1 ? (kvh + 1) * group : j->h1;
-        for (int32_t h = ha; h < hb; h++) {
-            size_t at = (size_t)i * q_dim + (size_t)h * j->head_dim;
-            ork__kv_scores(kv, j->layer, kvh, j->q + at, j->scale, n_pos, sc);
-            ork_softmax(sc, n_pos);
-            ork__kv_weighted_sum(kv, j->layer, kvh, sc, n_pos, j->out + at);
+        for (int32_t h = ha, nq; h < hb; h += nq) {
+            nq = hb - h < FWD_ATTN_PAIR ? (int)(hb - h) : FWD_ATTN_PAIR;
+            const float *qs[FWD_ATTN_PAIR];
+            float *ss[FWD_ATTN_PAIR], *os[FWD_ATTN_PAIR];
+            for (int u = 0; u < nq; u++) {
+                size_t at = (size_t)i * q_dim + (size_t)(h + u) * j->head_dim;
+                qs[u] = j->q + at;
+                ss[u] = sc + (size_t)u * (size_t)j->ctx;
+                os[u] = j->out + at;
+            }
+            ork__kv_scores(kv, j->layer, kvh, qs, nq, j->scale, n_pos, ss);
+            for (int u = 0; u < nq; u++)
+                ork_softmax(ss[u], n_pos);
+            ork__kv_weighted_sum(kv, j->layer, kvh, (const float *const *)ss, nq, n_pos, os);
         }
     }
 }
@@ -252,7 +266,7 @@ static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, flo
     ALLOC_F(v, (size_t)n * kv_dim);
     ALLOC_F(hb, (size_t)n * c->ffn_dim);
     ALLOC_F(hb2, (size_t)n * c->ffn_dim);
-    ALLOC_F(scores, (size_t)nth * s->kv.ctx);
+    ALLOC_F(scores, (size_t)nth * FWD_ATTN_PAIR * s->kv.ctx);
 
     for (int32_t i = 0; i < n; i++) {
         int ret = ork_get_row(&w->tok_embd, tokens[i], x + (size_t)i * dim);

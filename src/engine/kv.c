@@ -146,8 +146,9 @@ void ork__kv_store(struct ork_kv_cache *kv, int32_t layer, int32_t pos, const fl
  * usually 64..256, so one piece per head). */
 #define KV_PIECE 256
 
-void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t head, const float *q,
-                    float scale, int32_t n_pos, float *scores)
+void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
+                    const float *const *q, int nq, float scale, int32_t n_pos,
+                    float *const *scores)
 {
     int32_t n = kv->head_dim;
     uint32_t type = kv->type == ORK_KV_F32 ? ORK_TYPE_F32 : ORK_TYPE_F16;
@@ -156,46 +157,57 @@ void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t head, 
         size_t base = row_index(kv, layer, head, t0);
         if (kv->type == ORK_KV_F32 || n <= KV_PIECE) {
             /* several keys per pass (ork_vec_dot_rows: the bits of one ork_vec_dot per key;
-             * F16 widened in registers, the same bits as converting the row first) */
+             * F16 widened in registers, the same bits as converting the row first); two
+             * queries read the keys once (ork_vec_dot_rows2, the same bits per query) */
             const void *k = kv->type == ORK_KV_F32
                                 ? (const void *)((const float *)kv->k + base)
                                 : (const void *)((const uint16_t *)kv->k + base);
-            ork_vec_dot_rows(type, k, (size_t)n, q, n, m, scores + t0);
+            if (nq == 2)
+                ork_vec_dot_rows2(type, k, (size_t)n, q, n, m,
+                                  (float *const[]){ scores[0] + t0, scores[1] + t0 });
+            else
+                ork_vec_dot_rows(type, k, (size_t)n, q[0], n, m, scores[0] + t0);
             continue;
         }
         const uint16_t *k = (const uint16_t *)kv->k + base;
         float tmp[KV_PIECE];
-        for (int32_t t = t0; t < t0 + m; t++, k += n) {
-            float sum = 0.0f;
-            for (int32_t c = 0; c < n; c += KV_PIECE) {
-                int32_t pm = n - c < KV_PIECE ? n - c : KV_PIECE;
-                ork_dequant_row(ORK_TYPE_F16, k + c, tmp, pm);
-                sum += ork_vec_dot_f32(q + c, tmp, pm);
+        for (int32_t t = t0; t < t0 + m; t++, k += n)
+            for (int h = 0; h < nq; h++) {
+                float sum = 0.0f;
+                for (int32_t c = 0; c < n; c += KV_PIECE) {
+                    int32_t pm = n - c < KV_PIECE ? n - c : KV_PIECE;
+                    ork_dequant_row(ORK_TYPE_F16, k + c, tmp, pm);
+                    sum += ork_vec_dot_f32(q[h] + c, tmp, pm);
+                }
+                scores[h][t] = sum;
             }
-            scores[t] = sum;
-        }
     }
-    for (int32_t t = 0; t < n_pos; t++)
-        scores[t] *= scale;
+    for (int h = 0; h < nq; h++)
+        for (int32_t t = 0; t < n_pos; t++)
+            scores[h][t] *= scale;
 }
 
 void ork__kv_weighted_sum(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
-                          const float *w, int32_t n_pos, float *out)
+                          const float *const *w, int nq, int32_t n_pos, float *const *out)
 {
     int32_t n = kv->head_dim;
-    for (int32_t i = 0; i < n; i++)
-        out[i] = 0.0f;
+    for (int h = 0; h < nq; h++)
+        for (int32_t i = 0; i < n; i++)
+            out[h][i] = 0.0f;
     /* out += w[t] * v_t for t in order, element by element as out[i] += w[t] * v[i]
      * (ork_vec_mad_rows: the bits of one ork_vec_mad per position, with out kept in registers
-     * across the positions of a run and stored between runs) */
+     * across the positions of a run and stored between runs; two queries read the values
+     * once, ork_vec_mad_rows2) */
+    uint32_t type = kv->type == ORK_KV_F32 ? ORK_TYPE_F32 : ORK_TYPE_F16;
+    size_t elt = kv->type == ORK_KV_F32 ? sizeof(float) : sizeof(uint16_t);
     for (int32_t t0 = 0, m; t0 < n_pos; t0 += m) {
         m = run_len(t0, n_pos);
-        size_t base = row_index(kv, layer, head, t0);
-        if (kv->type == ORK_KV_F32)
-            ork_vec_mad_rows(out, (const float *)kv->v + base, (size_t)n, ORK_TYPE_F32, w + t0,
-                             m, n);
+        const void *v = (const uint8_t *)kv->v + row_index(kv, layer, head, t0) * elt;
+        if (nq == 2)
+            ork_vec_mad_rows2(out, v, (size_t)n, type, (const float *const[]){ w[0] + t0,
+                                                                                w[1] + t0 },
+                              m, n);
         else
-            ork_vec_mad_rows(out, (const uint16_t *)kv->v + base, (size_t)n, ORK_TYPE_F16,
-                             w + t0, m, n);
+            ork_vec_mad_rows(out[0], v, (size_t)n, type, w[0] + t0, m, n);
     }
 }

@@ -108,12 +108,15 @@ void ork__kv_prefault(struct ork_kv_cache *kv, int32_t from, int32_t to);
 /* Store the K and V rows (kv_dim floats each: the KV heads in order) of one position. */
 void ork__kv_store(struct ork_kv_cache *kv, int32_t layer, int32_t pos, const float *k,
                    const float *v);
-/* scores[t] = scale * dot(q, K[layer][head][t]) (head_dim values) for t in [0, n_pos). */
-void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t head, const float *q,
-                    float scale, int32_t n_pos, float *scores);
-/* out[0..head_dim) = sum_t w[t] * V[layer][head][t] for t in [0, n_pos). */
+/* scores[h][t] = scale * dot(q[h], K[layer][head][t]) (head_dim values) for t in [0, n_pos),
+ * for nq (1 or 2) queries of the KV head; the keys are read once for both. */
+void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
+                    const float *const *q, int nq, float scale, int32_t n_pos,
+                    float *const *scores);
+/* out[h][0..head_dim) = sum_t w[h][t] * V[layer][head][t] for t in [0, n_pos), nq (1 or 2)
+ * weight vectors; the values are read once for both. */
 void ork__kv_weighted_sum(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
-                          const float *w, int32_t n_pos, float *out);
+                          const float *const *w, int nq, int32_t n_pos, float *const *out);
 
 /* Wall time of forward batches by phase (ORK_DEBUG=phases), [0] decode (1 row), [1] larger. */
 struct ork__phases {

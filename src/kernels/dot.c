@@ -694,6 +694,8 @@ int ork_vec_mad(float *y, const void *v, uint32_t type, float a, int64_t n)
  * attention phase, Qwen3-1.7B shape, 512 tokens, two threads: 2.77-2.94 against 3.26-3.37 ms
  * per token; docs/engine.md "KV cache layout"). */
 #define DOT_PREFETCH_ROWS 4
+/* Queries one pass of the two-query attention loops serves (GQA heads sharing a KV head). */
+#define DOT_QUERIES_MAX 2
 #define DOT_LINE 64
 
 /* Bytes per element of the F32 / F16 rows the attention loops read. */
@@ -790,22 +792,46 @@ TGT_X86_512 static inline float acc_end_512(__m512 lo, __m512 hi, float tail)
                        _mm256_add_ps(_mm512_castps512_ps256(hi), hi_hi), tail);
 }
 
+/* ROWS_512 rows against nq (1 or 2, constant when inlined) queries x[q]: out[q][k], each the
+ * lanes, tail and reduction of one row's dot; the rows are loaded once for both queries. */
+TGT_X86_512 static inline __attribute__((always_inline)) void
+dot4q_avx512(uint32_t type, const uint8_t *const *r, const float *const *x, int nq, int64_t n,
+             float (*out)[ROWS_512])
+{
+    __m512 s[DOT_QUERIES_MAX][ROWS_512][2];
+    for (int q = 0; q < nq; q++)
+        for (int k = 0; k < ROWS_512; k++)
+            s[q][k][0] = s[q][k][1] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + DOT_LANES <= n; i += DOT_LANES) {
+        __m512 x0[DOT_QUERIES_MAX], x1[DOT_QUERIES_MAX];
+        for (int q = 0; q < nq; q++) {
+            x0[q] = _mm512_loadu_ps(x[q] + i);
+            x1[q] = _mm512_loadu_ps(x[q] + i + 16);
+        }
+        for (int k = 0; k < ROWS_512; k++) {
+            const __m512 w0 = load16_512(r[k], type, i), w1 = load16_512(r[k], type, i + 16);
+            for (int q = 0; q < nq; q++) {
+                s[q][k][0] = _mm512_fmadd_ps(w0, x0[q], s[q][k][0]);
+                s[q][k][1] = _mm512_fmadd_ps(w1, x1[q], s[q][k][1]);
+            }
+        }
+    }
+    for (int q = 0; q < nq; q++)
+        for (int k = 0; k < ROWS_512; k++)
+            out[q][k] = acc_end_512(s[q][k][0], s[q][k][1], dot_tail(r[k], type, x[q], i, n));
+}
+
 TGT_X86_512 static void dot4_avx512(uint32_t type, const uint8_t *const *r, const float *x,
                                     int64_t n, float *out)
 {
-    __m512 s[ROWS_512][2];
-    for (int k = 0; k < ROWS_512; k++)
-        s[k][0] = s[k][1] = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + DOT_LANES <= n; i += DOT_LANES) {
-        __m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
-        for (int k = 0; k < ROWS_512; k++) {
-            s[k][0] = _mm512_fmadd_ps(load16_512(r[k], type, i), x0, s[k][0]);
-            s[k][1] = _mm512_fmadd_ps(load16_512(r[k], type, i + 16), x1, s[k][1]);
-        }
-    }
-    for (int k = 0; k < ROWS_512; k++)
-        out[k] = acc_end_512(s[k][0], s[k][1], dot_tail(r[k], type, x, i, n));
+    dot4q_avx512(type, r, &x, 1, n, (float (*)[ROWS_512])out);
+}
+
+TGT_X86_512 static void dot4x2_avx512(uint32_t type, const uint8_t *const *r,
+                                      const float *const *x, int64_t n, float (*out)[ROWS_512])
+{
+    dot4q_avx512(type, r, x, 2, n, out);
 }
 
 TGT_X86 static void dot2_avx2(uint32_t type, const uint8_t *const *r, const float *x, int64_t n,
@@ -883,36 +909,61 @@ TILE16(2)
 TILE16(3)
 TILE16(4)
 
-TGT_X86_512 static void mad_rows_avx512(float *y, const uint8_t *v, size_t stride, uint32_t type,
-                                        const float *a, int64_t nr, int64_t n)
+/* nq (1 or 2, constant when inlined) weight vectors a[q] over the same rows into y[q]: each
+ * the operations of mad_rows for its own y, the rows loaded once for both. */
+TGT_X86_512 static inline __attribute__((always_inline)) void
+mad_rowsq_avx512(float *const *y, const uint8_t *v, size_t stride, uint32_t type,
+                 const float *const *a, int nq, int64_t nr, int64_t n)
 {
     const int64_t W = 16;
     const size_t elt = elt_bytes(type);
     int64_t i = 0;
     for (; i + MAD_REGS * W <= n; i += MAD_REGS * W) {
-        __m512 acc[MAD_REGS];
-        for (int g = 0; g < MAD_REGS; g++)
-            acc[g] = _mm512_loadu_ps(y + i + W * g);
+        __m512 acc[DOT_QUERIES_MAX][MAD_REGS];
+        for (int q = 0; q < nq; q++)
+            for (int g = 0; g < MAD_REGS; g++)
+                acc[q][g] = _mm512_loadu_ps(y[q] + i + W * g);
         for (int64_t t = 0; t < nr; t++) {
-            __m512 va = _mm512_set1_ps(a[t]);
+            __m512 va[DOT_QUERIES_MAX];
+            for (int q = 0; q < nq; q++)
+                va[q] = _mm512_set1_ps(a[q][t]);
             const uint8_t *row = v + (size_t)t * stride;
             if (t + DOT_PREFETCH_ROWS < nr)
                 prefetch_bytes(row + (size_t)DOT_PREFETCH_ROWS * stride + (size_t)i * elt,
                                (size_t)(MAD_REGS * W) * elt);
-            for (int g = 0; g < MAD_REGS; g++)
-                acc[g] = _mm512_add_ps(acc[g], _mm512_mul_ps(va, load16_512(row, type, i + W * g)));
+            for (int g = 0; g < MAD_REGS; g++) {
+                const __m512 w = load16_512(row, type, i + W * g);
+                for (int q = 0; q < nq; q++)
+                    acc[q][g] = _mm512_add_ps(acc[q][g], _mm512_mul_ps(va[q], w));
+            }
         }
-        for (int g = 0; g < MAD_REGS; g++)
-            _mm512_storeu_ps(y + i + W * g, acc[g]);
+        for (int q = 0; q < nq; q++)
+            for (int g = 0; g < MAD_REGS; g++)
+                _mm512_storeu_ps(y[q] + i + W * g, acc[q][g]);
     }
-    for (; i + W <= n; i += W) {
-        __m512 acc = _mm512_loadu_ps(y + i);
-        for (int64_t t = 0; t < nr; t++)
-            acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_set1_ps(a[t]),
-                                                   load16_512(v + (size_t)t * stride, type, i)));
-        _mm512_storeu_ps(y + i, acc);
-    }
-    mad_rows_tail(y, v, stride, type, a, nr, i, n);
+    for (; i + W <= n; i += W)
+        for (int q = 0; q < nq; q++) {
+            __m512 acc = _mm512_loadu_ps(y[q] + i);
+            for (int64_t t = 0; t < nr; t++)
+                acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_set1_ps(a[q][t]),
+                                                       load16_512(v + (size_t)t * stride, type, i)));
+            _mm512_storeu_ps(y[q] + i, acc);
+        }
+    for (int q = 0; q < nq; q++)
+        mad_rows_tail(y[q], v, stride, type, a[q], nr, i, n);
+}
+
+TGT_X86_512 static void mad_rows_avx512(float *y, const uint8_t *v, size_t stride, uint32_t type,
+                                        const float *a, int64_t nr, int64_t n)
+{
+    mad_rowsq_avx512(&y, v, stride, type, &a, 1, nr, n);
+}
+
+TGT_X86_512 static void mad_rows2_avx512(float *const *y, const uint8_t *v, size_t stride,
+                                         uint32_t type, const float *const *a, int64_t nr,
+                                         int64_t n)
+{
+    mad_rowsq_avx512(y, v, stride, type, a, 2, nr, n);
 }
 
 TGT_X86 static void mad_rows_avx2(float *y, const uint8_t *v, size_t stride, uint32_t type,
@@ -1007,6 +1058,47 @@ int ork_vec_dot_rows(uint32_t type, const void *rows, size_t row_stride, const f
     for (; r < nr; r++)
         out[r] = ork_vec_dot(type, p + (size_t)r * sb, x, n);
     return 0;
+}
+
+int ork_vec_dot_rows2(uint32_t type, const void *rows, size_t row_stride, const float *const *x,
+                      int64_t n, int64_t nr, float *const *out)
+{
+#ifdef ORK_HAVE_X86_DISPATCH
+    if ((type == ORK_TYPE_F32 || type == ORK_TYPE_F16) && ork__kisa() == KISA_AVX512VNNI) {
+        const uint8_t *p = rows;
+        size_t sb = row_stride * elt_bytes(type);
+        int64_t r = 0;
+        for (; r < nr; r += ROWS_512) {
+            const uint8_t *rp[ROWS_512];
+            float o[DOT_QUERIES_MAX][ROWS_512];
+            for (int j = 0; j < ROWS_512; j++)  /* past the last row: repeat it, drop the result */
+                rp[j] = p + (size_t)(r + j < nr ? r + j : nr - 1) * sb;
+            for (int64_t j = r + DOT_PREFETCH_ROWS; j < r + DOT_PREFETCH_ROWS + ROWS_512 && j < nr;
+                 j++)
+                prefetch_bytes(p + (size_t)j * sb, (size_t)n * elt_bytes(type));
+            dot4x2_avx512(type, rp, x, n, o);
+            for (int q = 0; q < DOT_QUERIES_MAX; q++)
+                for (int j = 0; j < ROWS_512 && r + j < nr; j++)
+                    out[q][r + j] = o[q][j];
+        }
+        return 0;
+    }
+#endif
+    int ret = ork_vec_dot_rows(type, rows, row_stride, x[0], n, nr, out[0]);
+    return ret < 0 ? ret : ork_vec_dot_rows(type, rows, row_stride, x[1], n, nr, out[1]);
+}
+
+int ork_vec_mad_rows2(float *const *y, const void *v, size_t row_stride, uint32_t type,
+                      const float *const *a, int64_t nr, int64_t n)
+{
+#ifdef ORK_HAVE_X86_DISPATCH
+    if ((type == ORK_TYPE_F32 || type == ORK_TYPE_F16) && ork__kisa() == KISA_AVX512VNNI) {
+        mad_rows2_avx512(y, v, row_stride * elt_bytes(type), type, a, nr, n);
+        return 0;
+    }
+#endif
+    int ret = ork_vec_mad_rows(y[0], v, row_stride, type, a[0], nr, n);
+    return ret < 0 ? ret : ork_vec_mad_rows(y[1], v, row_stride, type, a[1], nr, n);
 }
 
 int ork_vec_mad_rows(float *y, const void *v, size_t row_stride, uint32_t type, const float *a,

@@ -3,9 +3,9 @@
  * the dispatched dot equals the dispatched f32 dot of the dequantized row bit for bit; the
  * dispatched (SIMD) results stay within 1e-5 of the scalar reference relative to sum |w x|;
  * F16 dequantization on the SIMD path gives the scalar's bits for all 65536 values;
- * ork_vec_dot_rows / ork_vec_mad_rows (attention) give the bits of the one-row kernels on every
- * path, for F32 and F16 rows, row counts around the rows-per-pass and lengths around the lane
- * count. */
+ * ork_vec_dot_rows / ork_vec_mad_rows (attention; one or two queries) give the bits of the
+ * one-row kernels on every path, for F32 and F16 rows, row counts around the rows-per-pass and
+ * lengths around the lane count. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -129,6 +129,7 @@ static void test_rows_match_single(void)
     enum { RN = 300, MAXR = 11, STRIDE = 320 };
     static uint8_t rows[MAXR * STRIDE * 4];
     static float x[RN], a[MAXR], y1[RN], y2[RN], o1[MAXR], o2[MAXR];
+    static float xb[RN], ab[MAXR], y3[RN], y4[RN], y5[RN], o3[MAXR], o4[MAXR], o5[MAXR];
     static const int64_t ns[] = { 1, 7, 16, 31, 32, 33, 64, 96, 127, 128, 129, 200, 256, RN };
     static const uint32_t vt[] = { ORK_TYPE_F32, ORK_TYPE_F16 };
     for (int pi = 0; ork_kernels_path_name(pi); pi++) {
@@ -141,21 +142,38 @@ static void test_rows_match_single(void)
                 kt_random_row(type, rows + (size_t)r * STRIDE * eb, STRIDE);
             for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
                 int64_t n = ns[ni];
-                for (int64_t i = 0; i < n; i++)
+                for (int64_t i = 0; i < n; i++) {
                     x[i] = frand() * 3.0f;
+                    xb[i] = frand() * 3.0f;
+                }
                 for (int nr = 1; nr <= MAXR; nr++) {
                     for (int r = 0; r < nr; r++) {
                         a[r] = frand();
+                        ab[r] = frand();
                         o1[r] = ork_vec_dot(type, rows + (size_t)r * STRIDE * eb, x, n);
+                        o3[r] = ork_vec_dot(type, rows + (size_t)r * STRIDE * eb, xb, n);
                     }
                     REQUIRE(ork_vec_dot_rows(type, rows, STRIDE, x, n, nr, o2) == 0);
                     CHECK(memcmp(o1, o2, (size_t)nr * sizeof(float)) == 0);
-                    for (int64_t i = 0; i < n; i++)
-                        y1[i] = y2[i] = frand();
-                    for (int r = 0; r < nr; r++)
+                    /* two queries at once: each its own one-row bits */
+                    REQUIRE(ork_vec_dot_rows2(type, rows, STRIDE, (const float *const[]){ xb, x },
+                                              n, nr, (float *const[]){ o4, o5 }) == 0);
+                    CHECK(memcmp(o3, o4, (size_t)nr * sizeof(float)) == 0);
+                    CHECK(memcmp(o1, o5, (size_t)nr * sizeof(float)) == 0);
+                    for (int64_t i = 0; i < n; i++) {
+                        y1[i] = y2[i] = y5[i] = frand();
+                        y3[i] = y4[i] = frand();
+                    }
+                    for (int r = 0; r < nr; r++) {
                         ork_vec_mad(y1, rows + (size_t)r * STRIDE * eb, type, a[r], n);
+                        ork_vec_mad(y3, rows + (size_t)r * STRIDE * eb, type, ab[r], n);
+                    }
                     REQUIRE(ork_vec_mad_rows(y2, rows, STRIDE, type, a, nr, n) == 0);
                     CHECK(memcmp(y1, y2, (size_t)n * sizeof(float)) == 0);
+                    REQUIRE(ork_vec_mad_rows2((float *const[]){ y4, y5 }, rows, STRIDE, type,
+                                              (const float *const[]){ ab, a }, nr, n) == 0);
+                    CHECK(memcmp(y3, y4, (size_t)n * sizeof(float)) == 0);
+                    CHECK(memcmp(y1, y5, (size_t)n * sizeof(float)) == 0);
                 }
             }
         }
@@ -163,6 +181,10 @@ static void test_rows_match_single(void)
     ork_kernels_set_path(NULL);
     CHECK_EQ_INT(ork_vec_dot_rows(ORK_TYPE_Q8_0, rows, 32, x, 32, 1, o1), ORK_EUNSUPPORTED);
     CHECK_EQ_INT(ork_vec_mad_rows(y1, rows, 32, ORK_TYPE_Q8_0, a, 1, 32), ORK_EUNSUPPORTED);
+    CHECK_EQ_INT(ork_vec_dot_rows2(ORK_TYPE_Q8_0, rows, 32, (const float *const[]){ x, xb }, 32,
+                                   1, (float *const[]){ o1, o2 }), ORK_EUNSUPPORTED);
+    CHECK_EQ_INT(ork_vec_mad_rows2((float *const[]){ y1, y2 }, rows, 32, ORK_TYPE_Q8_0,
+                                   (const float *const[]){ a, ab }, 1, 32), ORK_EUNSUPPORTED);
 }
 
 int main(void)

@@ -1,7 +1,7 @@
 /* test_kv.c -- the KV cache (src/engine/kv.c): rows stored at every position of several layers
  * and heads read back through the two attention loops, against one dispatched dot / mad per
- * row on the rows kept aside (same bits), across position blocks and with a short context;
- * prefaulting zeroes exactly the positions asked for. */
+ * row on the rows kept aside (same bits), one query or two at once, across position blocks and
+ * with a short context; prefaulting zeroes exactly the positions asked for. */
 #include "engine/model_priv.h"
 
 #include <ork-kernels/kernels.h>
@@ -51,31 +51,53 @@ static void fill(struct ork_kv_cache *kv, struct rows *r, int ctx)
 static void check_reads(const struct ork_kv_cache *kv, const struct rows *r, int ctx)
 {
     static const int n_pos_list[] = { 1, 2, 63, 64, 65, 255, 256, 257, 511, 512, 513, MAX_POS };
-    float q[HEAD_DIM], w[MAX_POS], sc[MAX_POS], out[HEAD_DIM], want[HEAD_DIM];
-    for (int i = 0; i < HEAD_DIM; i++)
+    static float w[MAX_POS], w2[MAX_POS], sc[MAX_POS], sc2[MAX_POS], sc3[MAX_POS];
+    float q[HEAD_DIM], q2[HEAD_DIM], out[HEAD_DIM], out2[HEAD_DIM], out3[HEAD_DIM];
+    float want[HEAD_DIM], want2[HEAD_DIM];
+    for (int i = 0; i < HEAD_DIM; i++) {
         q[i] = rnd();
+        q2[i] = rnd();
+    }
     int bad = 0;
     for (size_t c = 0; c < sizeof n_pos_list / sizeof n_pos_list[0]; c++) {
         int n_pos = n_pos_list[c];
         if (n_pos > ctx)
             continue;
-        for (int t = 0; t < n_pos; t++)
+        for (int t = 0; t < n_pos; t++) {
             w[t] = rnd();
+            w2[t] = rnd();
+        }
         for (int l = 0; l < N_LAYERS; l++)
             for (int h = 0; h < N_KV_HEADS; h++) {
-                ork__kv_scores(kv, l, h, q, 0.25f, n_pos, sc);
+                ork__kv_scores(kv, l, h, (const float *const[]){ q }, 1, 0.25f, n_pos,
+                               (float *const[]){ sc });
                 for (int t = 0; t < n_pos; t++) {
                     float d = ork_vec_dot(ORK_TYPE_F32, r->k[l][t] + h * HEAD_DIM, q, HEAD_DIM);
                     bad += sc[t] != d * 0.25f;
                 }
-                ork__kv_weighted_sum(kv, l, h, w, n_pos, out);
+                /* two queries at once: each gets its own single-query bits */
+                ork__kv_scores(kv, l, h, (const float *const[]){ q2, q }, 2, 0.25f, n_pos,
+                               (float *const[]){ sc2, sc3 });
+                for (int t = 0; t < n_pos; t++) {
+                    float d = ork_vec_dot(ORK_TYPE_F32, r->k[l][t] + h * HEAD_DIM, q2, HEAD_DIM);
+                    bad += sc2[t] != d * 0.25f || sc3[t] != sc[t];
+                }
+                ork__kv_weighted_sum(kv, l, h, (const float *const[]){ w }, 1, n_pos,
+                                     (float *const[]){ out });
                 for (int i = 0; i < HEAD_DIM; i++)
-                    want[i] = 0.0f;
-                for (int t = 0; t < n_pos; t++)
+                    want[i] = want2[i] = 0.0f;
+                for (int t = 0; t < n_pos; t++) {
                     CHECK(ork_vec_mad(want, r->v[l][t] + h * HEAD_DIM, ORK_TYPE_F32, w[t],
                                       HEAD_DIM) == 0);
+                    CHECK(ork_vec_mad(want2, r->v[l][t] + h * HEAD_DIM, ORK_TYPE_F32, w2[t],
+                                      HEAD_DIM) == 0);
+                }
                 for (int i = 0; i < HEAD_DIM; i++)
                     bad += out[i] != want[i];
+                ork__kv_weighted_sum(kv, l, h, (const float *const[]){ w2, w }, 2, n_pos,
+                                     (float *const[]){ out2, out3 });
+                for (int i = 0; i < HEAD_DIM; i++)
+                    bad += out2[i] != want2[i] || out3[i] != want[i];
             }
     }
     CHECK_EQ_INT(bad, 0);
@@ -138,7 +160,8 @@ static void test_prefault(void)
         int nonzero = 0, zero = 0;
         for (int l = 0; l < N_LAYERS; l++)
             for (int h = 0; h < N_KV_HEADS; h++) {
-                ork__kv_scores(&kv, l, h, q, 0.25f, MAX_POS, sc);
+                ork__kv_scores(&kv, l, h, (const float *const[]){ q }, 1, 0.25f, MAX_POS,
+                               (float *const[]){ sc });
                 for (int t = 0; t < MAX_POS; t++) {
                     nonzero += t >= PF_FROM && sc[t] != 0.0f;
                     zero += t < PF_FROM && sc[t] == 0.0f;
