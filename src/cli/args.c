@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 bool ork_cli_parse_int(const char *cmd, const char *opt, const char *s, long long lo, long long hi,
                        long long *out)
@@ -61,6 +62,16 @@ bool ork_cli_parse_float(const char *cmd, const char *opt, const char *s, double
     }
     *out = v;
     return true;
+}
+
+bool ork_cli_parse_kv_type(const char *cmd, const char *s, enum ork_kv_type *out)
+{
+    if (!strcmp(s, "f32") || !strcmp(s, "f16")) {
+        *out = !strcmp(s, "f16") ? ORK_KV_F16 : ORK_KV_F32;
+        return true;
+    }
+    fprintf(stderr, "ork %s: invalid value '%s' for --kv-type: must be f32 or f16\n", cmd, s);
+    return false;
 }
 
 const char *ork_cli_value(const char *cmd, int argc, char **argv, int *i)

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <ork-engine/engine.h>
+
 /* A macro's value as a string literal (for --help texts). */
 #define ORK_STR_(x) #x
 #define ORK_STR(x) ORK_STR_(x)
@@ -37,6 +39,8 @@ bool ork_cli_parse_int(const char *cmd, const char *opt, const char *s, long lon
 bool ork_cli_parse_float(const char *cmd, const char *opt, const char *s, double lo, double hi,
                          double *out);
 bool ork_cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out);
+/* --kv-type: "f32" or "f16". */
+bool ork_cli_parse_kv_type(const char *cmd, const char *s, enum ork_kv_type *out);
 
 /* For option loops: returns the value following argv[*i] (advancing *i), or prints
  * "ork <cmd>: OPT needs a value" and returns NULL. */

@@ -253,15 +253,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
         } else if (!strcmp(a, "--act-quant") || !strcmp(a, "--no-act-quant")) {
             o->f32_act = !strcmp(a, "--no-act-quant");
         } else if (!strcmp(a, "--kv-type")) {
-            if (!(v = ork_cli_value(CMD, argc, argv, &i)))
+            if (!(v = ork_cli_value(CMD, argc, argv, &i)) ||
+                !ork_cli_parse_kv_type(CMD, v, &o->kv_type))
                 return -1;
-            if (!strcmp(v, "f32") || !strcmp(v, "f16")) {
-                o->kv_type = !strcmp(v, "f16") ? ORK_KV_F16 : ORK_KV_F32;
-            } else {
-                fprintf(stderr, "ork %s: invalid value '%s' for --kv-type: must be f32 or f16\n",
-                        CMD, v);
-                return -1;
-            }
         } else if (!strcmp(a, "--membw-mb")) {
             if (!(v = ork_cli_value(CMD, argc, argv, &i)) ||
                 !ork_cli_parse_int(CMD, "--membw-mb", v, 1, 1 << 16, &ll))

@@ -227,15 +227,7 @@ int ork_cli_gen_opt(const char *cmd, int argc, char **argv, int *i, struct ork_c
         INT_OPT(1, 1 << 16, o->session.n_batch);
     if (is_opt(a, NULL, "--kv-type")) {
         VALUE();
-        if (!strcmp(v, "f32"))
-            o->session.kv_type = ORK_KV_F32;
-        else if (!strcmp(v, "f16"))
-            o->session.kv_type = ORK_KV_F16;
-        else {
-            fprintf(stderr, "ork %s: invalid value '%s' for --kv-type: must be f32 or f16\n", cmd, v);
-            return -1;
-        }
-        return 1;
+        return ork_cli_parse_kv_type(cmd, v, &o->session.kv_type) ? 1 : -1;
     }
     if (is_opt(a, NULL, "--stop")) {
         VALUE();

@@ -107,17 +107,8 @@ int ork_cmd_serve(int argc, char **argv)
             sp.max_body = (size_t)n;
         } else if (!strcmp(a, "--kv-type")) {
             const char *v = ork_cli_value(CMD, argc, argv, &i);
-            if (!v)
+            if (!v || !ork_cli_parse_kv_type(CMD, v, &sp.session.kv_type))
                 return ORK_EXIT_USAGE;
-            if (!strcmp(v, "f32"))
-                sp.session.kv_type = ORK_KV_F32;
-            else if (!strcmp(v, "f16"))
-                sp.session.kv_type = ORK_KV_F16;
-            else {
-                fprintf(stderr, "ork %s: invalid value '%s' for --kv-type: must be f32 or f16\n",
-                        CMD, v);
-                return ORK_EXIT_USAGE;
-            }
         } else if (!strcmp(a, "--device")) {
             const char *v = ork_cli_value(CMD, argc, argv, &i);
             if (!v)

@@ -112,9 +112,20 @@ static inline int32_t run_len(int32_t t0, int32_t n_pos)
     return (end < n_pos ? end : n_pos) - t0;
 }
 
+/* The cache's element type and bytes per element. */
+static inline uint32_t kv_row_type(const struct ork_kv_cache *kv)
+{
+    return kv->type == ORK_KV_F32 ? ORK_TYPE_F32 : ORK_TYPE_F16;
+}
+
+static inline size_t kv_elt(const struct ork_kv_cache *kv)
+{
+    return kv->type == ORK_KV_F32 ? sizeof(float) : sizeof(uint16_t);
+}
+
 void ork__kv_prefault(struct ork_kv_cache *kv, int32_t from, int32_t to)
 {
-    size_t elt = kv->type == ORK_KV_F32 ? sizeof(float) : sizeof(uint16_t);
+    size_t elt = kv_elt(kv);
     for (int32_t l = 0; l < kv->n_layers; l++)
         for (int32_t h = 0; h < kv->n_kv_heads; h++)
             for (int32_t t0 = from, m; t0 < to; t0 += m) {
@@ -151,7 +162,7 @@ void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
                     float *const *scores)
 {
     int32_t n = kv->head_dim;
-    uint32_t type = kv->type == ORK_KV_F32 ? ORK_TYPE_F32 : ORK_TYPE_F16;
+    uint32_t type = kv_row_type(kv);
     for (int32_t t0 = 0, m; t0 < n_pos; t0 += m) {
         m = run_len(t0, n_pos);
         size_t base = row_index(kv, layer, head, t0);
@@ -159,9 +170,7 @@ void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
             /* several keys per pass (ork_vec_dot_rows: the bits of one ork_vec_dot per key;
              * F16 widened in registers, the same bits as converting the row first); two
              * queries read the keys once (ork_vec_dot_rows2, the same bits per query) */
-            const void *k = kv->type == ORK_KV_F32
-                                ? (const void *)((const float *)kv->k + base)
-                                : (const void *)((const uint16_t *)kv->k + base);
+            const void *k = (const uint8_t *)kv->k + base * kv_elt(kv);
             if (nq == 2)
                 ork_vec_dot_rows2(type, k, (size_t)n, q, n, m,
                                   (float *const[]){ scores[0] + t0, scores[1] + t0 });
@@ -198,8 +207,8 @@ void ork__kv_weighted_sum(const struct ork_kv_cache *kv, int32_t layer, int32_t 
      * (ork_vec_mad_rows: the bits of one ork_vec_mad per position, with out kept in registers
      * across the positions of a run and stored between runs; two queries read the values
      * once, ork_vec_mad_rows2) */
-    uint32_t type = kv->type == ORK_KV_F32 ? ORK_TYPE_F32 : ORK_TYPE_F16;
-    size_t elt = kv->type == ORK_KV_F32 ? sizeof(float) : sizeof(uint16_t);
+    uint32_t type = kv_row_type(kv);
+    size_t elt = kv_elt(kv);
     for (int32_t t0 = 0, m; t0 < n_pos; t0 += m) {
         m = run_len(t0, n_pos);
         const void *v = (const uint8_t *)kv->v + row_index(kv, layer, head, t0) * elt;

@@ -1029,8 +1029,11 @@ bool ork__dot16_tile(enum kisa k, uint32_t type, const uint8_t *w, size_t row_by
 #endif
 }
 
-int ork_vec_dot_rows(uint32_t type, const void *rows, size_t row_stride, const float *x,
-                     int64_t n, int64_t nr, float *out)
+/* The attention loops for nq (1 or 2) queries x[q] / weight vectors a[q] over the same rows:
+ * on the AVX-512 path the rows are loaded once for all of them, elsewhere the one-query loop
+ * runs per query (each query's bits are the same either way). */
+static int dot_rows(uint32_t type, const void *rows, size_t row_stride, const float *const *x,
+                    int nq, int64_t n, int64_t nr, float *const *out)
 {
     if (type != ORK_TYPE_F32 && type != ORK_TYPE_F16)
         return ork_errorf(ORK_EUNSUPPORTED, "vec_dot_rows: %s rows", ork_type_name(type));
@@ -1040,69 +1043,37 @@ int ork_vec_dot_rows(uint32_t type, const void *rows, size_t row_stride, const f
 #ifdef ORK_HAVE_X86_DISPATCH
     enum kisa k = ork__kisa();
     int group = k == KISA_AVX512VNNI ? ROWS_512 : k != KISA_SCALAR ? ROWS_256 : 0;
+    if (group == ROWS_256 && nq > 1) {
+        for (int q = 0; q < nq; q++)
+            (void)dot_rows(type, rows, row_stride, &x[q], 1, n, nr, &out[q]);
+        return 0;
+    }
     for (; group && r < nr; r += group) {
         const uint8_t *rp[ROWS_512];
-        float o[ROWS_512];
+        float o[DOT_QUERIES_MAX][ROWS_512];
         for (int j = 0; j < group; j++)     /* past the last row: repeat it, drop the result */
             rp[j] = p + (size_t)(r + j < nr ? r + j : nr - 1) * sb;
         for (int64_t j = r + DOT_PREFETCH_ROWS; j < r + DOT_PREFETCH_ROWS + group && j < nr; j++)
             prefetch_bytes(p + (size_t)j * sb, (size_t)n * elt_bytes(type));
-        if (group == ROWS_512)
-            dot4_avx512(type, rp, x, n, o);
+        if (group == ROWS_256)
+            dot2_avx2(type, rp, x[0], n, o[0]);
+        else if (nq == 2)
+            dot4x2_avx512(type, rp, x, n, o);
         else
-            dot2_avx2(type, rp, x, n, o);
-        for (int j = 0; j < group && r + j < nr; j++)
-            out[r + j] = o[j];
+            dot4_avx512(type, rp, x[0], n, o[0]);
+        for (int q = 0; q < nq; q++)
+            for (int j = 0; j < group && r + j < nr; j++)
+                out[q][r + j] = o[q][j];
     }
 #endif
-    for (; r < nr; r++)
-        out[r] = ork_vec_dot(type, p + (size_t)r * sb, x, n);
+    for (int q = 0; q < nq; q++)
+        for (int64_t t = r; t < nr; t++)
+            out[q][t] = ork_vec_dot(type, p + (size_t)t * sb, x[q], n);
     return 0;
 }
 
-int ork_vec_dot_rows2(uint32_t type, const void *rows, size_t row_stride, const float *const *x,
-                      int64_t n, int64_t nr, float *const *out)
-{
-#ifdef ORK_HAVE_X86_DISPATCH
-    if ((type == ORK_TYPE_F32 || type == ORK_TYPE_F16) && ork__kisa() == KISA_AVX512VNNI) {
-        const uint8_t *p = rows;
-        size_t sb = row_stride * elt_bytes(type);
-        int64_t r = 0;
-        for (; r < nr; r += ROWS_512) {
-            const uint8_t *rp[ROWS_512];
-            float o[DOT_QUERIES_MAX][ROWS_512];
-            for (int j = 0; j < ROWS_512; j++)  /* past the last row: repeat it, drop the result */
-                rp[j] = p + (size_t)(r + j < nr ? r + j : nr - 1) * sb;
-            for (int64_t j = r + DOT_PREFETCH_ROWS; j < r + DOT_PREFETCH_ROWS + ROWS_512 && j < nr;
-                 j++)
-                prefetch_bytes(p + (size_t)j * sb, (size_t)n * elt_bytes(type));
-            dot4x2_avx512(type, rp, x, n, o);
-            for (int q = 0; q < DOT_QUERIES_MAX; q++)
-                for (int j = 0; j < ROWS_512 && r + j < nr; j++)
-                    out[q][r + j] = o[q][j];
-        }
-        return 0;
-    }
-#endif
-    int ret = ork_vec_dot_rows(type, rows, row_stride, x[0], n, nr, out[0]);
-    return ret < 0 ? ret : ork_vec_dot_rows(type, rows, row_stride, x[1], n, nr, out[1]);
-}
-
-int ork_vec_mad_rows2(float *const *y, const void *v, size_t row_stride, uint32_t type,
-                      const float *const *a, int64_t nr, int64_t n)
-{
-#ifdef ORK_HAVE_X86_DISPATCH
-    if ((type == ORK_TYPE_F32 || type == ORK_TYPE_F16) && ork__kisa() == KISA_AVX512VNNI) {
-        mad_rows2_avx512(y, v, row_stride * elt_bytes(type), type, a, nr, n);
-        return 0;
-    }
-#endif
-    int ret = ork_vec_mad_rows(y[0], v, row_stride, type, a[0], nr, n);
-    return ret < 0 ? ret : ork_vec_mad_rows(y[1], v, row_stride, type, a[1], nr, n);
-}
-
-int ork_vec_mad_rows(float *y, const void *v, size_t row_stride, uint32_t type, const float *a,
-                     int64_t nr, int64_t n)
+static int mad_rows(float *const *y, const void *v, size_t row_stride, uint32_t type,
+                    const float *const *a, int nq, int64_t nr, int64_t n)
 {
     if (type != ORK_TYPE_F32 && type != ORK_TYPE_F16)
         return ork_errorf(ORK_EUNSUPPORTED, "vec_mad_rows: %s values", ork_type_name(type));
@@ -1111,17 +1082,46 @@ int ork_vec_mad_rows(float *y, const void *v, size_t row_stride, uint32_t type, 
 #ifdef ORK_HAVE_X86_DISPATCH
     enum kisa k = ork__kisa();
     if (k == KISA_AVX512VNNI) {
-        mad_rows_avx512(y, p, sb, type, a, nr, n);
+        if (nq == 2)
+            mad_rows2_avx512(y, p, sb, type, a, nr, n);
+        else
+            mad_rows_avx512(y[0], p, sb, type, a[0], nr, n);
         return 0;
     }
     if (k != KISA_SCALAR) {
-        mad_rows_avx2(y, p, sb, type, a, nr, n);
+        for (int q = 0; q < nq; q++)
+            mad_rows_avx2(y[q], p, sb, type, a[q], nr, n);
         return 0;
     }
 #endif
-    for (int64_t r = 0; r < nr; r++)
-        ork_vec_mad(y, p + (size_t)r * sb, type, a[r], n);
+    for (int q = 0; q < nq; q++)
+        for (int64_t r = 0; r < nr; r++)
+            ork_vec_mad(y[q], p + (size_t)r * sb, type, a[q][r], n);
     return 0;
+}
+
+int ork_vec_dot_rows(uint32_t type, const void *rows, size_t row_stride, const float *x,
+                     int64_t n, int64_t nr, float *out)
+{
+    return dot_rows(type, rows, row_stride, &x, 1, n, nr, &out);
+}
+
+int ork_vec_dot_rows2(uint32_t type, const void *rows, size_t row_stride, const float *const *x,
+                      int64_t n, int64_t nr, float *const *out)
+{
+    return dot_rows(type, rows, row_stride, x, DOT_QUERIES_MAX, n, nr, out);
+}
+
+int ork_vec_mad_rows(float *y, const void *v, size_t row_stride, uint32_t type, const float *a,
+                     int64_t nr, int64_t n)
+{
+    return mad_rows(&y, v, row_stride, type, &a, 1, nr, n);
+}
+
+int ork_vec_mad_rows2(float *const *y, const void *v, size_t row_stride, uint32_t type,
+                      const float *const *a, int64_t nr, int64_t n)
+{
+    return mad_rows(y, v, row_stride, type, a, DOT_QUERIES_MAX, nr, n);
 }
 
 /* ---- activations converted like the weights (ORK_ACT_QUANT) ---- */
