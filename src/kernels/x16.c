@@ -25,8 +25,12 @@
  * 16 * 144 = 64 + 192 + 2048).
  *
  * X form (XF_X16, ork__x16_xprep): per block ORK_X16_XBLOCK (48) bytes: q[32] int8 (the Q8_0
- * quants of ork_quantize_row_q8_0), f32 d, int32 -8 * sum(q), int32 -128 * sum(q), 4 bytes of zeros. The
- * two sums are the exact correction for the weights' u8 offsets: sum (w + off) x - off sum x.
+ * quants of ork_quantize_row_q8_0), f32 d, int32 -128 * sum(q), 8 bytes of zeros. The sum is
+ * the exact correction for the weights' u8 offset: sum (w + 128) x - 128 sum x. Q4_0 (nibbles
+ * n = w + 8) takes it too: the low nibbles (byte & 0x0f) go into one chain from 0, the high
+ * ones in place (byte & 0xf0 = 16 n) into another from -128 sum(q); that one ends at
+ * 16 (sum n_hi x_hi - 8 sum(q)), and an arithmetic shift right by 4 (exact) plus the first
+ * chain is the block's integer dot sum (n - 8) x.
  *
  * Arithmetic: per row, block by block in order, acc = fmaf((float)isum_b, d_w * d_x, acc) with
  * isum_b the exact integer dot of the block (|isum| <= 32 * 128 * 127 < 2^24, exact in f32).
@@ -56,11 +60,12 @@
 #define X16_CHUNK 64            /* one vector of quants: 4 bytes of each of 16 rows */
 #define X16_U8_OFFSET 128       /* Q8_0 quants stored as q + 128 */
 #define X16_U8_FLIP_BYTE 0x80   /* ... = q xor 0x80 */
-#define X16_Q4_OFFSET 8         /* Q4_0 nibble bias */
+#define X16_Q4_LO 0x0f          /* a Q4_0 quant byte's low nibble */
+#define X16_Q4_HI 0xf0          /* ... its high nibble in place: 16 x the nibble */
+#define X16_Q4_HI_SHIFT 4       /* log2 16 */
 /* X form offsets inside a block of ORK_X16_XBLOCK bytes */
 #define X16_XD 32
-#define X16_XB4 36
-#define X16_XB8 40
+#define X16_XB 36
 _Static_assert(ORK_X16_STREAMS <= ORK_X16_STREAMS_MAX && ORK_X16_STREAMS_MAX <= ORK_WSTREAMS_MAX,
                "the decode spans (matmul.c) hold ORK_WSTREAMS_MAX streams");
 /* Largest row handled by the packer (bytes of one plain row): its group buffer is 16 rows. */
@@ -231,12 +236,11 @@ static void xform_blocks(const uint8_t *tmp, int64_t nb, uint8_t *dst)
         int32_t sum = 0;
         for (int e = 0; e < Q8_0_BLOCK; e++)
             sum += (int8_t)s[2 + e];
-        int32_t b4 = -X16_Q4_OFFSET * sum, b8 = -X16_U8_OFFSET * sum, zero = 0;
+        int32_t bias = -X16_U8_OFFSET * sum;
         memcpy(o, s + 2, Q8_0_BLOCK);
         memcpy(o + X16_XD, &d, 4);
-        memcpy(o + X16_XB4, &b4, 4);
-        memcpy(o + X16_XB8, &b8, 4);
-        memcpy(o + X16_XB8 + 4, &zero, 4);
+        memcpy(o + X16_XB, &bias, 4);
+        memset(o + X16_XB + 4, 0, ORK_X16_XBLOCK - X16_XB - 4);
     }
 }
 
@@ -264,6 +268,18 @@ static inline int32_t ld32(const uint8_t *p)
     return v;
 }
 
+/* acc + vpdpbusd(w, the int32 at x in every lane), the int32 read by the instruction itself
+ * ({1to16} memory broadcast). GCC 12 keeps a broadcast shared by several groups in a register
+ * of its own (one more instruction per use); with the broadcast folded, interleaved Q4_0 decode
+ * from DRAM ran 1.06-1.09x faster (`tools/kern_probe chain q4_0 2`, both kernels in one binary,
+ * each rep timed both ways) and Q8_0 0.99-1.07x. */
+TGT_X16 static inline __attribute__((always_inline)) __m512i dpbusd_bcast(__m512i acc, __m512i w,
+                                                                         const uint8_t *x)
+{
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const int32_t *)x));
+    return acc;
+}
+
 /* How far ahead of each group's block decode (mx = 1) prefetches into L1. Measured with
  * `tools/kern_probe chain TYPE 2` with a second kernel set in the same binary (each rep timed
  * both ways, medians of per-rep ratios): Q4_0 1 KiB ahead 1.09-1.13x faster in minutes when
@@ -280,8 +296,7 @@ x16_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, si
          int64_t nb, __m512 *acc)
 {
     const size_t gb = ORK_X16_ROWS * (q8 ? Q8_0_BYTES : Q4_0_BYTES);
-    const int xb = q8 ? X16_XB8 : X16_XB4;
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m512i lo = _mm512_set1_epi8(X16_Q4_LO), hi = _mm512_set1_epi8((char)X16_Q4_HI);
     for (int64_t b = 0; b < nb; b++) {
         for (int s = 0; s < ng; s++) {
             const uint8_t *wb = g[s] + (size_t)b * gb;
@@ -296,18 +311,23 @@ x16_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, si
             } else {
                 for (int c = 0; c < 4; c++) {
                     __m512i raw = _mm512_loadu_si512(wb + X16_D_BYTES + c * X16_CHUNK);
-                    wv[c] = _mm512_and_si512(raw, m4);
-                    wv[c + 4] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+                    wv[c] = _mm512_and_si512(raw, lo);          /* elements 4c .. */
+                    wv[c + 4] = _mm512_and_si512(raw, hi);      /* 16 x elements 16 + 4c .. */
                 }
             }
             for (int t = 0; t < mx; t++) {
                 const uint8_t *x = xs + (size_t)t * xstride + (size_t)b * ORK_X16_XBLOCK;
-                __m512i i0 = _mm512_set1_epi32(ld32(x + xb)), i1 = _mm512_setzero_si512();
+                /* Q8_0: two chains over alternate chunks, the first from the bias; Q4_0: the
+                 * low nibbles' chain from 0, the high ones' from the bias (the X form above) */
+                __m512i i0 = q8 ? _mm512_set1_epi32(ld32(x + X16_XB)) : _mm512_setzero_si512();
+                __m512i i1 = q8 ? _mm512_setzero_si512() : _mm512_set1_epi32(ld32(x + X16_XB));
                 for (int c = 0; c < 8; c += 2) {
-                    i0 = _mm512_dpbusd_epi32(i0, wv[c], _mm512_set1_epi32(ld32(x + 4 * c)));
-                    i1 = _mm512_dpbusd_epi32(i1, wv[c + 1],
-                                             _mm512_set1_epi32(ld32(x + 4 * c + 4)));
+                    const int c0 = q8 ? c : c / 2, c1 = q8 ? c + 1 : c / 2 + 4;
+                    i0 = dpbusd_bcast(i0, wv[c0], x + 4 * c0);
+                    i1 = dpbusd_bcast(i1, wv[c1], x + 4 * c1);
                 }
+                if (!q8)
+                    i1 = _mm512_srai_epi32(i1, X16_Q4_HI_SHIFT);
                 float dx;
                 memcpy(&dx, x + X16_XD, 4);
                 const __m512 f = _mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1));
