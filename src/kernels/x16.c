@@ -282,10 +282,10 @@ TGT_X16 static inline __attribute__((always_inline)) __m512i dpbusd_bcast(__m512
 
 /* How far ahead of each group's block decode (mx = 1) prefetches into L1. Measured with
  * `tools/kern_probe chain TYPE 2` with a second kernel set in the same binary (each rep timed
- * both ways, medians of per-rep ratios): Q4_0 1 KiB ahead 1.09-1.13x faster in minutes when
- * the host's memory was contended (read 56-73 GB/s), 1.01-1.02x in others; 1.25-1.5 KiB
- * 1.07-1.09x, 2 KiB 1.04-1.06x, 256-512 bytes 0.97-0.98x, 4-16 KiB 0.85-0.95x (the four
- * streams' lines then crowd L1); into L2 only (T1) 0.96-0.97x. Q8_0 1 KiB 1.02-1.04x. */
+ * both ways, medians of per-rep ratios; docs/kernels.md): Q4_0 1 KiB ahead 1.01-1.13x faster
+ * over half an hour's minutes, 768 bytes 1.03x, 1.25-1.5 KiB 1.07-1.09x, 2 KiB 1.04-1.06x,
+ * 256-512 bytes 0.97-0.98x, 4-16 KiB 0.85-0.95x (the four streams' lines then crowd L1);
+ * into L2 only (T1) 0.96-0.97x. Q8_0 1 KiB mostly 1.01-1.04x. */
 #define X16_PF_BYTES 1024
 #define X16_LINE 64
 
