@@ -27,10 +27,9 @@
  * X form (XF_X16, ork__x16_xprep): per block ORK_X16_XBLOCK (48) bytes: q[32] int8 (the Q8_0
  * quants of ork_quantize_row_q8_0), f32 d, int32 -128 * sum(q), 8 bytes of zeros. The sum is
  * the exact correction for the weights' u8 offset: sum (w + 128) x - 128 sum x. Q4_0 (nibbles
- * n = w + 8) takes it too: the low nibbles (byte & 0x0f) go into one chain from 0, the high
- * ones in place (byte & 0xf0 = 16 n) into another from -128 sum(q); that one ends at
- * 16 (sum n_hi x_hi - 8 sum(q)), and an arithmetic shift right by 4 (exact) plus the first
- * chain is the block's integer dot sum (n - 8) x.
+ * n = w + 8) takes it too: its chain starts from it, takes the high nibbles in place
+ * (byte & 0xf0 = 16 n) to 16 (sum n_hi x_hi - 8 sum(q)), is shifted right by 4 (exact), then
+ * takes the low nibbles (byte & 0x0f): the block's integer dot sum (n - 8) x.
  *
  * Arithmetic: per row, block by block in order, acc = fmaf((float)isum_b, d_w * d_x, acc) with
  * isum_b the exact integer dot of the block (|isum| <= 32 * 128 * 127 < 2^24, exact in f32).
@@ -317,20 +316,24 @@ x16_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, si
             }
             for (int t = 0; t < mx; t++) {
                 const uint8_t *x = xs + (size_t)t * xstride + (size_t)b * ORK_X16_XBLOCK;
-                /* Q8_0: two chains over alternate chunks, the first from the bias; Q4_0: the
-                 * low nibbles' chain from 0, the high ones' from the bias (the X form above) */
-                __m512i i0 = q8 ? _mm512_set1_epi32(ld32(x + X16_XB)) : _mm512_setzero_si512();
-                __m512i i1 = q8 ? _mm512_setzero_si512() : _mm512_set1_epi32(ld32(x + X16_XB));
-                for (int c = 0; c < 8; c += 2) {
-                    const int c0 = q8 ? c : c / 2, c1 = q8 ? c + 1 : c / 2 + 4;
-                    i0 = dpbusd_bcast(i0, wv[c0], x + 4 * c0);
-                    i1 = dpbusd_bcast(i1, wv[c1], x + 4 * c1);
+                __m512i i0 = _mm512_set1_epi32(ld32(x + X16_XB));
+                if (q8) {           /* two chains over alternate vectors */
+                    __m512i i1 = _mm512_setzero_si512();
+                    for (int c = 0; c < 8; c += 2) {
+                        i0 = dpbusd_bcast(i0, wv[c], x + 4 * c);
+                        i1 = dpbusd_bcast(i1, wv[c + 1], x + 4 * c + 4);
+                    }
+                    i0 = _mm512_add_epi32(i0, i1);
+                } else {            /* one: the high nibbles from the bias, shifted, the low */
+                    for (int c = 4; c < 8; c++)
+                        i0 = dpbusd_bcast(i0, wv[c], x + 4 * c);
+                    i0 = _mm512_srai_epi32(i0, X16_Q4_HI_SHIFT);
+                    for (int c = 0; c < 4; c++)
+                        i0 = dpbusd_bcast(i0, wv[c], x + 4 * c);
                 }
-                if (!q8)
-                    i1 = _mm512_srai_epi32(i1, X16_Q4_HI_SHIFT);
                 float dx;
                 memcpy(&dx, x + X16_XD, 4);
-                const __m512 f = _mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1));
+                const __m512 f = _mm512_cvtepi32_ps(i0);
                 acc[s * mx + t] = _mm512_fmadd_ps(f, _mm512_mul_ps(dw, _mm512_set1_ps(dx)),
                                                   acc[s * mx + t]);
             }
