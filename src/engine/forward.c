@@ -97,13 +97,22 @@ struct attn_job {
     int32_t layer;
     int32_t n_heads, n_kv_heads, head_dim;
     int32_t h0, h1;         /* the heads to compute: [h0, h1) */
-    const float *q;         /* (n, n_heads * head_dim) */
+    float *q;               /* (n, n_heads * head_dim) */
     float *out;             /* (n, n_heads * head_dim) */
     float *scores;          /* (nth, FWD_ATTN_PAIR, ctx) */
     int32_t ctx;
     float scale;
     atomic_int next;        /* next (row, KV head) item to take */
+    /* prep: each item first norms and rotates its KV head's k and its query heads' q and
+     * stores the row's k and v for that head (only when no other item reads them: see
+     * attn_prep_in_items); else the caller has done it for all rows and heads */
+    bool prep;
+    float *k, *v;           /* (n, n_kv_heads * head_dim) */
+    const float *q_norm, *k_norm;
+    const struct ork_model *md;
 };
+
+static void norm_rope_one(float *v, const float *norm, const struct ork_model *md, int32_t pos);
 
 /* Threads take (row, KV head) items from j->next (ork_pool_run_shared): an item computes the
  * query heads of [h0, h1) that share that KV head (GQA), one after the other, so the head's
@@ -122,10 +131,19 @@ static void attn_worker(void *ctx, int ith, int nth)
     for (int32_t it; (it = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) <
                      n_items;) {
         int32_t i = it / ng, kvh = g0 + it % ng;
-        const struct ork_kv_cache *kv = row_kv(j->rows, i);
+        struct ork_kv_cache *kv = row_kv(j->rows, i);
         int32_t n_pos = row_pos(j->rows, i) + 1;            /* causal: keys 0 .. pos */
         int32_t ha = kvh * group > j->h0 ? kvh * group : j->h0;
         int32_t hb = (kvh + 1) * group < j->h1 ? (kvh + 1) * group : j->h1;
+        if (j->prep) {
+            int32_t pos = n_pos - 1;
+            size_t kv_at = ((size_t)i * j->n_kv_heads + kvh) * j->head_dim;
+            norm_rope_one(j->k + kv_at, j->k_norm, j->md, pos);
+            ork__kv_store_head(kv, j->layer, pos, kvh, j->k + kv_at, j->v + kv_at);
+            for (int32_t h = ha; h < hb; h++)
+                norm_rope_one(j->q + (size_t)i * q_dim + (size_t)h * j->head_dim, j->q_norm,
+                              j->md, pos);
+        }
         for (int32_t h = ha, nq; h < hb; h += nq) {
             nq = hb - h < FWD_ATTN_PAIR ? (int)(hb - h) : FWD_ATTN_PAIR;
             const float *qs[FWD_ATTN_PAIR];
@@ -171,23 +189,36 @@ static void rmsnorm_rows(float *out, const float *x, const float *w, int32_t m, 
         ork_rmsnorm(out + (size_t)i * n, x + (size_t)i * n, w, n, eps);
 }
 
-/* Per-head RMSNorm (qwen3) then RoPE, for heads [h0, h1) of the rows of n_h heads at their
- * positions. */
+/* Per-head RMSNorm (qwen3, when norm is set) then RoPE of one head at position pos. */
+static void norm_rope_one(float *v, const float *norm, const struct ork_model *md, int32_t pos)
+{
+    const struct ork_model_config *c = &md->cfg;
+    int32_t hd = c->head_dim;
+    if (norm)
+        ork_rmsnorm(v, v, norm, hd, c->rms_eps);
+    ork_rope_ext(v, hd, c->n_rot, pos, c->rope_base, c->arch != ORK_ARCH_LLAMA, md->w.rope_freqs,
+                 c->rope_freq_scale);
+}
+
+/* norm_rope_one for heads [h0, h1) of the rows of n_h heads at their positions. */
 static void norm_rope_heads(float *x, int32_t n_h, int32_t h0, int32_t h1, const float *norm,
                             const struct ork_model *md, const struct fwd_rows *r)
 {
-    int32_t m = r->n;
-    const struct ork_model_config *c = &md->cfg;
-    int neox = c->arch != ORK_ARCH_LLAMA;
-    int32_t hd = c->head_dim;
-    for (int32_t i = 0; i < m; i++)
-        for (int32_t h = h0; h < h1; h++) {
-            float *v = x + ((size_t)i * n_h + h) * hd;
-            if (norm)
-                ork_rmsnorm(v, v, norm, hd, c->rms_eps);
-            ork_rope_ext(v, hd, c->n_rot, row_pos(r, i), c->rope_base, neox, md->w.rope_freqs,
-                         c->rope_freq_scale);
-        }
+    int32_t hd = md->cfg.head_dim;
+    for (int32_t i = 0; i < r->n; i++)
+        for (int32_t h = h0; h < h1; h++)
+            norm_rope_one(x + ((size_t)i * n_h + h) * hd, norm, md, row_pos(r, i));
+}
+
+/* Whether the attention items may do the rows' q/k norms, RoPE and KV stores themselves
+ * (attn_job.prep): when every row has a cache of its own (one row, or one token from each of
+ * several sessions), item (row, KV head) is the only one that writes that row's K and V of the
+ * head and the only one that reads them; rows of one sequence (prefill) read each other's, so
+ * the stores must all come first. Doing it in the items runs it on every thread and on the
+ * core that reads it next, instead of on the caller alone between two pool runs. */
+static bool attn_prep_in_items(const struct fwd_rows *r)
+{
+    return r->n == 1 || r->kv != NULL;
 }
 
 #define ALLOC_F(ptr, count)                                                                 \
@@ -277,7 +308,7 @@ static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, flo
     struct attn_job job = {
         .rows = r, .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads,
         .head_dim = c->head_dim, .q = q, .out = att, .scores = scores, .ctx = s->kv.ctx,
-        .scale = 1.0f / sqrtf((float)c->head_dim),
+        .scale = 1.0f / sqrtf((float)c->head_dim), .k = k, .v = v, .md = md,
     };
 
     /* attention: rows x n_heads x (pos + 1 keys) x head_dim, twice (scores, weighted sum) */
@@ -305,14 +336,19 @@ static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, flo
         /* heads of the O projection's first half when the NPU executor overlaps it with the
          * second half's attention (0: one O projection after all heads) */
         int32_t ha = ork__npu_exec_o_split(md->npu, l, n, c->n_heads);
-        norm_rope_heads(k, c->n_kv_heads, 0, c->n_kv_heads, L->k_norm, md, r);
-        for (int32_t i = 0; i < n; i++)
-            ork__kv_store(row_kv(r, i), l, row_pos(r, i), k + (size_t)i * kv_dim,
-                          v + (size_t)i * kv_dim);
         job.layer = l;
         job.h0 = 0;
         job.h1 = ha ? ha : c->n_heads;
-        norm_rope_heads(q, c->n_heads, job.h0, job.h1, L->q_norm, md, r);
+        job.prep = !ha && attn_prep_in_items(r);
+        job.q_norm = L->q_norm;
+        job.k_norm = L->k_norm;
+        if (!job.prep) {
+            norm_rope_heads(k, c->n_kv_heads, 0, c->n_kv_heads, L->k_norm, md, r);
+            for (int32_t i = 0; i < n; i++)
+                ork__kv_store(row_kv(r, i), l, row_pos(r, i), k + (size_t)i * kv_dim,
+                              v + (size_t)i * kv_dim);
+            norm_rope_heads(q, c->n_heads, job.h0, job.h1, L->q_norm, md, r);
+        }
         attention(&job, attn_pool, s, &ph->attn_ns);
         if (ha) {
             int ret = ork__npu_exec_o_submit(md->npu, l, att, n);

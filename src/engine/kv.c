@@ -136,21 +136,26 @@ void ork__kv_prefault(struct ork_kv_cache *kv, int32_t from, int32_t to)
             }
 }
 
+void ork__kv_store_head(struct ork_kv_cache *kv, int32_t layer, int32_t pos, int32_t head,
+                        const float *k, const float *v)
+{
+    size_t hd = (size_t)kv->head_dim;
+    size_t at = row_index(kv, layer, head, pos);
+    if (kv->type == ORK_KV_F32) {
+        memcpy((float *)kv->k + at, k, hd * sizeof(float));
+        memcpy((float *)kv->v + at, v, hd * sizeof(float));
+        return;
+    }
+    ork_f32_to_fp16_row(k, (uint16_t *)kv->k + at, (int64_t)hd);
+    ork_f32_to_fp16_row(v, (uint16_t *)kv->v + at, (int64_t)hd);
+}
+
 void ork__kv_store(struct ork_kv_cache *kv, int32_t layer, int32_t pos, const float *k,
                    const float *v)
 {
     size_t hd = (size_t)kv->head_dim;
-    for (int32_t h = 0; h < kv->n_kv_heads; h++) {
-        size_t at = row_index(kv, layer, h, pos);
-        const float *kh = k + (size_t)h * hd, *vh = v + (size_t)h * hd;
-        if (kv->type == ORK_KV_F32) {
-            memcpy((float *)kv->k + at, kh, hd * sizeof(float));
-            memcpy((float *)kv->v + at, vh, hd * sizeof(float));
-            continue;
-        }
-        ork_f32_to_fp16_row(kh, (uint16_t *)kv->k + at, (int64_t)hd);
-        ork_f32_to_fp16_row(vh, (uint16_t *)kv->v + at, (int64_t)hd);
-    }
+    for (int32_t h = 0; h < kv->n_kv_heads; h++)
+        ork__kv_store_head(kv, layer, pos, h, k + (size_t)h * hd, v + (size_t)h * hd);
 }
 
 /* F16 rows are converted to f32 this many values at a time (a stack buffer; head_dim is

@@ -108,6 +108,9 @@ void ork__kv_prefault(struct ork_kv_cache *kv, int32_t from, int32_t to);
 /* Store the K and V rows (kv_dim floats each: the KV heads in order) of one position. */
 void ork__kv_store(struct ork_kv_cache *kv, int32_t layer, int32_t pos, const float *k,
                    const float *v);
+/* The same for one KV head (head_dim floats each). */
+void ork__kv_store_head(struct ork_kv_cache *kv, int32_t layer, int32_t pos, int32_t head,
+                        const float *k, const float *v);
 /* scores[h][t] = scale * dot(q[h], K[layer][head][t]) (head_dim values) for t in [0, n_pos),
  * for nq (1 or 2) queries of the KV head; the keys are read once for both. */
 void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
