@@ -353,14 +353,10 @@ x16_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, si
             for (int t = 0; t < mx; t++) {
                 const uint8_t *x = xs + (size_t)t * xstride + (size_t)b * ORK_X16_XBLOCK;
                 __m512i i0 = _mm512_set1_epi32(ld32(x + X16_XB));
-                if (q8) {           /* two chains over alternate vectors */
-                    __m512i i1 = _mm512_setzero_si512();
-                    for (int c = 0; c < 8; c += 2) {
+                if (q8) {           /* one chain from the bias */
+                    for (int c = 0; c < 8; c++)
                         i0 = dpbusd_bcast(i0, wv[c], x + 4 * c);
-                        i1 = dpbusd_bcast(i1, wv[c + 1], x + 4 * c + 4);
-                    }
-                    i0 = _mm512_add_epi32(i0, i1);
-                } else {            /* one: the high nibbles from the bias, shifted, the low */
+                } else {            /* the high nibbles from the bias, shifted, the low */
                     for (int c = 4; c < 8; c++)
                         i0 = dpbusd_bcast(i0, wv[c], x + 4 * c);
                     i0 = _mm512_srai_epi32(i0, X16_Q4_HI_SHIFT);
