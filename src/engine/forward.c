@@ -121,7 +121,6 @@ static void norm_rope_one(float *v, const float *norm, const struct ork_model *m
 static void attn_worker(void *ctx, int ith, int nth)
 {
     struct attn_job *j = ctx;
-    (void)nth;
     int32_t q_dim = j->n_heads * j->head_dim;
     int32_t group = j->n_heads / j->n_kv_heads;
     float *sc = j->scores + (size_t)ith * FWD_ATTN_PAIR * (size_t)j->ctx;
@@ -132,6 +131,11 @@ static void attn_worker(void *ctx, int ith, int nth)
                      n_items;) {
         int32_t i = it / ng, kvh = g0 + it % ng;
         struct ork_kv_cache *kv = row_kv(j->rows, i);
+        if (it + nth < n_items) {   /* likely this thread's next item: its runs' first rows */
+            int32_t i2 = (it + nth) / ng;
+            ork__kv_prefetch_head(row_kv(j->rows, i2), j->layer, g0 + (it + nth) % ng,
+                                  row_pos(j->rows, i2) + 1);
+        }
         int32_t n_pos = row_pos(j->rows, i) + 1;            /* causal: keys 0 .. pos */
         int32_t ha = kvh * group > j->h0 ? kvh * group : j->h0;
         int32_t hb = (kvh + 1) * group < j->h1 ? (kvh + 1) * group : j->h1;

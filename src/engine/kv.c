@@ -162,6 +162,28 @@ void ork__kv_store(struct ork_kv_cache *kv, int32_t layer, int32_t pos, const fl
  * usually 64..256, so one piece per head). */
 #define KV_PIECE 256
 
+/* Bytes of a KV head's K and of its V run that ork__kv_prefetch_head asks for: the first
+ * rows of the next item's runs, read ahead while the current item is computed. Decode
+ * attention phase at tg128, Qwen3-1.7B Q4_0 shape, two threads, binaries alternated three
+ * times: 0.79-0.83 ms per token without, 0.79-0.80 with 2 KiB, 0.77-0.79 with 4 KiB. */
+#define KV_PREFETCH_BYTES 4096u
+#define KV_LINE 64
+
+void ork__kv_prefetch_head(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
+                           int32_t n_pos)
+{
+    size_t elt = kv_elt(kv);
+    size_t bytes = (size_t)run_len(0, n_pos) * (size_t)kv->head_dim * elt;
+    if (bytes > KV_PREFETCH_BYTES)
+        bytes = KV_PREFETCH_BYTES;
+    const uint8_t *k = (const uint8_t *)kv->k + row_index(kv, layer, head, 0) * elt;
+    const uint8_t *v = (const uint8_t *)kv->v + row_index(kv, layer, head, 0) * elt;
+    for (size_t o = 0; o < bytes; o += KV_LINE) {
+        __builtin_prefetch(k + o, 0, 3);
+        __builtin_prefetch(v + o, 0, 3);
+    }
+}
+
 void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
                     const float *const *q, int nq, float scale, int32_t n_pos,
                     float *const *scores)

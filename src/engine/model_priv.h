@@ -111,6 +111,9 @@ void ork__kv_store(struct ork_kv_cache *kv, int32_t layer, int32_t pos, const fl
 /* The same for one KV head (head_dim floats each). */
 void ork__kv_store_head(struct ork_kv_cache *kv, int32_t layer, int32_t pos, int32_t head,
                         const float *k, const float *v);
+/* Prefetches the first rows of the K and V runs of (layer, head) for n_pos keys (a hint). */
+void ork__kv_prefetch_head(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
+                           int32_t n_pos);
 /* scores[h][t] = scale * dot(q[h], K[layer][head][t]) (head_dim values) for t in [0, n_pos),
  * for nq (1 or 2) queries of the KV head; the keys are read once for both. */
 void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
