@@ -209,6 +209,35 @@ bool ork__x16_gemm(enum kisa k, uint32_t type, const uint8_t *w, size_t row_byte
  * apart), nb blocks; out[s] + t * ldo gets the 16 outputs of group s and X row t. */
 typedef void (*ork__x16_fn)(const uint8_t *const *g, const uint8_t *xs, size_t xstride,
                             int64_t nb, float *const *out, size_t ldo);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* Target of the interleaved kernels (x16.c, x16k.c): the AVX-512 VNNI path. */
+#define ORK_TGT_X16 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+
+/* acc + vpdpbusd(w, the int32 at x in every lane), the int32 read by the instruction itself
+ * ({1to16} memory broadcast). GCC 12 keeps a broadcast shared by several groups in a register
+ * of its own (one more instruction per use); with the broadcast folded, interleaved Q4_0 decode
+ * from DRAM ran 1.06-1.09x faster (`tools/kern_probe chain q4_0 2`, both kernels in one binary,
+ * each rep timed both ways), Q8_0 0.99-1.07x (docs/kernels.md). */
+ORK_TGT_X16 static inline __attribute__((always_inline)) __m512i
+ork__dpbusd_bcast(__m512i acc, __m512i w, const uint8_t *x)
+{
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const int32_t *)x));
+    return acc;
+}
+
+/* The 64 bytes at p and m, with p's load inside the `vpandd` (two per quant vector, one per
+ * nibble). GCC 12 loads most of the vectors into a register of their own first (one more
+ * instruction each, 12 more per 4 Q4_0 group blocks); with the loads folded, Q4_0 decode from
+ * DRAM ran 1.02-1.04x faster (measured as for ork__dpbusd_bcast). */
+ORK_TGT_X16 static inline __attribute__((always_inline)) __m512i
+ork__and_mem(const uint8_t *p, __m512i m)
+{
+    __m512i r;
+    __asm__("vpandd %1, %2, %0" : "=v"(r) : "m"(*(const struct { uint8_t b[64]; } *)p), "v"(m));
+    return r;
+}
+#endif
+
 /* Defines one such kernel (x86-64 AVX-512 code only) with constant NG groups and MX X rows:
  * __m512 acc[NG * MX] zeroed, CORE (a statement using g, xs, xstride, nb and acc) run, then
  * acc[s * MX + t] stored at out[s] + t * ldo. TGT: the function's target attribute. */

@@ -258,36 +258,13 @@ void ork__x16_xprep(enum kisa k, const float *x, int64_t n, uint8_t *dst)
 /* ---- kernels --------------------------------------------------------------------------------- */
 
 #ifdef X16_X86
-#define TGT_X16 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define TGT_X16 ORK_TGT_X16
 
 static inline int32_t ld32(const uint8_t *p)
 {
     int32_t v;
     memcpy(&v, p, 4);
     return v;
-}
-
-/* acc + vpdpbusd(w, the int32 at x in every lane), the int32 read by the instruction itself
- * ({1to16} memory broadcast). GCC 12 keeps a broadcast shared by several groups in a register
- * of its own (one more instruction per use); with the broadcast folded, interleaved Q4_0 decode
- * from DRAM ran 1.06-1.09x faster (`tools/kern_probe chain q4_0 2`, both kernels in one binary,
- * each rep timed both ways) and Q8_0 0.99-1.07x. */
-TGT_X16 static inline __attribute__((always_inline)) __m512i dpbusd_bcast(__m512i acc, __m512i w,
-                                                                         const uint8_t *x)
-{
-    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const int32_t *)x));
-    return acc;
-}
-
-/* The 64 bytes at p and m, with p's load inside the `vpandd` (two per quant vector, one per
- * nibble). GCC 12 loads most of the vectors into a register of their own first (one more
- * instruction each, 12 more per 4 group blocks); with the loads folded, Q4_0 decode from DRAM
- * ran 1.02-1.04x faster (measured as for dpbusd_bcast). */
-TGT_X16 static inline __attribute__((always_inline)) __m512i and_mem(const uint8_t *p, __m512i m)
-{
-    __m512i r;
-    __asm__("vpandd %1, %2, %0" : "=v"(r) : "m"(*(const struct { uint8_t b[64]; } *)p), "v"(m));
-    return r;
 }
 
 /* How far ahead of each group's block decode (mx = 1) prefetches into L1. Measured with
@@ -346,8 +323,8 @@ x16_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, si
             } else {
                 for (int c = 0; c < 4; c++) {
                     const uint8_t *q = wb + X16_D_BYTES + c * X16_CHUNK;
-                    wv[c] = and_mem(q, lo);         /* elements 4c .. */
-                    wv[c + 4] = and_mem(q, hi);     /* 16 x elements 16 + 4c .. */
+                    wv[c] = ork__and_mem(q, lo);         /* elements 4c .. */
+                    wv[c + 4] = ork__and_mem(q, hi);     /* 16 x elements 16 + 4c .. */
                 }
             }
             for (int t = 0; t < mx; t++) {
@@ -355,13 +332,13 @@ x16_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, si
                 __m512i i0 = _mm512_set1_epi32(ld32(x + X16_XB));
                 if (q8) {           /* one chain from the bias */
                     for (int c = 0; c < 8; c++)
-                        i0 = dpbusd_bcast(i0, wv[c], x + 4 * c);
+                        i0 = ork__dpbusd_bcast(i0, wv[c], x + 4 * c);
                 } else {            /* the high nibbles from the bias, shifted, the low */
                     for (int c = 4; c < 8; c++)
-                        i0 = dpbusd_bcast(i0, wv[c], x + 4 * c);
+                        i0 = ork__dpbusd_bcast(i0, wv[c], x + 4 * c);
                     i0 = _mm512_srai_epi32(i0, X16_Q4_HI_SHIFT);
                     for (int c = 0; c < 4; c++)
-                        i0 = dpbusd_bcast(i0, wv[c], x + 4 * c);
+                        i0 = ork__dpbusd_bcast(i0, wv[c], x + 4 * c);
                 }
                 float dx;
                 memcpy(&dx, x + X16_XD, 4);

@@ -45,6 +45,8 @@
 #define XK_SC 64                /* 3 chunks */
 #define XK_QS 256               /* 32 chunks */
 #define XK_CHUNK 64
+#define XK_HI_MASK 0xf0         /* a quant byte's high nibble in place: 16 x the nibble */
+#define XK_HI_SHIFT 4           /* log2 16 */
 #define XK_GROUP_BYTES (ORK_X16_ROWS * Q4_K_BYTES)
 /* X form offsets */
 #define XKX_D 256
@@ -87,7 +89,7 @@ void ork__x16k_xprep(enum kisa k, const float *x, int64_t n, uint8_t *dst)
 }
 
 #ifdef XK_X86
-#define TGT_XK __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define TGT_XK ORK_TGT_X16
 
 TGT_XK static inline __m512i bcast32(const uint8_t *p)
 {
@@ -107,6 +109,7 @@ x16k_core(int ng, int mx, const uint8_t *const *g, const uint8_t *xs, size_t xst
 {
     const __m512i m4 = _mm512_set1_epi8(0x0f), byte = _mm512_set1_epi32(0xff);
     const __m512i low6 = _mm512_set1_epi8(0x3f), low4 = m4, top2 = _mm512_set1_epi8(0x30);
+    const __m512i hi4 = _mm512_set1_epi8((char)XK_HI_MASK);
     for (int64_t b = 0; b < nb; b++) {
         __m512 dw[ORK_X16_STREAMS_MAX], dmw[ORK_X16_STREAMS_MAX];
         __m512i sc[ORK_X16_STREAMS_MAX][2], mn[ORK_X16_STREAMS_MAX][2];
@@ -135,17 +138,20 @@ x16k_core(int ng, int mx, const uint8_t *const *g, const uint8_t *xs, size_t xst
                 __m512i ilo[ORK_X16_MX], ihi[ORK_X16_MX];
                 for (int t = 0; t < mx; t++)
                     ilo[t] = ihi[t] = _mm512_setzero_si512();
+                /* the low nibbles, and the high ones in place (16 x), the loads inside the
+                 * ands and the X broadcasts inside `vpdpbusd` (kern_priv.h); the high chain
+                 * is then a multiple of 16, shifted back exactly */
                 for (int c = 0; c < 8; c++) {
-                    const __m512i raw = _mm512_loadu_si512(wb + XK_QS + (8 * p + c) * XK_CHUNK);
-                    const __m512i lo = _mm512_and_si512(raw, m4);
-                    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+                    const uint8_t *q = wb + XK_QS + (8 * p + c) * XK_CHUNK;
+                    const __m512i lo = ork__and_mem(q, m4), hi = ork__and_mem(q, hi4);
                     for (int t = 0; t < mx; t++) {
                         const uint8_t *x = xs + (size_t)t * xstride + (size_t)b * ORK_X16K_XBLOCK;
-                        ilo[t] = _mm512_dpbusd_epi32(ilo[t], lo, bcast32(x + 64 * p + 4 * c));
-                        ihi[t] = _mm512_dpbusd_epi32(ihi[t], hi,
-                                                     bcast32(x + 64 * p + 32 + 4 * c));
+                        ilo[t] = ork__dpbusd_bcast(ilo[t], lo, x + 64 * p + 4 * c);
+                        ihi[t] = ork__dpbusd_bcast(ihi[t], hi, x + 64 * p + 32 + 4 * c);
                     }
                 }
+                for (int t = 0; t < mx; t++)
+                    ihi[t] = _mm512_srai_epi32(ihi[t], XK_HI_SHIFT);
                 /* sub-blocks 2p and 2p + 1: bytes 2(p % 2) and 2(p % 2) + 1 of sc[p / 2] */
                 const __m512i v = sc[s][p >> 1];
                 const __m512i s_lo = _mm512_and_si512(_mm512_srli_epi32(v, 16 * (p & 1)), byte);
