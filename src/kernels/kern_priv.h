@@ -213,6 +213,13 @@ typedef void (*ork__x16_fn)(const uint8_t *const *g, const uint8_t *xs, size_t x
 /* Target of the interleaved kernels (x16.c, x16k.c): the AVX-512 VNNI path. */
 #define ORK_TGT_X16 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
+/* A 4-bit quant byte's low nibble, and its high nibble in place (16 x the nibble): a dot
+ * product chain over the latter is a multiple of 16, brought back by an exact arithmetic
+ * shift of ORK_NIB_HI_SHIFT (Q4_0 in x16.c, Q4_K in x16k.c). */
+#define ORK_NIB_LO 0x0f
+#define ORK_NIB_HI 0xf0
+#define ORK_NIB_HI_SHIFT 4
+
 /* acc + vpdpbusd(w, the int32 at x in every lane), the int32 read by the instruction itself
  * ({1to16} memory broadcast). GCC 12 keeps a broadcast shared by several groups in a register
  * of its own (one more instruction per use); with the broadcast folded, interleaved Q4_0 decode

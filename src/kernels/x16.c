@@ -59,9 +59,6 @@
 #define X16_CHUNK 64            /* one vector of quants: 4 bytes of each of 16 rows */
 #define X16_U8_OFFSET 128       /* Q8_0 quants stored as q + 128 */
 #define X16_U8_FLIP_BYTE 0x80   /* ... = q xor 0x80 */
-#define X16_Q4_LO 0x0f          /* a Q4_0 quant byte's low nibble */
-#define X16_Q4_HI 0xf0          /* ... its high nibble in place: 16 x the nibble */
-#define X16_Q4_HI_SHIFT 4       /* log2 16 */
 /* X form offsets inside a block of ORK_X16_XBLOCK bytes */
 #define X16_XD 32
 #define X16_XB 36
@@ -258,7 +255,6 @@ void ork__x16_xprep(enum kisa k, const float *x, int64_t n, uint8_t *dst)
 /* ---- kernels --------------------------------------------------------------------------------- */
 
 #ifdef X16_X86
-#define TGT_X16 ORK_TGT_X16
 
 static inline int32_t ld32(const uint8_t *p)
 {
@@ -286,7 +282,7 @@ _Static_assert(ORK_X16_STREAMS_MAX <= X16_ACC_MAX && ORK_X16_MX <= X16_ACC_MAX,
  * than an array (GCC 12 stored each array element once per block; as variables the decode
  * loop has no stores and Q4_0 decode from DRAM ran 1.00-1.02x faster, measured as for
  * dpbusd_bcast). */
-TGT_X16 static inline __attribute__((always_inline)) void
+ORK_TGT_X16 static inline __attribute__((always_inline)) void
 acc_fma(int u, __m512 f, __m512 sc, __m512 *a0, __m512 *a1, __m512 *a2, __m512 *a3)
 {
     __m512 *a = u == 0 ? a0 : u == 1 ? a1 : u == 2 ? a2 : a3;
@@ -295,12 +291,12 @@ acc_fma(int u, __m512 f, __m512 sc, __m512 *a0, __m512 *a1, __m512 *a2, __m512 *
 
 /* ng groups (g[s] at block 0) x mx X rows (xs, xstride apart): blocks 0 .. nb-1 into acc[s * mx
  * + t] (lane i: row i of group s against X row t). Inlined with constant ng and mx. */
-TGT_X16 static inline __attribute__((always_inline)) void
+ORK_TGT_X16 static inline __attribute__((always_inline)) void
 x16_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, size_t xstride,
          int64_t nb, __m512 *acc)
 {
     const size_t gb = ORK_X16_ROWS * (q8 ? Q8_0_BYTES : Q4_0_BYTES);
-    const __m512i lo = _mm512_set1_epi8(X16_Q4_LO), hi = _mm512_set1_epi8((char)X16_Q4_HI);
+    const __m512i lo = _mm512_set1_epi8(ORK_NIB_LO), hi = _mm512_set1_epi8((char)ORK_NIB_HI);
     const int na = ng * mx;
     __m512 a0 = acc[0], a1 = _mm512_setzero_ps(), a2 = a1, a3 = a1;
     if (na > 1)
@@ -336,7 +332,7 @@ x16_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, si
                 } else {            /* the high nibbles from the bias, shifted, the low */
                     for (int c = 4; c < 8; c++)
                         i0 = ork__dpbusd_bcast(i0, wv[c], x + 4 * c);
-                    i0 = _mm512_srai_epi32(i0, X16_Q4_HI_SHIFT);
+                    i0 = _mm512_srai_epi32(i0, ORK_NIB_HI_SHIFT);
                     for (int c = 0; c < 4; c++)
                         i0 = ork__dpbusd_bcast(i0, wv[c], x + 4 * c);
                 }
@@ -360,7 +356,7 @@ x16_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, si
  * output row (out[s] + t * ldo). */
 #define X16_KERNEL(NAME, Q8, NG, MX)                                                            \
     _Static_assert((NG) * (MX) <= X16_ACC_MAX, "too many accumulators for x16_core");         \
-    ORK_X16_KERNEL(NAME, TGT_X16, x16_core(Q8, NG, MX, g, xs, xstride, nb, acc), NG, MX)
+    ORK_X16_KERNEL(NAME, ORK_TGT_X16, x16_core(Q8, NG, MX, g, xs, xstride, nb, acc), NG, MX)
 
 X16_KERNEL(x16_q8_g1m1, true, 1, 1)
 X16_KERNEL(x16_q8_g2m1, true, 2, 1)

@@ -45,8 +45,6 @@
 #define XK_SC 64                /* 3 chunks */
 #define XK_QS 256               /* 32 chunks */
 #define XK_CHUNK 64
-#define XK_HI_MASK 0xf0         /* a quant byte's high nibble in place: 16 x the nibble */
-#define XK_HI_SHIFT 4           /* log2 16 */
 #define XK_GROUP_BYTES (ORK_X16_ROWS * Q4_K_BYTES)
 /* X form offsets */
 #define XKX_D 256
@@ -89,9 +87,8 @@ void ork__x16k_xprep(enum kisa k, const float *x, int64_t n, uint8_t *dst)
 }
 
 #ifdef XK_X86
-#define TGT_XK ORK_TGT_X16
 
-TGT_XK static inline __m512i bcast32(const uint8_t *p)
+ORK_TGT_X16 static inline __m512i bcast32(const uint8_t *p)
 {
     int32_t v;
     memcpy(&v, p, 4);
@@ -103,13 +100,13 @@ TGT_XK static inline __m512i bcast32(const uint8_t *p)
  * group in turn: a Qwen3-1.7B-shaped Q4_K model decoded at 51-52 t/s at two threads against
  * 41-42 with each group's whole block in turn (44-45 with that order and two groups; ork bench
  * tg64 t=2, binaries alternated, 3 runs each). */
-TGT_XK static inline __attribute__((always_inline)) void
+ORK_TGT_X16 static inline __attribute__((always_inline)) void
 x16k_core(int ng, int mx, const uint8_t *const *g, const uint8_t *xs, size_t xstride, int64_t nb,
           __m512 *acc)
 {
-    const __m512i m4 = _mm512_set1_epi8(0x0f), byte = _mm512_set1_epi32(0xff);
+    const __m512i m4 = _mm512_set1_epi8(ORK_NIB_LO), byte = _mm512_set1_epi32(0xff);
     const __m512i low6 = _mm512_set1_epi8(0x3f), low4 = m4, top2 = _mm512_set1_epi8(0x30);
-    const __m512i hi4 = _mm512_set1_epi8((char)XK_HI_MASK);
+    const __m512i hi4 = _mm512_set1_epi8((char)ORK_NIB_HI);
     for (int64_t b = 0; b < nb; b++) {
         __m512 dw[ORK_X16_STREAMS_MAX], dmw[ORK_X16_STREAMS_MAX];
         __m512i sc[ORK_X16_STREAMS_MAX][2], mn[ORK_X16_STREAMS_MAX][2];
@@ -151,7 +148,7 @@ x16k_core(int ng, int mx, const uint8_t *const *g, const uint8_t *xs, size_t xst
                     }
                 }
                 for (int t = 0; t < mx; t++)
-                    ihi[t] = _mm512_srai_epi32(ihi[t], XK_HI_SHIFT);
+                    ihi[t] = _mm512_srai_epi32(ihi[t], ORK_NIB_HI_SHIFT);
                 /* sub-blocks 2p and 2p + 1: bytes 2(p % 2) and 2(p % 2) + 1 of sc[p / 2] */
                 const __m512i v = sc[s][p >> 1];
                 const __m512i s_lo = _mm512_and_si512(_mm512_srli_epi32(v, 16 * (p & 1)), byte);
@@ -187,7 +184,7 @@ x16k_core(int ng, int mx, const uint8_t *const *g, const uint8_t *xs, size_t xst
 }
 
 #define X16K_KERNEL(NAME, NG, MX)                                                                \
-    ORK_X16_KERNEL(NAME, TGT_XK, x16k_core(NG, MX, g, xs, xstride, nb, acc), NG, MX)
+    ORK_X16_KERNEL(NAME, ORK_TGT_X16, x16k_core(NG, MX, g, xs, xstride, nb, acc), NG, MX)
 
 X16K_KERNEL(x16k_g1m1, 1, 1)
 X16K_KERNEL(x16k_g2m1, 2, 1)
