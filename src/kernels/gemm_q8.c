@@ -230,6 +230,26 @@ TGT_AVX512 static void quant_q8_0_512(const float *x, uint8_t *dst, int64_t nb)
     }
 }
 
+/* quant_q8_0_512's blocks with the scale read back through f16 (F16C: the bits of
+ * ork_f32_to_fp16 / ork_fp16_to_f32) and each block's quant sum, in one pass. */
+TGT_AVX512 static void quant_q8_0_sums_512(const float *x, int64_t nb, uint8_t *q, size_t qstride,
+                                           float *d, int32_t *sum)
+{
+    for (int64_t b = 0; b < nb; b++) {
+        const float *xb = x + b * Q8_0_BLOCK;
+        uint8_t *ob = q + (size_t)b * qstride;
+        float db = amax_512(xb, Q8_0_BLOCK) / Q8_QMAX;
+        float id = db != 0.0f ? 1.0f / db : 0.0f;
+        d[b] = _cvtsh_ss(_cvtss_sh(db, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        __m512 vid = _mm512_set1_ps(id);
+        __m512i q0 = round_away_512(_mm512_mul_ps(_mm512_loadu_ps(xb), vid));
+        __m512i q1 = round_away_512(_mm512_mul_ps(_mm512_loadu_ps(xb + 16), vid));
+        _mm_storeu_si128((__m128i *)(void *)ob, _mm512_cvtepi32_epi8(q0));
+        _mm_storeu_si128((__m128i *)(void *)(ob + 16), _mm512_cvtepi32_epi8(q1));
+        sum[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+    }
+}
+
 TGT_AVX512 static void quant_q8_k_512(const float *x, uint8_t *dst, int64_t nb)
 {
     for (int64_t b = 0; b < nb; b++) {
@@ -321,6 +341,27 @@ void ork__quantize_q8_0(enum kisa k, const float *x, uint8_t *dst, int64_t n)
         for (int64_t b = 0; b < nb; b++)
             q8_0_block_scalar(x + b * Q8_0_BLOCK, dst + b * Q8_0_BYTES);
         return;
+    }
+}
+
+void ork__quantize_q8_0_sums(enum kisa k, const float *x, int64_t nb, uint8_t *q, size_t qstride,
+                             float *d, int32_t *sum)
+{
+#ifdef GQ_X86
+    if (k == KISA_AVX512VNNI) {
+        quant_q8_0_sums_512(x, nb, q, qstride, d, sum);
+        return;
+    }
+#endif
+    uint8_t blk[Q8_0_BYTES];
+    for (int64_t b = 0; b < nb; b++) {
+        ork__quantize_q8_0(k, x + b * Q8_0_BLOCK, blk, Q8_0_BLOCK);
+        d[b] = ork_fp16_to_f32((uint16_t)(blk[0] | blk[1] << 8));
+        memcpy(q + (size_t)b * qstride, blk + 2, Q8_0_BLOCK);
+        int32_t s = 0;
+        for (int e = 0; e < Q8_0_BLOCK; e++)
+            s += (int8_t)blk[2 + e];
+        sum[b] = s;
     }
 }
 

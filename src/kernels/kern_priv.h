@@ -118,6 +118,10 @@ bool ork__dot16_tile(enum kisa k, uint32_t type, const uint8_t *w, size_t row_by
  * ork_quantize_row_q8_k (n a multiple of 32 / 256, not checked). */
 void ork__quantize_q8_0(enum kisa k, const float *x, uint8_t *dst, int64_t n);
 void ork__quantize_q8_k(enum kisa k, const float *x, uint8_t *dst, int64_t n);
+/* ork__quantize_q8_0 of nb blocks laid out differently: block b's 32 quants at q + b * qstride,
+ * its f16 scale as f32 in d[b] and the sum of its quants in sum[b] (one pass on AVX-512). */
+void ork__quantize_q8_0_sums(enum kisa k, const float *x, int64_t nb, uint8_t *q, size_t qstride,
+                             float *d, int32_t *sum);
 
 /* Weight rows per panel and X rows per tile of the tiled kernel; alignment of its buffers. */
 #define ORK_GEMM_NW 4

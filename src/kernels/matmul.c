@@ -363,11 +363,16 @@ static void multi_rows(const struct mm_multi *j, int64_t g0, int64_t g1, uint8_t
  * has rows left, so a worker that never started (ork_pool_run_shared releases it) has had its
  * rows stolen. */
 
-/* Bytes of weights a thread claims per stream at a time: small enough that the threads end
- * within a few microseconds of each other, large enough that the claims' compare-and-swaps
- * (one per stream per claim) and the kernel's X preparation (once per call, ~1 % of a call of
- * this size at K = 2048) cost nothing measurable. */
-#define MM_CLAIM_BYTES (64u << 10)
+/* Bytes of weights a thread claims per stream at a time. Each claim is a locked
+ * compare-and-swap, which the streaming kernel pays for as a pause in its loads: with 64 KiB
+ * claims the swap instruction alone held ~2 % of the decode matmul's samples (perf, Q4_0 tg128
+ * at two threads). Measured in the real decode, even and odd tokens run with the two sizes
+ * (medians of the pairs' time ratios, Qwen3-1.7B shape, two threads; docs/kernels.md
+ * "Threads"): 256 KiB against 64 KiB Q4_0 1.017-1.035x faster in four runs, Q8_0 1.006-1.011x,
+ * Q4_K 1.00x; 128 KiB 1.016x, 1 MiB 1.014x, and claims shrinking with the span's rest (a
+ * quarter of it, 128-256 KiB at most) 1.004-1.017x: the threads' later finish (one claim of
+ * the other's at most) costs less than the swaps saved. */
+#define MM_CLAIM_BYTES (256u << 10)
 #define MM_SPAN_LINE 64
 /* Spans hold 32-bit row numbers; matrices with more rows take the work items. */
 #define MM_SPAN_ROWS_MAX INT32_MAX
