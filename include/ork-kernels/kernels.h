@@ -138,6 +138,13 @@ int ork_matmul_act(struct ork_pool *pool, const struct ork_mat *w, const float *
  * ork_matmul_act on that matrix alone. 0, ORK_EINVAL or ORK_EUNSUPPORTED. */
 int ork_matmul_act_multi(struct ork_pool *pool, const struct ork_mat *const *w, int n_w,
                          const float *x, int64_t m, float *const *y, enum ork_act act);
+/* ork_matmul_act_multi, told which matrices the caller multiplies next (next[0 .. n_next),
+ * which must be valid; NULL / 0: none). A decode call (M = 1, several threads) then puts the
+ * time a thread would wait for the others' last rows to use: it reads the start of its share
+ * of those matrices into its caches (reads only; outputs as ork_matmul_act_multi). */
+int ork_matmul_act_multi_next(struct ork_pool *pool, const struct ork_mat *const *w, int n_w,
+                              const float *x, int64_t m, float *const *y, enum ork_act act,
+                              const struct ork_mat *const *next, int n_next);
 /* One output of ork_matmul_act: weight row (type, n elements) with f32 x. NaN on bad input. */
 float ork_vec_dot_act(uint32_t type, const void *row, const float *x, int64_t n, enum ork_act act);
 /* Quantize n f32 values (multiple of 32) to Q8_0 blocks: per block d = amax / 127 (stored as

@@ -238,31 +238,26 @@ static struct ork_pool *pool_for(const struct ork_session *s, double macs)
     return macs >= (double)FWD_MIN_PARALLEL_MACS ? s->pool : NULL;
 }
 
-#define MATMUL(w, in, rows, out)                                                            \
-    do {                                                                                    \
-        struct ork_pool *p_ = pool_for(s, (double)(w).n_rows * (double)(w).n_cols * (rows)); \
-        int64_t t_ = phase_begin(s);                                                        \
-        int r_ = ork_matmul_act(p_, &(w), (in), (rows), (out), act);                        \
-        phase_end(s, t_, &ph->matmul_ns);                                                   \
-        if (r_ < 0)                                                                         \
-            return r_;                                                                      \
-    } while (0)
-
-/* Matrices sharing the input `in` (Q/K/V, gate/up) in one call: the input is quantised once
- * and one pool dispatch covers all their rows (ork_matmul_act_multi; same bits as MATMUL on
- * each). */
-#define MATMUL_MULTI(ws, n_w, in, rows, outs)                                               \
+/* Matrices sharing the input `in` (Q/K/V, gate/up; or one) in one call: the input is
+ * quantised once and one pool dispatch covers all their rows (ork_matmul_act_multi; same bits
+ * as one call per matrix). `next` (n_next matrices) is the call after this one: a decode
+ * thread out of rows reads ahead into it (ork_matmul_act_multi_next). */
+#define MATMUL_MULTI(ws, n_w, in, rows, outs, next, n_next)                                 \
     do {                                                                                    \
         double macs_ = 0;                                                                   \
         for (int q_ = 0; q_ < (n_w); q_++)                                                  \
             macs_ += (double)(ws)[q_]->n_rows * (double)(ws)[q_]->n_cols * (rows);          \
         int64_t t_ = phase_begin(s);                                                        \
-        int r_ = ork_matmul_act_multi(pool_for(s, macs_), (ws), (n_w), (in), (rows), (outs), \
-                                      act);                                                 \
+        int r_ = ork_matmul_act_multi_next(pool_for(s, macs_), (ws), (n_w), (in), (rows),   \
+                                           (outs), act, (next), (n_next));                  \
         phase_end(s, t_, &ph->matmul_ns);                                                   \
         if (r_ < 0)                                                                         \
             return r_;                                                                      \
     } while (0)
+
+#define MATMUL(w, in, rows, out, next, n_next)                                              \
+    MATMUL_MULTI((const struct ork_mat *const[]){ &(w) }, 1, in, rows,                     \
+                 (float *const[]){ (out) }, next, n_next)
 
 /* The NPU executor takes op (with its outputs) when it holds it: sets npu_done to 1 when
  * done there, 0 when the CPU must run it; returns on errors. */
@@ -330,7 +325,8 @@ static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, flo
         if (!npu_done) {
             const struct ork_mat *const qkv[] = { &L->wq, &L->wk, &L->wv };
             float *const qkv_out[] = { q, k, v };
-            MATMUL_MULTI(qkv, 3, xb, n, qkv_out);
+            const struct ork_mat *const o[] = { &L->wo };
+            MATMUL_MULTI(qkv, 3, xb, n, qkv_out, o, 1);
         }
         if (L->bq) {
             add_rows(q, L->bq, n, q_dim);
@@ -367,8 +363,9 @@ static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, flo
                 return ret;
         } else {
             NPU_RUN(ORK__NPU_O, l, att, n, xb);
+            const struct ork_mat *const ffn_in[] = { &L->w_gate, &L->w_up };
             if (!npu_done)
-                MATMUL(L->wo, att, n, xb);
+                MATMUL(L->wo, att, n, xb, ffn_in, 2);
         }
         for (size_t i = 0; i < (size_t)n * dim; i++)
             x[i] += xb[i];
@@ -379,28 +376,36 @@ static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, flo
         if (!npu_done) {
             const struct ork_mat *const gate_up[] = { &L->w_gate, &L->w_up };
             float *const gate_up_out[] = { hb, hb2 };
-            MATMUL_MULTI(gate_up, 2, xb, n, gate_up_out);
+            const struct ork_mat *const down[] = { &L->w_down };
+            MATMUL_MULTI(gate_up, 2, xb, n, gate_up_out, down, 1);
         }
         ork_silu_mul(hb, hb2, (int64_t)n * c->ffn_dim);
         NPU_RUN(ORK__NPU_DOWN, l, hb, n, xb);
+        /* after the last layer: the LM head, or the first layer of the next batch */
+        const struct ork_layer_weights *L1 = &w->layers[l + 1 < c->n_layers ? l + 1 : 0];
+        const struct ork_mat *const after_down[] = { &L1->wq, &L1->wk, &L1->wv };
+        const struct ork_mat *const lm_head[] = { &w->output };
+        bool to_head = l + 1 == c->n_layers && logits;
         if (!npu_done)
-            MATMUL(L->w_down, hb, n, xb);
+            MATMUL(L->w_down, hb, n, xb, to_head ? lm_head : after_down, to_head ? 1 : 3);
         for (size_t i = 0; i < (size_t)n * dim; i++)
             x[i] += xb[i];
     }
 
     if (!logits)
         return 0;
+    const struct ork_mat *const first[] = { &w->layers[0].wq, &w->layers[0].wk,
+                                            &w->layers[0].wv };
     if (all) {
         rmsnorm_rows(xb, x, w->output_norm, n, dim, c->rms_eps);
         NPU_RUN(ORK__NPU_LM_HEAD, 0, xb, n, logits);
         if (!npu_done)
-            MATMUL(w->output, xb, n, logits);
+            MATMUL(w->output, xb, n, logits, first, 3);
     } else {
         ork_rmsnorm(xb, x + (size_t)(n - 1) * dim, w->output_norm, dim, c->rms_eps);
         NPU_RUN(ORK__NPU_LM_HEAD, 0, xb, 1, logits);
         if (!npu_done)
-            MATMUL(w->output, xb, 1, logits);
+            MATMUL(w->output, xb, 1, logits, first, 3);
     }
     return 0;
 }

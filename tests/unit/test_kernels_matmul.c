@@ -155,6 +155,21 @@ static void test_errors(void)
     w.row_bytes = 34;
     CHECK_EQ_INT(ork_matmul(pools[1], &w, x, -1, y), ORK_EINVAL);
     CHECK_EQ_INT(ork_matmul(pools[1], &w, x, 0, y), 0);
+    /* the read-ahead hint: a bad count, a missing list, a malformed matrix in it */
+    const struct ork_mat *one[] = { &w };
+    float *ys[] = { y };
+    struct ork_mat bad = w;
+    bad.data = NULL;
+    const struct ork_mat *bads[] = { &bad };
+    CHECK_EQ_INT(ork_matmul_act_multi_next(pools[1], one, 1, x, 1, ys, ORK_ACT_QUANT, one, -1),
+                 ORK_EINVAL);
+    CHECK_EQ_INT(ork_matmul_act_multi_next(pools[1], one, 1, x, 1, ys, ORK_ACT_QUANT, NULL, 1),
+                 ORK_EINVAL);
+    ork_error_clear();
+    CHECK_EQ_INT(ork_matmul_act_multi_next(pools[1], one, 1, x, 1, ys, ORK_ACT_QUANT, bads, 1),
+                 ORK_EINVAL);
+    CHECK(strstr(ork_error_message(), "without data") != NULL);
+    CHECK_EQ_INT(ork_matmul_act_multi_next(pools[1], one, 1, x, 1, ys, ORK_ACT_QUANT, one, 1), 0);
 }
 
 static void test_matmul_no_allocation(void)
