@@ -139,9 +139,10 @@ int ork_matmul_act(struct ork_pool *pool, const struct ork_mat *w, const float *
 int ork_matmul_act_multi(struct ork_pool *pool, const struct ork_mat *const *w, int n_w,
                          const float *x, int64_t m, float *const *y, enum ork_act act);
 /* ork_matmul_act_multi, told which matrices the caller multiplies next (next[0 .. n_next),
- * which must be valid; NULL / 0: none). A decode call (M = 1, several threads) then puts the
- * time a thread would wait for the others' last rows to use: it reads the start of its share
- * of those matrices into its caches (reads only; outputs as ork_matmul_act_multi). */
+ * each with data and n_rows >= 0; NULL / 0: none; ORK_EINVAL otherwise). A decode call (M = 1,
+ * several threads) then puts the time a thread would wait for the others' last rows to use:
+ * it reads the start of its share of those matrices' bytes into its caches, during the call
+ * only (reads only; outputs as ork_matmul_act_multi). */
 int ork_matmul_act_multi_next(struct ork_pool *pool, const struct ork_mat *const *w, int n_w,
                               const float *x, int64_t m, float *const *y, enum ork_act act,
                               const struct ork_mat *const *next, int n_next);

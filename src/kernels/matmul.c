@@ -789,13 +789,13 @@ int ork_matmul_act_multi_next(struct ork_pool *pool, const struct ork_mat *const
         same = same && xform_of(w[q], act, isa, m) == xform_of(w[0], act, isa, m);
         rows += w[q]->n_rows;
     }
+    /* the next matrices are only read ahead as bytes (n_rows x row_bytes from data): their
+     * type need not be one this path computes (the NPU may run them) */
     if (n_next < 0 || (n_next > 0 && !next))
         return ork_errorf(ORK_EINVAL, "matmul: %d next matrices at %p", n_next, (const void *)next);
-    for (int q = 0; q < n_next; q++) {
-        int ret = check_mat(next[q]);
-        if (ret < 0)
-            return ret;
-    }
+    for (int q = 0; q < n_next; q++)
+        if (!next[q] || !next[q]->data || next[q]->n_rows < 0)
+            return ork_errorf(ORK_EINVAL, "matmul: next matrix %d without data or rows", q);
     if (m == 0 || rows == 0)
         return 0;
     if (!same) {

@@ -168,8 +168,14 @@ static void test_errors(void)
     ork_error_clear();
     CHECK_EQ_INT(ork_matmul_act_multi_next(pools[1], one, 1, x, 1, ys, ORK_ACT_QUANT, bads, 1),
                  ORK_EINVAL);
-    CHECK(strstr(ork_error_message(), "without data") != NULL);
+    CHECK(strstr(ork_error_message(), "next matrix 0 without data") != NULL);
     CHECK_EQ_INT(ork_matmul_act_multi_next(pools[1], one, 1, x, 1, ys, ORK_ACT_QUANT, one, 1), 0);
+    /* a type this path does not compute is fine as a hint (only its bytes are read) */
+    struct ork_mat other = w;
+    other.type = ORK_TYPE_Q5_0;
+    const struct ork_mat *others[] = { &other };
+    CHECK_EQ_INT(ork_matmul_act_multi_next(pools[1], one, 1, x, 1, ys, ORK_ACT_QUANT, others, 1),
+                 0);
 }
 
 static void test_matmul_no_allocation(void)
