@@ -213,20 +213,26 @@ TGT_AVX512 static inline float amax_512(const float *x, int n)
     return _mm512_reduce_max_ps(m);
 }
 
+/* One Q8_0 block of xb: its scale d (amax / 127, before any f16 rounding) returned, its 32
+ * quants roundf(x * (1 / d)) as int32 in *q0 (elements 0..15) and *q1 (16..31). */
+TGT_AVX512 static inline float q8_0_block_512(const float *xb, __m512i *q0, __m512i *q1)
+{
+    float d = amax_512(xb, Q8_0_BLOCK) / Q8_QMAX;
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    __m512 vid = _mm512_set1_ps(id);
+    *q0 = round_away_512(_mm512_mul_ps(_mm512_loadu_ps(xb), vid));
+    *q1 = round_away_512(_mm512_mul_ps(_mm512_loadu_ps(xb + 16), vid));
+    return d;
+}
+
 TGT_AVX512 static void quant_q8_0_512(const float *x, uint8_t *dst, int64_t nb)
 {
     for (int64_t b = 0; b < nb; b++) {
-        const float *xb = x + b * Q8_0_BLOCK;
         uint8_t *ob = dst + b * Q8_0_BYTES;
-        float d = amax_512(xb, Q8_0_BLOCK) / Q8_QMAX;
-        float id = d != 0.0f ? 1.0f / d : 0.0f;
-        put_f16(ob, d);
-        __m512 vid = _mm512_set1_ps(id);
-        __m128i q0 = _mm512_cvtepi32_epi8(round_away_512(_mm512_mul_ps(_mm512_loadu_ps(xb), vid)));
-        __m128i q1 = _mm512_cvtepi32_epi8(
-            round_away_512(_mm512_mul_ps(_mm512_loadu_ps(xb + 16), vid)));
-        _mm_storeu_si128((__m128i *)(ob + 2), q0);
-        _mm_storeu_si128((__m128i *)(ob + 18), q1);
+        __m512i q0, q1;
+        put_f16(ob, q8_0_block_512(x + b * Q8_0_BLOCK, &q0, &q1));
+        _mm_storeu_si128((__m128i *)(ob + 2), _mm512_cvtepi32_epi8(q0));
+        _mm_storeu_si128((__m128i *)(ob + 18), _mm512_cvtepi32_epi8(q1));
     }
 }
 
@@ -236,14 +242,10 @@ TGT_AVX512 static void quant_q8_0_sums_512(const float *x, int64_t nb, uint8_t *
                                            float *d, int32_t *sum)
 {
     for (int64_t b = 0; b < nb; b++) {
-        const float *xb = x + b * Q8_0_BLOCK;
         uint8_t *ob = q + (size_t)b * qstride;
-        float db = amax_512(xb, Q8_0_BLOCK) / Q8_QMAX;
-        float id = db != 0.0f ? 1.0f / db : 0.0f;
+        __m512i q0, q1;
+        float db = q8_0_block_512(x + b * Q8_0_BLOCK, &q0, &q1);
         d[b] = _cvtsh_ss(_cvtss_sh(db, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        __m512 vid = _mm512_set1_ps(id);
-        __m512i q0 = round_away_512(_mm512_mul_ps(_mm512_loadu_ps(xb), vid));
-        __m512i q1 = round_away_512(_mm512_mul_ps(_mm512_loadu_ps(xb + 16), vid));
         _mm_storeu_si128((__m128i *)(void *)ob, _mm512_cvtepi32_epi8(q0));
         _mm_storeu_si128((__m128i *)(void *)(ob + 16), _mm512_cvtepi32_epi8(q1));
         sum[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));

@@ -429,15 +429,21 @@ static void spans_set(struct mm_spans *sp, int streams, int64_t unit, int64_t lo
     }
 }
 
-/* The matrix holding global row g: its index, and its first global row in *off. */
-static int mat_of(const struct mm_multi *j, int64_t g, int64_t *off)
+/* Of the n_w matrices w laid end to end, the one holding global row g: its index, and its
+ * first global row in *off. */
+static int mat_at(const struct ork_mat *const *w, int n_w, int64_t g, int64_t *off)
 {
     int64_t o = 0;
     int q = 0;
-    while (q + 1 < j->n_w && g >= o + j->w[q]->n_rows)
-        o += j->w[q++]->n_rows;
+    while (q + 1 < n_w && g >= o + w[q]->n_rows)
+        o += w[q++]->n_rows;
     *off = o;
     return q;
+}
+
+static int mat_of(const struct mm_multi *j, int64_t g, int64_t *off)
+{
+    return mat_at(j->w, j->n_w, g, off);
 }
 
 /* Claims up to j->claim rows from the front of span a, not past the end of their matrix:
@@ -552,12 +558,10 @@ static void read_ahead(const struct mm_multi *j, int ith, int nth)
     const uint8_t *at[ORK_WSTREAMS_MAX];
     size_t len[ORK_WSTREAMS_MAX];
     for (int t = 0; t < j->streams; t++) {
-        int64_t a, b, off = 0;
+        int64_t a, b, off;
         span_part(lo, hi, j->streams, unit, t, &a, &b);
-        int q = 0;      /* the matrix holding row a; the stream stops at its end */
-        while (q + 1 < j->n_ahead && a >= off + j->ahead[q]->n_rows)
-            off += j->ahead[q++]->n_rows;
-        const struct ork_mat *w = j->ahead[q];
+        /* the matrix holding row a; the stream stops at its end */
+        const struct ork_mat *w = j->ahead[mat_at(j->ahead, j->n_ahead, a, &off)];
         int64_t end = b < off + w->n_rows ? b : off + w->n_rows;
         at[t] = (const uint8_t *)w->data + (size_t)(a - off) * w->row_bytes;
         len[t] = a < end ? (size_t)(end - a) * w->row_bytes : 0;
