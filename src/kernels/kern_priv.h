@@ -137,7 +137,7 @@ bool ork__q8_wrows(enum kisa k, uint32_t type, const uint8_t *w, size_t row_byte
  * of path k reads side by side (4 with AVX-512, 1 with AVX2; 0: no kernel). ork__q8_wstreams
  * takes up to that many (more run one after another); false when path k has no kernel, with
  * nothing done. */
-#define ORK_WSTREAMS_MAX 4
+#define ORK_WSTREAMS_MAX 5     /* the most any decode kernel reads: ORK_X16_STREAMS_MAX */
 struct ork__wstream {
     const uint8_t *w;
     int64_t n;
@@ -179,11 +179,15 @@ void ork__gemm_q8(enum kisa k, const struct ork_mat *w, int64_t r0, int64_t r1,
 
 #define ORK_X16_ROWS 16         /* rows per group, one per 32-bit lane of a 512-bit vector */
 #define ORK_X16_XBLOCK 48       /* bytes of one X block in the interleaved kernels' X form */
-/* Groups the decode kernel can read side by side, and reads (ork__x16_streams_width): four, as
- * the row-layout kernel (one to three per thread made no clear difference from DRAM,
- * docs/kernels.md "Interleaved weights"). */
-#define ORK_X16_STREAMS_MAX 4
-#define ORK_X16_STREAMS 4
+/* Groups the decode kernels read side by side (ork__x16_streams_width): Q8_0 / Q4_0 five,
+ * Q4_K four (its kernels hold four groups' scales in registers). Five streams per thread
+ * instead of four, the two builds run alternately (A B B A, `ork bench -p 0 -n 128 -t 2`,
+ * Qwen3-1.7B shape): Q4_0 1.019x faster (median of 8 rounds, 0.999-1.049), Q8_0 1.023x (5
+ * rounds, 0.997-1.057); six streams as five, eight slower (the kernel spills), one to three
+ * slower (docs/kernels.md "Interleaved weights"). */
+#define ORK_X16_STREAMS_MAX 5
+#define ORK_X16_STREAMS 5
+#define ORK_X16K_STREAMS 4
 /* X rows per M > 1 tile: the four outputs per weight vector fit the 32 zmm registers beside
  * the 8 unpacked weight vectors. */
 #define ORK_X16_MX 4
@@ -191,7 +195,7 @@ void ork__gemm_q8(enum kisa k, const struct ork_mat *w, int64_t r0, int64_t r1,
 int ork__x16_check(const struct ork_mat *w);
 /* True when path k has the interleaved kernels. */
 bool ork__x16_ok(enum kisa k);
-int ork__x16_streams_width(enum kisa k);
+int ork__x16_streams_width(enum kisa k, uint32_t type);
 /* Row r of w in the plain GGUF row layout: a pointer into w (rows layout) or buf filled with
  * it (interleaved; buf holds row_bytes). */
 const uint8_t *ork__mat_row(const struct ork_mat *w, int64_t r, uint8_t *buf);

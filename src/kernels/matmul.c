@@ -597,8 +597,16 @@ static void spans_thread(void *ctx, int ith, int nth)
 /* Sets up the spans: thread i's equal share of the rows over its streams. */
 static void spans_plan(struct mm_multi *j, int nth)
 {
-    int width = j->xf == XF_Q8_0 ? ork__q8_wstreams_width(j->isa)
-              : xf_interleaved(j->xf) ? ork__x16_streams_width(j->isa) : 0;
+    int width = j->xf == XF_Q8_0 ? ork__q8_wstreams_width(j->isa) : 0;
+    if (xf_interleaved(j->xf)) {
+        /* the job's matrices share the X form, not always the type (Q8_0 beside Q4_0):
+         * every stream kernel call must take as many streams as the spans hand it */
+        width = ork__x16_streams_width(j->isa, j->w[0]->type);
+        for (int q = 1; q < j->n_w; q++) {
+            int wq = ork__x16_streams_width(j->isa, j->w[q]->type);
+            width = wq < width ? wq : width;
+        }
+    }
     j->wkern = width > 0;
     j->streams = width > 0 ? width : 1;
     int64_t rb = (int64_t)j->w[0]->row_bytes;

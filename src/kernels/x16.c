@@ -62,7 +62,8 @@
 /* X form offsets inside a block of ORK_X16_XBLOCK bytes */
 #define X16_XD 32
 #define X16_XB 36
-_Static_assert(ORK_X16_STREAMS <= ORK_X16_STREAMS_MAX && ORK_X16_STREAMS_MAX <= ORK_WSTREAMS_MAX,
+_Static_assert(ORK_X16_STREAMS <= ORK_X16_STREAMS_MAX && ORK_X16K_STREAMS <= ORK_X16_STREAMS_MAX &&
+                   ORK_X16_STREAMS_MAX <= ORK_WSTREAMS_MAX,
                "the decode spans (matmul.c) hold ORK_WSTREAMS_MAX streams");
 /* Largest row handled by the packer (bytes of one plain row): its group buffer is 16 rows. */
 #define X16_ROW_BYTES_MAX (64u << 10)
@@ -262,21 +263,20 @@ static inline int32_t ld32(const uint8_t *p)
 #define X16_PF_BYTES 1024
 #define X16_LINE 64
 
-/* Accumulators of one kernel call: ng x mx <= 4 for every kernel below (up to four groups
+/* Accumulators of one kernel call: ng x mx <= 5 for every kernel below (up to five groups
  * against one X row, or one group against up to four). */
-#define X16_ACC_MAX 4
+#define X16_ACC_MAX 5
 _Static_assert(ORK_X16_STREAMS_MAX <= X16_ACC_MAX && ORK_X16_MX <= X16_ACC_MAX,
                "x16_core keeps ng x mx accumulators in X16_ACC_MAX variables");
 
-/* *a[u] += f * sc, with u constant once inlined: the accumulators stay four variables rather
- * than an array (GCC 12 stored each array element once per block; as variables the decode
- * loop has no stores and Q4_0 decode from DRAM ran 1.00-1.02x faster, measured as for
- * dpbusd_bcast). */
+/* *a[u] += f * sc, with u constant once inlined: a[] points at x16_core's accumulators, which
+ * stay separate variables rather than an array (GCC 12 stored each array element once per
+ * block; as variables the decode loop has no stores and Q4_0 decode from DRAM ran 1.00-1.02x
+ * faster, measured as for dpbusd_bcast). */
 ORK_TGT_X16 static inline __attribute__((always_inline)) void
-acc_fma(int u, __m512 f, __m512 sc, __m512 *a0, __m512 *a1, __m512 *a2, __m512 *a3)
+acc_fma(int u, __m512 f, __m512 sc, __m512 *const *a)
 {
-    __m512 *a = u == 0 ? a0 : u == 1 ? a1 : u == 2 ? a2 : a3;
-    *a = _mm512_fmadd_ps(f, sc, *a);
+    *a[u] = _mm512_fmadd_ps(f, sc, *a[u]);
 }
 
 /* Block b of one group (its bytes at wb) against mx X rows (the block's X at xb, xstride
@@ -284,7 +284,7 @@ acc_fma(int u, __m512 f, __m512 sc, __m512 *a0, __m512 *a1, __m512 *a2, __m512 *
  * X16_PF_BYTES ahead. */
 ORK_TGT_X16 static inline __attribute__((always_inline)) void
 x16_block(bool q8, int s, int mx, const uint8_t *wb, const uint8_t *xb, size_t xstride,
-          __m512i lo, __m512i hi, __m512 *a0, __m512 *a1, __m512 *a2, __m512 *a3)
+          __m512i lo, __m512i hi, __m512 *const *a)
 {
     const size_t gb = ORK_X16_ROWS * (q8 ? Q8_0_BYTES : Q4_0_BYTES);
     if (mx == 1)
@@ -317,8 +317,7 @@ x16_block(bool q8, int s, int mx, const uint8_t *wb, const uint8_t *xb, size_t x
         }
         float dx;
         memcpy(&dx, x + X16_XD, 4);
-        acc_fma(s * mx + t, _mm512_cvtepi32_ps(i0), _mm512_mul_ps(dw, _mm512_set1_ps(dx)),
-                a0, a1, a2, a3);
+        acc_fma(s * mx + t, _mm512_cvtepi32_ps(i0), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), a);
     }
 }
 
@@ -341,45 +340,39 @@ x16_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, si
     const size_t gb = ORK_X16_ROWS * (q8 ? Q8_0_BYTES : Q4_0_BYTES);
     const __m512i lo = _mm512_set1_epi8(ORK_NIB_LO), hi = _mm512_set1_epi8((char)ORK_NIB_HI);
     const int na = ng * mx;
-    __m512 a0 = acc[0], a1 = _mm512_setzero_ps(), a2 = a1, a3 = a1;
-    if (na > 1)
-        a1 = acc[1];
-    if (na > 2)
-        a2 = acc[2];
-    if (na > 3)
-        a3 = acc[3];
+    __m512 a0 = acc[0], a1 = _mm512_setzero_ps(), a2 = a1, a3 = a1, a4 = a1;
+    __m512 *const a[X16_ACC_MAX] = { &a0, &a1, &a2, &a3, &a4 };
+#pragma GCC unroll 4
+    for (int i = 1; i < na; i++)
+        *a[i] = acc[i];
     /* the groups' and X's pointers stepped once per X16_UNROLL blocks (fewer instructions than
      * indexing them by b); the loops unrolled whole (GCC 12 otherwise kept a loop over s and
      * picked the accumulator by branches) */
     const uint8_t *p[ORK_X16_STREAMS_MAX] = { g[0] };
-#pragma GCC unroll 4
+#pragma GCC unroll 5
     for (int s = 1; s < ng; s++)
         p[s] = g[s];
     const uint8_t *x = xs;
     int64_t b = 0;
     for (; b + X16_UNROLL <= nb; b += X16_UNROLL, x += X16_UNROLL * ORK_X16_XBLOCK) {
-#pragma GCC unroll 4
+#pragma GCC unroll 5
         for (int s = 0; s < ng; s++) {
 #pragma GCC unroll 2
             for (int u = 0; u < X16_UNROLL; u++)
                 x16_block(q8, s, mx, p[s] + (size_t)u * gb, x + (size_t)u * ORK_X16_XBLOCK,
-                          xstride, lo, hi, &a0, &a1, &a2, &a3);
+                          xstride, lo, hi, a);
             p[s] += X16_UNROLL * gb;
         }
     }
     for (; b < nb; b++, x += ORK_X16_XBLOCK)
-#pragma GCC unroll 4
+#pragma GCC unroll 5
         for (int s = 0; s < ng; s++) {
-            x16_block(q8, s, mx, p[s], x, xstride, lo, hi, &a0, &a1, &a2, &a3);
+            x16_block(q8, s, mx, p[s], x, xstride, lo, hi, a);
             p[s] += gb;
         }
-    acc[0] = a0;
-    if (na > 1)
-        acc[1] = a1;
-    if (na > 2)
-        acc[2] = a2;
-    if (na > 3)
-        acc[3] = a3;
+#pragma GCC unroll 5
+    for (int i = 0; i < na; i++)
+        acc[i] = *a[i];
 }
 
 /* One specialization per (type, ng, mx): the core with constant counts, stores 16 lanes per
@@ -392,6 +385,7 @@ X16_KERNEL(x16_q8_g1m1, true, 1, 1)
 X16_KERNEL(x16_q8_g2m1, true, 2, 1)
 X16_KERNEL(x16_q8_g3m1, true, 3, 1)
 X16_KERNEL(x16_q8_g4m1, true, 4, 1)
+X16_KERNEL(x16_q8_g5m1, true, 5, 1)
 X16_KERNEL(x16_q8_g1m2, true, 1, 2)
 X16_KERNEL(x16_q8_g1m3, true, 1, 3)
 X16_KERNEL(x16_q8_g1m4, true, 1, 4)
@@ -399,14 +393,15 @@ X16_KERNEL(x16_q4_g1m1, false, 1, 1)
 X16_KERNEL(x16_q4_g2m1, false, 2, 1)
 X16_KERNEL(x16_q4_g3m1, false, 3, 1)
 X16_KERNEL(x16_q4_g4m1, false, 4, 1)
+X16_KERNEL(x16_q4_g5m1, false, 5, 1)
 X16_KERNEL(x16_q4_g1m2, false, 1, 2)
 X16_KERNEL(x16_q4_g1m3, false, 1, 3)
 X16_KERNEL(x16_q4_g1m4, false, 1, 4)
 
 /* [q8][ng - 1] with mx = 1, and [q8][mx - 1] with ng = 1 */
 static const ork__x16_fn x16_streams_fn[2][ORK_X16_STREAMS_MAX] = {
-    { x16_q4_g1m1, x16_q4_g2m1, x16_q4_g3m1, x16_q4_g4m1 },
-    { x16_q8_g1m1, x16_q8_g2m1, x16_q8_g3m1, x16_q8_g4m1 },
+    { x16_q4_g1m1, x16_q4_g2m1, x16_q4_g3m1, x16_q4_g4m1, x16_q4_g5m1 },
+    { x16_q8_g1m1, x16_q8_g2m1, x16_q8_g3m1, x16_q8_g4m1, x16_q8_g5m1 },
 };
 static const ork__x16_fn x16_tile_fn[2][ORK_X16_MX] = {
     { x16_q4_g1m1, x16_q4_g1m2, x16_q4_g1m3, x16_q4_g1m4 },
@@ -418,7 +413,9 @@ static ork__x16_fn x16_fn_of(uint32_t type, bool tile, int n)
 {
     if (type == ORK_TYPE_Q4_K)
         return ork__x16k_fn(tile, n);
-    return (tile ? x16_tile_fn : x16_streams_fn)[type == ORK_TYPE_Q8_0][n - 1];
+    if (tile)
+        return x16_tile_fn[type == ORK_TYPE_Q8_0][n - 1];
+    return x16_streams_fn[type == ORK_TYPE_Q8_0][n - 1];
 }
 #endif
 
@@ -432,9 +429,11 @@ bool ork__x16_ok(enum kisa k)
 #endif
 }
 
-int ork__x16_streams_width(enum kisa k)
+int ork__x16_streams_width(enum kisa k, uint32_t type)
 {
-    return ork__x16_ok(k) ? ORK_X16_STREAMS : 0;
+    if (!ork__x16_ok(k) || !x16_type_of(type))
+        return 0;
+    return type == ORK_TYPE_Q4_K ? ORK_X16K_STREAMS : ORK_X16_STREAMS;
 }
 
 /* X rows of one M > 1 pass that stay in L2 while every group of the item meets them: 512 KiB
@@ -446,7 +445,7 @@ bool ork__x16_streams(enum kisa k, uint32_t type, const struct ork__wstream *s, 
 {
 #ifdef X16_X86
     const struct x16_type *tt = x16_type_of(type);
-    if (!ork__x16_ok(k) || !tt || ns < 1 || ns > ORK_X16_STREAMS_MAX)
+    if (!tt || ns < 1 || ns > ork__x16_streams_width(k, type))
         return false;
     const size_t gbytes = ORK_X16_ROWS * row_bytes;
     const int64_t nb = (int64_t)(row_bytes / tt->bytes);
@@ -490,10 +489,11 @@ bool ork__x16_gemm(enum kisa k, uint32_t type, const uint8_t *w, size_t row_byte
     const size_t gbytes = ORK_X16_ROWS * row_bytes;
     const int64_t nb = (int64_t)(row_bytes / tt->bytes);
     if (m == 1) {
-        /* decode: the rows as ORK_X16_STREAMS streams of whole groups read side by side (a
+        /* decode: the rows as the type's streams of whole groups read side by side (a
          * group starts where its first row was) */
-        struct ork__wstream s[ORK_X16_STREAMS];
-        int ns = ork__wstreams_split(w, row_bytes, nr, ORK_X16_ROWS, ORK_X16_STREAMS, y, s);
+        struct ork__wstream s[ORK_X16_STREAMS_MAX];
+        int ns = ork__wstreams_split(w, row_bytes, nr, ORK_X16_ROWS,
+                                     ork__x16_streams_width(k, type), y, s);
         return ork__x16_streams(k, type, s, ns, row_bytes, xs);
     }
     int64_t chunk = xrow ? (int64_t)(X16_L2_X_BYTES / xrow) / ORK_X16_MX * ORK_X16_MX : ORK_X16_MX;

@@ -108,9 +108,9 @@ x16k_core(int ng, int mx, const uint8_t *const *g, const uint8_t *xs, size_t xst
     const __m512i low6 = _mm512_set1_epi8(0x3f), low4 = m4, top2 = _mm512_set1_epi8(0x30);
     const __m512i hi4 = _mm512_set1_epi8((char)ORK_NIB_HI);
     for (int64_t b = 0; b < nb; b++) {
-        __m512 dw[ORK_X16_STREAMS_MAX], dmw[ORK_X16_STREAMS_MAX];
-        __m512i sc[ORK_X16_STREAMS_MAX][2], mn[ORK_X16_STREAMS_MAX][2];
-        __m512i si[ORK_X16_STREAMS_MAX * ORK_X16_MX];
+        __m512 dw[ORK_X16K_STREAMS], dmw[ORK_X16K_STREAMS];
+        __m512i sc[ORK_X16K_STREAMS][2], mn[ORK_X16K_STREAMS][2];
+        __m512i si[ORK_X16K_STREAMS * ORK_X16_MX];
         for (int s = 0; s < ng; s++) {
             const uint8_t *wb = g[s] + (size_t)b * XK_GROUP_BYTES;
             dw[s] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wb + XK_D)));
@@ -194,8 +194,8 @@ X16K_KERNEL(x16k_g1m2, 1, 2)
 X16K_KERNEL(x16k_g1m3, 1, 3)
 X16K_KERNEL(x16k_g1m4, 1, 4)
 
-static const ork__x16_fn x16k_streams_fn[ORK_X16_STREAMS_MAX] = { x16k_g1m1, x16k_g2m1,
-                                                                   x16k_g3m1, x16k_g4m1 };
+static const ork__x16_fn x16k_streams_fn[ORK_X16K_STREAMS] = { x16k_g1m1, x16k_g2m1,
+                                                                x16k_g3m1, x16k_g4m1 };
 static const ork__x16_fn x16k_tile_fn[ORK_X16_MX] = { x16k_g1m1, x16k_g1m2, x16k_g1m3,
                                                        x16k_g1m4 };
 #endif
@@ -203,7 +203,7 @@ static const ork__x16_fn x16k_tile_fn[ORK_X16_MX] = { x16k_g1m1, x16k_g1m2, x16k
 ork__x16_fn ork__x16k_fn(bool tile, int n)
 {
 #ifdef XK_X86
-    if (n < 1 || n > (tile ? ORK_X16_MX : ORK_X16_STREAMS_MAX))
+    if (n < 1 || n > (tile ? ORK_X16_MX : ORK_X16K_STREAMS))
         return NULL;
     return tile ? x16k_tile_fn[n - 1] : x16k_streams_fn[n - 1];
 #else
