@@ -19,7 +19,7 @@
  *     on in-memory weights, against the read kernel over the same bytes in one pool run
  *     ("whole") and in one pool run per matmul call ("chain"), and (interleaved Q8_0 / Q4_0)
  *     the decode kernel's loads without its arithmetic ("loads": per thread its share of each
- *     matrix as 4 streams of 16-row groups, per block the 32-byte scale load and the 64-byte
+ *     matrix as 5 streams of 16-row groups, per block the 32-byte scale load and the 64-byte
  *     quant loads of docs/kernels.md "Interleaved weights", in the kernel's order); all are
  *     timed in turn in every rep, and the medians of each and of the per-rep ratios are
  *     printed, so the shares hold even while the machine's bandwidth drifts.
@@ -273,7 +273,7 @@ static void ch_read(struct ork_pool *pool, const uint8_t *p, size_t n, struct ch
 #define CH_GROUP_ROWS 16
 #define CH_SCALE_BYTES 32
 #define CH_CHUNK 64
-#define CH_STREAMS 4
+#define CH_STREAMS 5     /* as the Q8_0 / Q4_0 decode kernels (ORK_X16_STREAMS) */
 
 struct ch_loads {
     const struct ork_mat *const *w;
@@ -304,7 +304,10 @@ ch_pass(const uint8_t *const *g, int ns, int64_t nb, size_t bbytes, int chunks)
                         _mm512_loadu_si512(p + CH_SCALE_BYTES + (c + 1) * CH_CHUNK)));
             acc[t] = _mm512_add_epi64(acc[t], v);
         }
-    return _mm512_add_epi64(_mm512_add_epi64(acc[0], acc[1]), _mm512_add_epi64(acc[2], acc[3]));
+    __m512i sum = acc[0];
+    for (int t = 1; t < CH_STREAMS; t++)
+        sum = _mm512_add_epi64(sum, acc[t]);
+    return sum;
 }
 
 CH_TGT static __m512i ch_pass8(const uint8_t *const *g, int ns, int64_t nb, size_t bbytes)
