@@ -117,9 +117,14 @@ struct mm_multi {
 
 /* Rows are split between threads only in multiples of this: whole groups of an interleaved
  * matrix, else single rows. */
+static int64_t unit_of(enum xform xf)
+{
+    return xf_interleaved(xf) ? ORK_X16_ROWS : 1;
+}
+
 static int64_t mm_unit(const struct mm_multi *j)
 {
-    return xf_interleaved(j->xf) ? ORK_X16_ROWS : 1;
+    return unit_of(j->xf);
 }
 
 /* Per output element through the chunked single-dot path (rows too long for the tiles). */
@@ -244,6 +249,23 @@ static enum xform xform_of(const struct ork_mat *w, enum ork_act act, enum kisa 
     if (type == ORK_TYPE_Q4_K || type == ORK_TYPE_Q6_K)
         return XF_Q8_K;
     return XF_NONE;
+}
+
+/* Streams a decode call over the n_w matrices w (X form xf) reads side by side: its stream
+ * kernel's width (the smallest of the matrices' types: Q8_0 beside Q4_0 share the interleaved
+ * X form), 0 when the path has no stream kernel for them. */
+static int stream_width(enum kisa isa, enum xform xf, const struct ork_mat *const *w, int n_w)
+{
+    if (xf == XF_Q8_0)
+        return ork__q8_wstreams_width(isa);
+    if (!xf_interleaved(xf))
+        return 0;
+    int width = ork__x16_streams_width(isa, w[0]->type);
+    for (int q = 1; q < n_w; q++) {
+        int wq = ork__x16_streams_width(isa, w[q]->type);
+        width = wq < width ? wq : width;
+    }
+    return width;
 }
 
 static size_t xrow_bytes(enum xform xf, int64_t k)
@@ -535,8 +557,8 @@ static bool spans_steal(const struct mm_multi *j, int nth, struct mm_spans *mine
 /* Read-ahead. A thread whose rows have all been claimed waits for the others' last claims
  * (up to a claim per stream: the threads finished 3-4 us apart on average in a Qwen3-1.7B Q4_0
  * decode at two threads, 0.3-0.4 ms per token, TSC-timed). Meanwhile it reads the start of its
- * share of the caller's next matrices, the rows its spans will claim first there (spans_plan
- * with the same streams and unit), into its caches: the cores' memory streams keep going
+ * share of the caller's next matrices, the rows its spans will claim first there (spans_plan's
+ * split for that call), into its caches: the cores' memory streams keep going
  * across the call boundary. Up to MM_AHEAD_BYTES per stream, a chunk of MM_AHEAD_CHUNK per
  * stream between two looks at `running`. Measured in the real decode, even and odd tokens
  * with and without (medians of the pairs' time ratios, Qwen3-1.7B shape, tg128, two threads;
@@ -552,14 +574,19 @@ static void read_ahead(const struct mm_multi *j, int ith, int nth)
     int64_t rows = 0;
     for (int q = 0; q < j->n_ahead; q++)
         rows += j->ahead[q]->n_rows;
-    const int64_t unit = mm_unit(j);
+    /* the next call's own spans (spans_plan): its X form and stream width, which need not be
+     * this call's (a Q6_K matrix after an interleaved Q4_K one); spans run with quantized X */
+    const enum xform nxf = xform_of(j->ahead[0], ORK_ACT_QUANT, j->isa, j->m);
+    const int64_t unit = unit_of(nxf);
+    const int width = stream_width(j->isa, nxf, j->ahead, j->n_ahead);
+    const int streams = width > 0 ? width : 1;
     int64_t lo, hi;
     thread_share(rows, nth, ith, unit, &lo, &hi);
     const uint8_t *at[ORK_WSTREAMS_MAX];
     size_t len[ORK_WSTREAMS_MAX];
-    for (int t = 0; t < j->streams; t++) {
+    for (int t = 0; t < streams; t++) {
         int64_t a, b, off;
-        span_part(lo, hi, j->streams, unit, t, &a, &b);
+        span_part(lo, hi, streams, unit, t, &a, &b);
         /* the matrix holding row a; the stream stops at its end */
         const struct ork_mat *w = j->ahead[mat_at(j->ahead, j->n_ahead, a, &off)];
         int64_t end = b < off + w->n_rows ? b : off + w->n_rows;
@@ -572,7 +599,7 @@ static void read_ahead(const struct mm_multi *j, int ith, int nth)
     for (size_t o = 0; o < MM_AHEAD_BYTES; o += MM_AHEAD_CHUNK) {
         if (atomic_load_explicit(&j->running, memory_order_relaxed) == 0)
             break;
-        for (int t = 0; t < j->streams; t++)
+        for (int t = 0; t < streams; t++)
             if (o < len[t])
                 sum += ork_cpu_read_sum(at[t] + o, len[t] - o < MM_AHEAD_CHUNK ? len[t] - o
                                                                                   : MM_AHEAD_CHUNK);
@@ -597,16 +624,7 @@ static void spans_thread(void *ctx, int ith, int nth)
 /* Sets up the spans: thread i's equal share of the rows over its streams. */
 static void spans_plan(struct mm_multi *j, int nth)
 {
-    int width = j->xf == XF_Q8_0 ? ork__q8_wstreams_width(j->isa) : 0;
-    if (xf_interleaved(j->xf)) {
-        /* the job's matrices share the X form, not always the type (Q8_0 beside Q4_0):
-         * every stream kernel call must take as many streams as the spans hand it */
-        width = ork__x16_streams_width(j->isa, j->w[0]->type);
-        for (int q = 1; q < j->n_w; q++) {
-            int wq = ork__x16_streams_width(j->isa, j->w[q]->type);
-            width = wq < width ? wq : width;
-        }
-    }
+    const int width = stream_width(j->isa, j->xf, j->w, j->n_w);
     j->wkern = width > 0;
     j->streams = width > 0 ? width : 1;
     int64_t rb = (int64_t)j->w[0]->row_bytes;
