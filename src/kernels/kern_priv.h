@@ -179,6 +179,8 @@ void ork__gemm_q8(enum kisa k, const struct ork_mat *w, int64_t r0, int64_t r1,
 
 #define ORK_X16_ROWS 16         /* rows per group, one per 32-bit lane of a 512-bit vector */
 #define ORK_X16_XBLOCK 48       /* bytes of one X block in the interleaved kernels' X form */
+#define ORK_X16_XD 32           /* ... its f32 scale */
+#define ORK_X16_XB 36           /* ... its int32 bias, -128 x the sum of its quants */
 /* Groups the decode kernels read side by side (ork__x16_streams_width): Q8_0 / Q4_0 five,
  * Q4_K four (its kernels hold four groups' scales in registers). Five streams per thread
  * instead of four, the two builds run alternately (A B B A, `ork bench -p 0 -n 128 -t 2`,
@@ -193,8 +195,9 @@ void ork__gemm_q8(enum kisa k, const struct ork_mat *w, int64_t r0, int64_t r1,
 #define ORK_X16_MX 4
 /* 0, or the error naming why an interleaved matrix is malformed (rows layout: 0). */
 int ork__x16_check(const struct ork_mat *w);
-/* True when path k has the interleaved kernels. */
-bool ork__x16_ok(enum kisa k);
+/* True when path k has the interleaved kernels of `type` (x86-64: Q8_0 / Q4_0 on every vector
+ * path, Q4_K with AVX-512 VNNI). */
+bool ork__x16_ok(enum kisa k, uint32_t type);
 int ork__x16_streams_width(enum kisa k, uint32_t type);
 /* Row r of w in the plain GGUF row layout: a pointer into w (rows layout) or buf filled with
  * it (interleaved; buf holds row_bytes). */
@@ -268,6 +271,10 @@ ork__and_mem(const uint8_t *p, __m512i m)
             for (int t = 0; t < (MX); t++)                                                      \
                 _mm512_storeu_ps(out[s] + (size_t)t * ldo, acc[s * (MX) + t]);                  \
     }
+
+/* x16a.c: the AVX2 kernels of Q8_0 (q8) / Q4_0 reading n groups side by side (tile: one group
+ * against n X rows); NULL off x86-64. */
+ork__x16_fn ork__x16a_fn(bool q8, bool tile, int n);
 
 /* x16k.c: Q4_K. X form (ork__x16k_xprep): per 256-element block ORK_X16K_XBLOCK bytes with the
  * quants and scale of ork_quantize_row_q8_k and its 32-element sums split for the kernels. */

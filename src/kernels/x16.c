@@ -59,9 +59,6 @@
 #define X16_CHUNK 64            /* one vector of quants: 4 bytes of each of 16 rows */
 #define X16_U8_OFFSET 128       /* Q8_0 quants stored as q + 128 */
 #define X16_U8_FLIP_BYTE 0x80   /* ... = q xor 0x80 */
-/* X form offsets inside a block of ORK_X16_XBLOCK bytes */
-#define X16_XD 32
-#define X16_XB 36
 _Static_assert(ORK_X16_STREAMS <= ORK_X16_STREAMS_MAX && ORK_X16K_STREAMS <= ORK_X16_STREAMS_MAX &&
                    ORK_X16_STREAMS_MAX <= ORK_WSTREAMS_MAX,
                "the decode spans (matmul.c) hold ORK_WSTREAMS_MAX streams");
@@ -180,7 +177,7 @@ int ork__x16_check(const struct ork_mat *w)
 bool ork_mat_x16_wanted(const struct ork_mat *w)
 {
     return w && w->data && w->layout == ORK_LAYOUT_ROWS && !x16_unfit(w) &&
-           ork__x16_ok(ork__kisa());
+           ork__x16_ok(ork__kisa(), w->type);
 }
 
 int ork_mat_x16_pack(struct ork_mat *w)
@@ -236,9 +233,9 @@ void ork__x16_xprep(enum kisa k, const float *x, int64_t n, uint8_t *dst)
         for (int64_t b = 0; b < nb; b++) {
             uint8_t *ob = o + (size_t)b * ORK_X16_XBLOCK;
             int32_t bias = -X16_U8_OFFSET * sum[b];
-            memcpy(ob + X16_XD, &d[b], 4);
-            memcpy(ob + X16_XB, &bias, 4);
-            memset(ob + X16_XB + 4, 0, ORK_X16_XBLOCK - X16_XB - 4);
+            memcpy(ob + ORK_X16_XD, &d[b], 4);
+            memcpy(ob + ORK_X16_XB, &bias, 4);
+            memset(ob + ORK_X16_XB + 4, 0, ORK_X16_XBLOCK - ORK_X16_XB - 4);
         }
     }
 }
@@ -304,7 +301,7 @@ x16_block(bool q8, int s, int mx, const uint8_t *wb, const uint8_t *xb, size_t x
     }
     for (int t = 0; t < mx; t++) {
         const uint8_t *x = xb + (size_t)t * xstride;
-        __m512i i0 = _mm512_set1_epi32(ld32(x + X16_XB));
+        __m512i i0 = _mm512_set1_epi32(ld32(x + ORK_X16_XB));
         if (q8) {           /* one chain from the bias */
             for (int c = 0; c < 8; c++)
                 i0 = ork__dpbusd_bcast(i0, wv[c], x + 4 * c);
@@ -316,7 +313,7 @@ x16_block(bool q8, int s, int mx, const uint8_t *wb, const uint8_t *xb, size_t x
                 i0 = ork__dpbusd_bcast(i0, wv[c], x + 4 * c);
         }
         float dx;
-        memcpy(&dx, x + X16_XD, 4);
+        memcpy(&dx, x + ORK_X16_XD, 4);
         acc_fma(s * mx + t, _mm512_cvtepi32_ps(i0), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), a);
     }
 }
@@ -408,30 +405,38 @@ static const ork__x16_fn x16_tile_fn[2][ORK_X16_MX] = {
     { x16_q8_g1m1, x16_q8_g1m2, x16_q8_g1m3, x16_q8_g1m4 },
 };
 
-/* The kernel of an interleaved type reading n groups side by side (tile: one group, n X rows). */
-static ork__x16_fn x16_fn_of(uint32_t type, bool tile, int n)
+/* Path k's kernel of an interleaved type reading n groups side by side (tile: one group, n X
+ * rows); ork__x16_ok(k, type) holds. */
+static ork__x16_fn x16_fn_of(enum kisa k, uint32_t type, bool tile, int n)
 {
     if (type == ORK_TYPE_Q4_K)
         return ork__x16k_fn(tile, n);
+    if (k != KISA_AVX512VNNI)
+        return ork__x16a_fn(type == ORK_TYPE_Q8_0, tile, n);
     if (tile)
         return x16_tile_fn[type == ORK_TYPE_Q8_0][n - 1];
     return x16_streams_fn[type == ORK_TYPE_Q8_0][n - 1];
 }
 #endif
 
-bool ork__x16_ok(enum kisa k)
+bool ork__x16_ok(enum kisa k, uint32_t type)
 {
 #ifdef X16_X86
-    return k == KISA_AVX512VNNI;
+    switch (type) {
+    case ORK_TYPE_Q8_0:
+    case ORK_TYPE_Q4_0: return k == KISA_AVX2 || k == KISA_AVXVNNI || k == KISA_AVX512VNNI;
+    case ORK_TYPE_Q4_K: return k == KISA_AVX512VNNI;
+    default: return false;
+    }
 #else
-    (void)k;
+    (void)k, (void)type;
     return false;
 #endif
 }
 
 int ork__x16_streams_width(enum kisa k, uint32_t type)
 {
-    if (!ork__x16_ok(k) || !x16_type_of(type))
+    if (!ork__x16_ok(k, type))
         return 0;
     return type == ORK_TYPE_Q4_K ? ORK_X16K_STREAMS : ORK_X16_STREAMS;
 }
@@ -470,7 +475,7 @@ bool ork__x16_streams(enum kisa k, uint32_t type, const struct ork__wstream *s, 
                 g[n] = s[t].w + (size_t)r * gbytes;
                 out[n++] = s[t].out + r * ORK_X16_ROWS;
             }
-        x16_fn_of(type, false, n)(g, xs, 0, nb, out, 0);
+        x16_fn_of(k, type, false, n)(g, xs, 0, nb, out, 0);
     }
     return true;
 #else
@@ -484,7 +489,7 @@ bool ork__x16_gemm(enum kisa k, uint32_t type, const uint8_t *w, size_t row_byte
 {
 #ifdef X16_X86
     const struct x16_type *tt = x16_type_of(type);
-    if (!ork__x16_ok(k) || !tt)
+    if (!ork__x16_ok(k, type))
         return false;
     const size_t gbytes = ORK_X16_ROWS * row_bytes;
     const int64_t nb = (int64_t)(row_bytes / tt->bytes);
@@ -505,7 +510,7 @@ bool ork__x16_gemm(enum kisa k, uint32_t type, const uint8_t *w, size_t row_byte
             for (int64_t t = 0; t < mc; t += ORK_X16_MX) {
                 int mx = mc - t < ORK_X16_MX ? (int)(mc - t) : ORK_X16_MX;
                 float *o = y + (m0 + t) * ldy + r;
-                x16_fn_of(type, true, mx)(&g, xs + (size_t)(m0 + t) * xrow, xrow, nb, &o,
+                x16_fn_of(k, type, true, mx)(&g, xs + (size_t)(m0 + t) * xrow, xrow, nb, &o,
                                           (size_t)ldy);
             }
         }

@@ -1,0 +1,184 @@
+/* x16a.c -- the AVX2 kernels of interleaved Q8_0 / Q4_0 matrices (ORK_LAYOUT_X16; the layout,
+ * the X form and the entry points are x16.c's, the thread split matmul.c's): decode streams
+ * and the M > 1 tiles for the `avx2` and `avxvnni` paths.
+ *
+ * A 256-bit register holds half of a group's 64-byte quant vector: bytes 4i..4i+3 are row
+ * 8h + i of half h (h = 0, 1), so each half-block of 8 rows ends in 8 int32 lanes, one per row,
+ * and nothing is reduced across lanes, as in the AVX-512 kernels. AVX2 has no vpdpbusd; its
+ * byte dot is vpmaddubsw (u8 x s8, adjacent pairs added into saturating int16) then vpmaddwd
+ * by ones (int16 pairs into int32). Neither type may saturate:
+ *   Q4_0: the nibbles n (0..15) are the unsigned operand, X the signed one: a pair is at most
+ *         2 * 15 * 128 = 3840, so the eight products of one 32-element block half (4 chunks,
+ *         low and high nibbles) add up in int16 (8 * 3840 = 30720 < 32767) before one
+ *         vpmaddwd; the block's integer dot is sum n x - 8 sum x, the X form's bias
+ *         (-128 sum x) shifted right by 4 (exact: a multiple of 16).
+ *   Q8_0: the weights are stored as q + 128 (the vpdpbusd operand); with them as the unsigned
+ *         side a pair could reach 2 * 255 * 127 and saturate. So q = stored ^ 0x80 is taken
+ *         back and the pair is |q| x (x with q's sign) (vpabsb, vpsignb): at most
+ *         2 * 128 * 127 = 32512 (the X quants are within +-127), widened per chunk.
+ * Per row the arithmetic is the AVX-512 kernels': block by block in order, acc = fmaf((float)
+ * isum_b, d_w * d_x, acc) with the block's exact integer dot, so every path gives the same
+ * bits (tests/unit/test_kernels_x16.c). */
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kern_priv.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#define TGT_X16A __attribute__((target("avx2,fma,f16c")))
+
+#define Q8_0_BYTES 34
+#define Q4_0_BYTES 18
+#define XA_D_BYTES 32           /* a block's 16 f16 scales (x16.c) */
+#define XA_CHUNK 64             /* one quant vector of the group: 4 bytes of each of 16 rows */
+#define XA_HALF 32              /* ... of which 8 rows fill one ymm */
+#define XA_HALVES 2
+#define XA_Q8_CHUNKS 8          /* Q8_0: 32 quants per row, 4 per chunk */
+#define XA_Q4_CHUNKS 4          /* Q4_0: 16 quant bytes per row, 4 per chunk */
+#define XA_FLIP 0x80            /* stored Q8_0 quant = q ^ 0x80 */
+#define XA_Q4_HI 16             /* Q4_0: the high nibbles are elements 16 .. 31 */
+#define XA_BIAS_SHIFT 4         /* -128 sum x >> 4 = -8 sum x, Q4_0's offset correction */
+/* Decode prefetch distance into L1 per group stream: the AVX-512 kernels' (x16.c), checked
+ * against no prefetch in docs/kernels.md "AVX2". */
+#define XA_PF_BYTES 1024
+#define XA_LINE 64
+
+/* Accumulators of one kernel: 2 (halves) x ng x mx with ng x mx <= ORK_X16_MX or the widest
+ * decode. */
+#define XA_ACC_MAX (XA_HALVES * ORK_X16_STREAMS_MAX)
+_Static_assert(ORK_X16_MX <= ORK_X16_STREAMS_MAX, "tiles use the decode kernels' accumulators");
+
+TGT_X16A static inline __m256i xa_bcast(const uint8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+/* The integer dots of 8 rows (half h of a block: its chunks from q, XA_CHUNK apart) with the
+ * X block at x. */
+TGT_X16A static inline __attribute__((always_inline)) __m256i
+xa_q4_half(const uint8_t *q, const uint8_t *x, __m256i nib, __m256i ones)
+{
+    __m256i s = _mm256_setzero_si256();
+    for (int c = 0; c < XA_Q4_CHUNKS; c++) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(q + c * XA_CHUNK));
+        const __m256i lo = _mm256_and_si256(v, nib);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
+        s = _mm256_add_epi16(s, _mm256_maddubs_epi16(lo, xa_bcast(x + 4 * c)));
+        s = _mm256_add_epi16(s, _mm256_maddubs_epi16(hi, xa_bcast(x + XA_Q4_HI + 4 * c)));
+    }
+    int32_t bias;
+    memcpy(&bias, x + ORK_X16_XB, 4);
+    return _mm256_add_epi32(_mm256_madd_epi16(s, ones), _mm256_set1_epi32(bias >> XA_BIAS_SHIFT));
+}
+
+TGT_X16A static inline __attribute__((always_inline)) __m256i
+xa_q8_half(const uint8_t *q, const uint8_t *x, __m256i flip, __m256i ones)
+{
+    __m256i s = _mm256_setzero_si256();
+    for (int c = 0; c < XA_Q8_CHUNKS; c++) {
+        const __m256i w = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(q + c * XA_CHUNK)),
+                                           flip);
+        const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(w),
+                                               _mm256_sign_epi8(xa_bcast(x + 4 * c), w));
+        s = _mm256_add_epi32(s, _mm256_madd_epi16(p, ones));
+    }
+    return s;
+}
+
+/* ng groups (g[s] at block 0) x mx X rows (xs, xstride apart): blocks 0 .. nb-1 into
+ * acc[(s * mx + t) * 2 + h] (lane i: row 8h + i of group s against X row t), each
+ * accumulator's blocks in order. Inlined with constant q8, ng and mx. */
+TGT_X16A static inline __attribute__((always_inline)) void
+xa_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, size_t xstride,
+        int64_t nb, __m256 *acc)
+{
+    const size_t gb = ORK_X16_ROWS * (q8 ? Q8_0_BYTES : Q4_0_BYTES);
+    const __m256i nib = _mm256_set1_epi8(ORK_NIB_LO), flip = _mm256_set1_epi8((char)XA_FLIP);
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = xs + (size_t)b * ORK_X16_XBLOCK;
+        for (int s = 0; s < ng; s++) {
+            const uint8_t *wb = g[s] + (size_t)b * gb;
+            if (mx == 1)
+                for (size_t o = 0; o < gb; o += XA_LINE)
+                    _mm_prefetch((const char *)wb + XA_PF_BYTES + o, _MM_HINT_T0);
+            for (int h = 0; h < XA_HALVES; h++) {
+                const __m256 dw = _mm256_cvtph_ps(
+                    _mm_loadu_si128((const __m128i *)(wb + h * (XA_D_BYTES / 2))));
+                const uint8_t *q = wb + XA_D_BYTES + h * XA_HALF;
+                for (int t = 0; t < mx; t++) {
+                    const uint8_t *x = xb + (size_t)t * xstride;
+                    const __m256i i = q8 ? xa_q8_half(q, x, flip, ones)
+                                         : xa_q4_half(q, x, nib, ones);
+                    float dx;
+                    memcpy(&dx, x + ORK_X16_XD, 4);
+                    __m256 *a = &acc[(s * mx + t) * XA_HALVES + h];
+                    *a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i),
+                                         _mm256_mul_ps(dw, _mm256_set1_ps(dx)), *a);
+                }
+            }
+        }
+    }
+}
+
+/* One specialization per (type, ng, mx): the core with constant counts, 16 lanes stored per
+ * output row (out[s] + t * ldo). */
+#define XA_KERNEL(NAME, Q8, NG, MX)                                                              \
+    _Static_assert(XA_HALVES * (NG) * (MX) <= XA_ACC_MAX, "accumulators");                      \
+    TGT_X16A static void NAME(const uint8_t *const *g, const uint8_t *xs, size_t xstride,       \
+                              int64_t nb, float *const *out, size_t ldo)                        \
+    {                                                                                            \
+        __m256 acc[XA_HALVES * (NG) * (MX)];                                                     \
+        for (int i = 0; i < XA_HALVES * (NG) * (MX); i++)                                        \
+            acc[i] = _mm256_setzero_ps();                                                        \
+        xa_core(Q8, NG, MX, g, xs, xstride, nb, acc);                                            \
+        for (int s = 0; s < (NG); s++)                                                           \
+            for (int t = 0; t < (MX); t++)                                                       \
+                for (int h = 0; h < XA_HALVES; h++)                                              \
+                    _mm256_storeu_ps(out[s] + (size_t)t * ldo + h * (ORK_X16_ROWS / 2),         \
+                                     acc[(s * (MX) + t) * XA_HALVES + h]);                       \
+    }
+
+XA_KERNEL(xa_q8_g1m1, true, 1, 1)
+XA_KERNEL(xa_q8_g2m1, true, 2, 1)
+XA_KERNEL(xa_q8_g3m1, true, 3, 1)
+XA_KERNEL(xa_q8_g4m1, true, 4, 1)
+XA_KERNEL(xa_q8_g5m1, true, 5, 1)
+XA_KERNEL(xa_q8_g1m2, true, 1, 2)
+XA_KERNEL(xa_q8_g1m3, true, 1, 3)
+XA_KERNEL(xa_q8_g1m4, true, 1, 4)
+XA_KERNEL(xa_q4_g1m1, false, 1, 1)
+XA_KERNEL(xa_q4_g2m1, false, 2, 1)
+XA_KERNEL(xa_q4_g3m1, false, 3, 1)
+XA_KERNEL(xa_q4_g4m1, false, 4, 1)
+XA_KERNEL(xa_q4_g5m1, false, 5, 1)
+XA_KERNEL(xa_q4_g1m2, false, 1, 2)
+XA_KERNEL(xa_q4_g1m3, false, 1, 3)
+XA_KERNEL(xa_q4_g1m4, false, 1, 4)
+
+/* [q8][ng - 1] with mx = 1, and [q8][mx - 1] with ng = 1 */
+static const ork__x16_fn xa_streams_fn[2][ORK_X16_STREAMS_MAX] = {
+    { xa_q4_g1m1, xa_q4_g2m1, xa_q4_g3m1, xa_q4_g4m1, xa_q4_g5m1 },
+    { xa_q8_g1m1, xa_q8_g2m1, xa_q8_g3m1, xa_q8_g4m1, xa_q8_g5m1 },
+};
+static const ork__x16_fn xa_tile_fn[2][ORK_X16_MX] = {
+    { xa_q4_g1m1, xa_q4_g1m2, xa_q4_g1m3, xa_q4_g1m4 },
+    { xa_q8_g1m1, xa_q8_g1m2, xa_q8_g1m3, xa_q8_g1m4 },
+};
+
+ork__x16_fn ork__x16a_fn(bool q8, bool tile, int n)
+{
+    return tile ? xa_tile_fn[q8][n - 1] : xa_streams_fn[q8][n - 1];
+}
+#else
+ork__x16_fn ork__x16a_fn(bool q8, bool tile, int n)
+{
+    (void)q8, (void)tile, (void)n;
+    return NULL;
+}
+#endif
