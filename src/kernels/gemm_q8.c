@@ -169,6 +169,29 @@ TGT_AVX2 static void quant_q8_0_avx2(const float *x, uint8_t *dst, int64_t nb)
     }
 }
 
+/* quant_q8_0_avx2's blocks with the scale read back through f16 and each block's quant sum
+ * (the AVX2 form of quant_q8_0_sums_512). */
+TGT_AVX2 static void quant_q8_0_sums_avx2(const float *x, int64_t nb, uint8_t *q, size_t qstride,
+                                          float *d, int32_t *sum)
+{
+    const __m256i ones8 = _mm256_set1_epi8(1);
+    const __m256i ones16 = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < nb; b++) {
+        const float *xb = x + b * Q8_0_BLOCK;
+        float db = amax_avx2(xb, Q8_0_BLOCK) / Q8_QMAX;
+        float id = db != 0.0f ? 1.0f / db : 0.0f;
+        d[b] = _cvtsh_ss(_cvtss_sh(db, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        __m256i v = q32_avx2(xb, id);
+        _mm256_storeu_si256((__m256i *)(void *)(q + (size_t)b * qstride), v);
+        /* 1 x q pairs (u8 x s8: no saturation), then pairs of those into 8 int32 */
+        __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, v), ones16);
+        __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(1, 0, 3, 2)));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(2, 3, 0, 1)));
+        sum[b] = _mm_cvtsi128_si32(h);
+    }
+}
+
 TGT_AVX2 static void quant_q8_k_avx2(const float *x, uint8_t *dst, int64_t nb)
 {
     for (int64_t b = 0; b < nb; b++) {
@@ -352,6 +375,10 @@ void ork__quantize_q8_0_sums(enum kisa k, const float *x, int64_t nb, uint8_t *q
 #ifdef GQ_X86
     if (k == KISA_AVX512VNNI) {
         quant_q8_0_sums_512(x, nb, q, qstride, d, sum);
+        return;
+    }
+    if (k == KISA_AVX2 || k == KISA_AVXVNNI) {
+        quant_q8_0_sums_avx2(x, nb, q, qstride, d, sum);
         return;
     }
 #endif
