@@ -279,10 +279,22 @@ ork__x16_fn ork__x16a_fn(bool q8, bool tile, int n);
 /* x16k.c: Q4_K. X form (ork__x16k_xprep): per 256-element block ORK_X16K_XBLOCK bytes with the
  * quants and scale of ork_quantize_row_q8_k and its 32-element sums split for the kernels. */
 #define ORK_X16K_XBLOCK 288
+#define ORK_X16K_XD 256         /* ... its f32 scale */
+#define ORK_X16K_XA 260         /* ... a[8], b[8]: each 32-element sum as 128 a + b (int8) */
+#define ORK_X16K_XB 268
+#define ORK_X16K_SPLIT_SHIFT 7  /* log2 128 */
+/* A Q4_K group block (16 x 144 bytes): f16 d[16], f16 dmin[16], 3 chunks of scale words, 32
+ * chunks of quant words (64 bytes each; x16k.c) */
+#define ORK_X16K_D 0
+#define ORK_X16K_DMIN 32
+#define ORK_X16K_SC 64
+#define ORK_X16K_QS 256
 size_t ork__x16k_xrow_bytes(int64_t k);
 void ork__x16k_xprep(enum kisa k, const float *x, int64_t n, uint8_t *dst);
-/* The Q4_K kernel reading n groups side by side (tile: one group against n X rows); NULL
- * without the AVX-512 VNNI kernels. Each output has the bits of ork__q8k_blocks on its row. */
-ork__x16_fn ork__x16k_fn(bool tile, int n);
+/* Path k's Q4_K kernel reading n groups side by side (tile: one group against n X rows); NULL
+ * when k has none (x16k.c: AVX-512 VNNI; x16ka.c: AVX2). Each output has the bits of
+ * ork__q8k_blocks on its row. */
+ork__x16_fn ork__x16k_fn(enum kisa k, bool tile, int n);
+ork__x16_fn ork__x16ka_fn(bool tile, int n);
 
 #endif

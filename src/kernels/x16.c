@@ -410,7 +410,7 @@ static const ork__x16_fn x16_tile_fn[2][ORK_X16_MX] = {
 static ork__x16_fn x16_fn_of(enum kisa k, uint32_t type, bool tile, int n)
 {
     if (type == ORK_TYPE_Q4_K)
-        return ork__x16k_fn(tile, n);
+        return ork__x16k_fn(k, tile, n);
     if (k != KISA_AVX512VNNI)
         return ork__x16a_fn(type == ORK_TYPE_Q8_0, tile, n);
     if (tile)
@@ -424,8 +424,8 @@ bool ork__x16_ok(enum kisa k, uint32_t type)
 #ifdef X16_X86
     switch (type) {
     case ORK_TYPE_Q8_0:
-    case ORK_TYPE_Q4_0: return k == KISA_AVX2 || k == KISA_AVXVNNI || k == KISA_AVX512VNNI;
-    case ORK_TYPE_Q4_K: return k == KISA_AVX512VNNI;
+    case ORK_TYPE_Q4_0:
+    case ORK_TYPE_Q4_K: return k == KISA_AVX2 || k == KISA_AVXVNNI || k == KISA_AVX512VNNI;
     default: return false;
     }
 #else

@@ -39,22 +39,22 @@
 #define QK 256                  /* elements per Q4_K / Q8_K block */
 #define Q4_K_BYTES 144
 #define XK_SUB 8                /* 32-element sub-blocks per block */
-/* group block offsets */
-#define XK_D 0
-#define XK_DMIN 32
-#define XK_SC 64                /* 3 chunks */
-#define XK_QS 256               /* 32 chunks */
+/* group block offsets (kern_priv.h) */
+#define XK_D ORK_X16K_D
+#define XK_DMIN ORK_X16K_DMIN
+#define XK_SC ORK_X16K_SC       /* 3 chunks */
+#define XK_QS ORK_X16K_QS       /* 32 chunks */
 #define XK_CHUNK 64
 #define XK_GROUP_BYTES (ORK_X16_ROWS * Q4_K_BYTES)
 /* X form offsets */
-#define XKX_D 256
-#define XKX_A 260
-#define XKX_B 268
+#define XKX_D ORK_X16K_XD
+#define XKX_A ORK_X16K_XA
+#define XKX_B ORK_X16K_XB
 #define XKX_END 276
 /* s_j = XK_SPLIT * a_j + b_j with b_j in [-64, 63]: |s_j| <= 32 * 127 = 4064, so a_j is in
  * [-32, 32] and both fit int8 */
 #define XK_SPLIT 128
-#define XK_SPLIT_SHIFT 7
+#define XK_SPLIT_SHIFT ORK_X16K_SPLIT_SHIFT
 #define XK_SPLIT_BIAS (32 * XK_SPLIT)   /* keeps the division's operand positive */
 
 _Static_assert(XKX_END <= ORK_X16K_XBLOCK, "X form block");
@@ -200,14 +200,15 @@ static const ork__x16_fn x16k_tile_fn[ORK_X16_MX] = { x16k_g1m1, x16k_g1m2, x16k
                                                        x16k_g1m4 };
 #endif
 
-ork__x16_fn ork__x16k_fn(bool tile, int n)
+ork__x16_fn ork__x16k_fn(enum kisa k, bool tile, int n)
 {
-#ifdef XK_X86
     if (n < 1 || n > (tile ? ORK_X16_MX : ORK_X16K_STREAMS))
         return NULL;
-    return tile ? x16k_tile_fn[n - 1] : x16k_streams_fn[n - 1];
-#else
-    (void)tile, (void)n;
-    return NULL;
+    if (k == KISA_AVX2 || k == KISA_AVXVNNI)
+        return ork__x16ka_fn(tile, n);
+#ifdef XK_X86
+    if (k == KISA_AVX512VNNI)
+        return tile ? x16k_tile_fn[n - 1] : x16k_streams_fn[n - 1];
 #endif
+    return NULL;
 }
