@@ -152,8 +152,8 @@ static void usage(FILE *out)
             "  --mmap, --no-mmap    map the model file, or read it into memory on huge pages\n"
             "                       (default: read with --device cpu, map otherwise)\n"
             "  --no-repack          keep a model read into memory in the GGUF row layout (default:\n"
-            "                       Q8_0/Q4_0 matrices interleaved by 16 rows on x86-64 AVX2 and\n"
-            "                       up, Q4_K with AVX-512 VNNI)\n"
+            "                       Q8_0/Q4_0/Q4_K matrices interleaved by 16 rows on x86-64\n"
+            "                       with AVX2 and up)\n"
             "\nNPU (with --device npu|sim: per test also submits per token, NPU busy per core,\n"
             "CPU busy, the CPU time overlapped with NPU submits and the modelled time per\n"
             "token):\n",

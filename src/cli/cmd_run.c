@@ -113,8 +113,8 @@ void ork_cli_load_help(FILE *out)
             "  --no-mmap                 read the model file into memory on huge pages (faster\n"
             "                            decode; the default when they run on the CPU)\n"
             "  --no-repack               keep a model read into memory in the GGUF row layout\n"
-            "                            (default: Q8_0/Q4_0 matrices interleaved by 16 rows\n"
-            "                            on x86-64 with AVX2, Q4_K too with AVX-512 VNNI)\n");
+            "                            (default: Q8_0/Q4_0/Q4_K matrices interleaved by 16\n"
+            "                            rows on x86-64 with AVX2 and up)\n");
 }
 
 void ork_cli_device_help(FILE *out)
