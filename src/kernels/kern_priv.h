@@ -224,6 +224,16 @@ typedef void (*ork__x16_fn)(const uint8_t *const *g, const uint8_t *xs, size_t x
 /* Target of the interleaved kernels (x16.c, x16k.c): the AVX-512 VNNI path. */
 #define ORK_TGT_X16 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
+/* Decode prefetch of the AVX2 interleaved kernels: every 64-byte line of the `bytes`-long group
+ * block at wb, `ahead` bytes further on, into L1. */
+#define ORK_X16_LINE 64
+static inline __attribute__((always_inline)) void ork__x16_prefetch(const uint8_t *wb,
+                                                                    size_t bytes, size_t ahead)
+{
+    for (size_t o = 0; o < bytes; o += ORK_X16_LINE)
+        _mm_prefetch((const char *)wb + ahead + o, _MM_HINT_T0);
+}
+
 /* A 4-bit quant byte's low nibble, and its high nibble in place (16 x the nibble): a dot
  * product chain over the latter is a multiple of 16, brought back by an exact arithmetic
  * shift of ORK_NIB_HI_SHIFT (Q4_0 in x16.c, Q4_K in x16k.c). */
@@ -275,6 +285,24 @@ ork__and_mem(const uint8_t *p, __m512i m)
 /* x16a.c: the AVX2 kernels of Q8_0 (q8) / Q4_0 reading n groups side by side (tile: one group
  * against n X rows); NULL off x86-64. */
 ork__x16_fn ork__x16a_fn(bool q8, bool tile, int n);
+
+/* The AVX2 form (x16a.c, x16ka.c): two __m256 accumulators per output row, for its lanes 0..7
+ * and 8..15: acc[(s * MX + t) * 2 + h] zeroed, CORE run, then stored at out[s] + t * ldo. */
+#define ORK_X16_HALVES 2
+#define ORK_X16_KERNEL256(NAME, TGT, CORE, NG, MX)                                              \
+    TGT static void NAME(const uint8_t *const *g, const uint8_t *xs, size_t xstride,            \
+                         int64_t nb, float *const *out, size_t ldo)                             \
+    {                                                                                           \
+        __m256 acc[ORK_X16_HALVES * (NG) * (MX)];                                               \
+        for (int i = 0; i < ORK_X16_HALVES * (NG) * (MX); i++)                                  \
+            acc[i] = _mm256_setzero_ps();                                                       \
+        CORE;                                                                                   \
+        for (int s = 0; s < (NG); s++)                                                          \
+            for (int t = 0; t < (MX); t++)                                                      \
+                for (int h = 0; h < ORK_X16_HALVES; h++)                                        \
+                    _mm256_storeu_ps(out[s] + (size_t)t * ldo + h * (ORK_X16_ROWS / 2),        \
+                                     acc[(s * (MX) + t) * ORK_X16_HALVES + h]);                 \
+    }
 
 /* x16k.c: Q4_K. X form (ork__x16k_xprep): per 256-element block ORK_X16K_XBLOCK bytes with the
  * quants and scale of ork_quantize_row_q8_k and its 32-element sums split for the kernels. */

@@ -35,7 +35,7 @@
 #define XA_D_BYTES 32           /* a block's 16 f16 scales (x16.c) */
 #define XA_CHUNK 64             /* one quant vector of the group: 4 bytes of each of 16 rows */
 #define XA_HALF 32              /* ... of which 8 rows fill one ymm */
-#define XA_HALVES 2
+#define XA_HALVES ORK_X16_HALVES
 #define XA_Q8_CHUNKS 8          /* Q8_0: 32 quants per row, 4 per chunk */
 #define XA_Q4_CHUNKS 4          /* Q4_0: 16 quant bytes per row, 4 per chunk */
 #define XA_FLIP 0x80            /* stored Q8_0 quant = q ^ 0x80 */
@@ -44,7 +44,6 @@
 /* Decode prefetch distance into L1 per group stream: the AVX-512 kernels' (x16.c), checked
  * against no prefetch in docs/kernels.md "AVX2". */
 #define XA_PF_BYTES 1024
-#define XA_LINE 64
 
 /* Accumulators of one kernel: 2 (halves) x ng x mx with ng x mx <= ORK_X16_MX or the widest
  * decode. */
@@ -109,8 +108,7 @@ xa_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, siz
         for (int s = 0; s < ng; s++) {
             const uint8_t *wb = g[s] + (size_t)b * gb;
             if (mx == 1)
-                for (size_t o = 0; o < gb; o += XA_LINE)
-                    _mm_prefetch((const char *)wb + XA_PF_BYTES + o, _MM_HINT_T0);
+                ork__x16_prefetch(wb, gb, XA_PF_BYTES);
             for (int h = 0; h < XA_HALVES; h++) {
                 const __m256 dw = _mm256_cvtph_ps(
                     _mm_loadu_si128((const __m128i *)(wb + h * (XA_D_BYTES / 2))));
@@ -134,19 +132,7 @@ xa_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, siz
  * output row (out[s] + t * ldo). */
 #define XA_KERNEL(NAME, Q8, NG, MX)                                                              \
     _Static_assert(XA_HALVES * (NG) * (MX) <= XA_ACC_MAX, "accumulators");                      \
-    TGT_X16A static void NAME(const uint8_t *const *g, const uint8_t *xs, size_t xstride,       \
-                              int64_t nb, float *const *out, size_t ldo)                        \
-    {                                                                                            \
-        __m256 acc[XA_HALVES * (NG) * (MX)];                                                     \
-        for (int i = 0; i < XA_HALVES * (NG) * (MX); i++)                                        \
-            acc[i] = _mm256_setzero_ps();                                                        \
-        xa_core(Q8, NG, MX, g, xs, xstride, nb, acc);                                            \
-        for (int s = 0; s < (NG); s++)                                                           \
-            for (int t = 0; t < (MX); t++)                                                       \
-                for (int h = 0; h < XA_HALVES; h++)                                              \
-                    _mm256_storeu_ps(out[s] + (size_t)t * ldo + h * (ORK_X16_ROWS / 2),         \
-                                     acc[(s * (MX) + t) * XA_HALVES + h]);                       \
-    }
+    ORK_X16_KERNEL256(NAME, TGT_X16A, xa_core(Q8, NG, MX, g, xs, xstride, nb, acc), NG, MX)
 
 XA_KERNEL(xa_q8_g1m1, true, 1, 1)
 XA_KERNEL(xa_q8_g2m1, true, 2, 1)

@@ -30,7 +30,7 @@
 #define XKA_GROUP_BYTES (ORK_X16_ROWS * Q4_K_BYTES)
 #define XKA_CHUNK 64            /* one chunk: 4 bytes of each of 16 rows */
 #define XKA_HALF 32             /* ... of which 8 rows fill one ymm */
-#define XKA_HALVES 2
+#define XKA_HALVES ORK_X16_HALVES
 #define XKA_PAIRS 4             /* sub-block pairs per block: 64 elements, 8 quant chunks */
 #define XKA_PAIR_CHUNKS 8
 #define XKA_PAIR_X 64           /* X quants per pair: the low nibbles' 32, then the high's */
@@ -41,7 +41,6 @@
 #define XKA_LOW4 0x0f
 /* Decode prefetch distance into L1 per group stream: x16a.c's. */
 #define XKA_PF_BYTES 1024
-#define XKA_LINE 64
 
 /* Per 128-bit lane, byte j of each 32-bit lane copied into both int16 halves of that lane
  * (the high bytes zero): the sub-block scale as vpmaddwd's multiplier. */
@@ -158,8 +157,7 @@ xka_core(int ng, int mx, const uint8_t *const *g, const uint8_t *xs, size_t xstr
         for (int s = 0; s < ng; s++) {
             const uint8_t *wb = g[s] + (size_t)b * XKA_GROUP_BYTES;
             if (mx == 1)
-                for (size_t o = 0; o < XKA_GROUP_BYTES; o += XKA_LINE)
-                    _mm_prefetch((const char *)wb + XKA_PF_BYTES + o, _MM_HINT_T0);
+                ork__x16_prefetch(wb, XKA_GROUP_BYTES, XKA_PF_BYTES);
             for (int t = 0; t < mx; t++) {
                 const uint8_t *x = xs + (size_t)t * xstride + (size_t)b * ORK_X16K_XBLOCK;
                 __m256 term[XKA_HALVES];
@@ -174,19 +172,7 @@ xka_core(int ng, int mx, const uint8_t *const *g, const uint8_t *xs, size_t xstr
 }
 
 #define XKA_KERNEL(NAME, NG, MX)                                                                 \
-    TGT_X16KA static void NAME(const uint8_t *const *g, const uint8_t *xs, size_t xstride,      \
-                               int64_t nb, float *const *out, size_t ldo)                       \
-    {                                                                                            \
-        __m256 acc[XKA_HALVES * (NG) * (MX)];                                                    \
-        for (int i = 0; i < XKA_HALVES * (NG) * (MX); i++)                                       \
-            acc[i] = _mm256_setzero_ps();                                                        \
-        xka_core(NG, MX, g, xs, xstride, nb, acc);                                               \
-        for (int s = 0; s < (NG); s++)                                                           \
-            for (int t = 0; t < (MX); t++)                                                       \
-                for (int h = 0; h < XKA_HALVES; h++)                                             \
-                    _mm256_storeu_ps(out[s] + (size_t)t * ldo + h * (ORK_X16_ROWS / 2),         \
-                                     acc[(s * (MX) + t) * XKA_HALVES + h]);                      \
-    }
+    ORK_X16_KERNEL256(NAME, TGT_X16KA, xka_core(NG, MX, g, xs, xstride, nb, acc), NG, MX)
 
 XKA_KERNEL(xka_g1m1, 1, 1)
 XKA_KERNEL(xka_g2m1, 2, 1)
