@@ -57,40 +57,52 @@ TGT_X16A static inline __m256i xa_bcast(const uint8_t *p)
     return _mm256_set1_epi32(v);
 }
 
-/* The integer dots of 8 rows (half h of a block: its chunks from q, XA_CHUNK apart) with the
- * X block at x. */
-TGT_X16A static inline __attribute__((always_inline)) __m256i
-xa_q4_half(const uint8_t *q, const uint8_t *x, __m256i nib, __m256i ones)
+/* The integer dots of 8 rows (half h of a block: its chunks from q, XA_CHUNK apart) with mx X
+ * blocks (x, xstride apart) into i[t]. Q4_0 unpacks the chunks again for each X row (from L1):
+ * unpacking once for all four rows of a tile kept more values live and ran at 98-100 against
+ * 119-120 GOP/s (kern_probe mm q4_0 6144 2048 512 1 - 3 --x16, alternated twice); Q8_0 takes
+ * each chunk's |w| once for all rows (75 -> 100-103 GOP/s, same probe). */
+TGT_X16A static inline __attribute__((always_inline)) void
+xa_q4_half(int mx, const uint8_t *q, const uint8_t *x, size_t xstride, __m256i nib,
+           __m256i ones, __m256i *i)
 {
-    __m256i s = _mm256_setzero_si256();
-    for (int c = 0; c < XA_Q4_CHUNKS; c++) {
-        const __m256i v = _mm256_loadu_si256((const __m256i *)(q + c * XA_CHUNK));
-        const __m256i lo = _mm256_and_si256(v, nib);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
-        s = _mm256_add_epi16(s, _mm256_maddubs_epi16(lo, xa_bcast(x + 4 * c)));
-        s = _mm256_add_epi16(s, _mm256_maddubs_epi16(hi, xa_bcast(x + XA_Q4_HI + 4 * c)));
+    for (int t = 0; t < mx; t++) {
+        const uint8_t *xt = x + (size_t)t * xstride;
+        __m256i s = _mm256_setzero_si256();
+        for (int c = 0; c < XA_Q4_CHUNKS; c++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(q + c * XA_CHUNK));
+            const __m256i lo = _mm256_and_si256(v, nib);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
+            s = _mm256_add_epi16(s, _mm256_maddubs_epi16(lo, xa_bcast(xt + 4 * c)));
+            s = _mm256_add_epi16(s, _mm256_maddubs_epi16(hi, xa_bcast(xt + XA_Q4_HI + 4 * c)));
+        }
+        int32_t bias;
+        memcpy(&bias, xt + ORK_X16_XB, 4);
+        i[t] = _mm256_add_epi32(_mm256_madd_epi16(s, ones),
+                                _mm256_set1_epi32(bias >> XA_BIAS_SHIFT));
     }
-    int32_t bias;
-    memcpy(&bias, x + ORK_X16_XB, 4);
-    return _mm256_add_epi32(_mm256_madd_epi16(s, ones), _mm256_set1_epi32(bias >> XA_BIAS_SHIFT));
 }
 
-TGT_X16A static inline __attribute__((always_inline)) __m256i
-xa_q8_half(const uint8_t *q, const uint8_t *x, __m256i flip, __m256i ones)
+TGT_X16A static inline __attribute__((always_inline)) void
+xa_q8_half(int mx, const uint8_t *q, const uint8_t *x, size_t xstride, __m256i flip,
+           __m256i ones, __m256i *i)
 {
-    __m256i s = _mm256_setzero_si256();
+    for (int t = 0; t < mx; t++)
+        i[t] = _mm256_setzero_si256();
     for (int c = 0; c < XA_Q8_CHUNKS; c++) {
         const __m256i w = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(q + c * XA_CHUNK)),
                                            flip);
-        const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(w),
-                                               _mm256_sign_epi8(xa_bcast(x + 4 * c), w));
-        s = _mm256_add_epi32(s, _mm256_madd_epi16(p, ones));
-        /* one chain: GCC 12 otherwise adds the 8 chunks as a tree, more values live at once
-         * (kern_probe mm q8_0 6144 2048 1 1 - 20 --x16, 3 alternations: 48.3-48.6 against
-         * 45.9-46.4 GB/s; the same for Q4_0 measured no change) */
-        __asm__("" : "+x"(s));
+        const __m256i aw = _mm256_abs_epi8(w);
+        for (int t = 0; t < mx; t++) {
+            const __m256i xb = xa_bcast(x + (size_t)t * xstride + 4 * c);
+            const __m256i p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xb, w));
+            i[t] = _mm256_add_epi32(i[t], _mm256_madd_epi16(p, ones));
+            /* one chain: GCC 12 otherwise adds the 8 chunks as a tree, more values live at
+             * once (kern_probe mm q8_0 6144 2048 1 1 - 20 --x16, 3 alternations: 48.3-48.6
+             * against 45.9-46.4 GB/s; the same for Q4_0 measured no change) */
+            __asm__("" : "+x"(i[t]));
+        }
     }
-    return s;
 }
 
 /* ng groups (g[s] at block 0) x mx X rows (xs, xstride apart): blocks 0 .. nb-1 into
@@ -113,14 +125,16 @@ xa_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, siz
                 const __m256 dw = _mm256_cvtph_ps(
                     _mm_loadu_si128((const __m128i *)(wb + h * (XA_D_BYTES / 2))));
                 const uint8_t *q = wb + XA_D_BYTES + h * XA_HALF;
+                __m256i i[ORK_X16_MX];
+                if (q8)
+                    xa_q8_half(mx, q, xb, xstride, flip, ones, i);
+                else
+                    xa_q4_half(mx, q, xb, xstride, nib, ones, i);
                 for (int t = 0; t < mx; t++) {
-                    const uint8_t *x = xb + (size_t)t * xstride;
-                    const __m256i i = q8 ? xa_q8_half(q, x, flip, ones)
-                                         : xa_q4_half(q, x, nib, ones);
                     float dx;
-                    memcpy(&dx, x + ORK_X16_XD, 4);
+                    memcpy(&dx, xb + (size_t)t * xstride + ORK_X16_XD, 4);
                     __m256 *a = &acc[(s * mx + t) * XA_HALVES + h];
-                    *a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i),
+                    *a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i[t]),
                                          _mm256_mul_ps(dw, _mm256_set1_ps(dx)), *a);
                 }
             }
