@@ -1,8 +1,9 @@
 /* x16.c -- Q8_0 / Q4_0 / Q4_K matrices with their rows interleaved by 16 (ORK_LAYOUT_X16): the
  * layout, packing a matrix into it in place, reading one row back in the GGUF layout, and for
  * Q8_0 / Q4_0 the X form their kernels read and those kernels (AVX-512 VNNI: decode streams and
- * the M > 1 tiles); the entry points run the Q4_K kernels of x16k.c too. Not here: the thread
- * split (matmul.c) or the plain-row kernels (gemm_q8.c, qdot.c).
+ * the M > 1 tiles); the entry points also run the AVX2 kernels (x16a.c, x16ka.c) and the Q4_K
+ * ones (x16k.c). Not here: the thread split (matmul.c) or the plain-row kernels (gemm_q8.c,
+ * qdot.c).
  *
  * Why: a plain Q8_0 / Q4_0 row keeps one block's 32 quants together, so a 512-bit dot product
  * holds two blocks of one row, and every block needs its own scale widened and its partials
