@@ -224,16 +224,6 @@ typedef void (*ork__x16_fn)(const uint8_t *const *g, const uint8_t *xs, size_t x
 /* Target of the interleaved kernels (x16.c, x16k.c): the AVX-512 VNNI path. */
 #define ORK_TGT_X16 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
-/* Decode prefetch of the AVX2 interleaved kernels: every 64-byte line of the `bytes`-long group
- * block at wb, `ahead` bytes further on, into L1. */
-#define ORK_X16_LINE 64
-static inline __attribute__((always_inline)) void ork__x16_prefetch(const uint8_t *wb,
-                                                                    size_t bytes, size_t ahead)
-{
-    for (size_t o = 0; o < bytes; o += ORK_X16_LINE)
-        _mm_prefetch((const char *)wb + ahead + o, _MM_HINT_T0);
-}
-
 /* A 4-bit quant byte's low nibble, and its high nibble in place (16 x the nibble): a dot
  * product chain over the latter is a multiple of 16, brought back by an exact arithmetic
  * shift of ORK_NIB_HI_SHIFT (Q4_0 in x16.c, Q4_K in x16k.c). */

@@ -462,8 +462,8 @@ bool ork__x16_streams(enum kisa k, uint32_t type, const struct ork__wstream *s, 
      * asked for here: a call that starts a span (the first of a run, or after a steal) has no
      * call before it that prefetched past its end. Q4_0 decode at two threads, the real decode
      * with and without on alternate tokens: 1.003-1.004x faster in three runs (the X form
-     * prefetched too: 1.00x). The Q4_K kernels do not prefetch. */
-    if (type != ORK_TYPE_Q4_K)
+     * prefetched too: 1.00x). The Q4_K kernels and the AVX2 ones (x16a.c) do not prefetch. */
+    if (type != ORK_TYPE_Q4_K && k == KISA_AVX512VNNI)
         for (size_t o = 0; o < X16_PF_BYTES; o += X16_LINE)
             for (int t = 0; t < ns; t++)
                 _mm_prefetch((const char *)s[t].w + o, _MM_HINT_T0);

@@ -41,9 +41,11 @@
 #define XA_FLIP 0x80            /* stored Q8_0 quant = q ^ 0x80 */
 #define XA_Q4_HI 16             /* Q4_0: the high nibbles are elements 16 .. 31 */
 #define XA_BIAS_SHIFT 4         /* -128 sum x >> 4 = -8 sum x, Q4_0's offset correction */
-/* Decode prefetch distance into L1 per group stream: the AVX-512 kernels' (x16.c), checked
- * against no prefetch in docs/kernels.md "AVX2". */
-#define XA_PF_BYTES 1024
+/* No software prefetch, unlike the AVX-512 kernels (x16.c): with theirs (each block's lines
+ * 1 KiB ahead into L1) the Zen 3 host streamed 0.938-0.957 of the read kernel's bandwidth for
+ * Q4_0 and 0.875-0.963 for Q8_0 (medians 0.947, 0.908), without 0.943-0.997 and 0.855-0.988
+ * (medians 0.960, 0.934; `kern_probe chain q4_0|q8_0 2 6`, matmul / read whole, 5 runs each,
+ * the builds alternated). */
 
 /* Accumulators of one kernel: 2 (halves) x ng x mx with ng x mx <= ORK_X16_MX or the widest
  * decode. */
@@ -119,8 +121,6 @@ xa_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, siz
         const uint8_t *xb = xs + (size_t)b * ORK_X16_XBLOCK;
         for (int s = 0; s < ng; s++) {
             const uint8_t *wb = g[s] + (size_t)b * gb;
-            if (mx == 1)
-                ork__x16_prefetch(wb, gb, XA_PF_BYTES);
             for (int h = 0; h < XA_HALVES; h++) {
                 const __m256 dw = _mm256_cvtph_ps(
                     _mm_loadu_si128((const __m128i *)(wb + h * (XA_D_BYTES / 2))));

@@ -39,8 +39,6 @@
 #define XKA_LOW6 0x3f
 #define XKA_TOP2 0x30
 #define XKA_LOW4 0x0f
-/* Decode prefetch distance into L1 per group stream: x16a.c's. */
-#define XKA_PF_BYTES 1024
 
 /* Per 128-bit lane, byte j of each 32-bit lane copied into both int16 halves of that lane
  * (the high bytes zero): the sub-block scale as vpmaddwd's multiplier. */
@@ -148,7 +146,11 @@ xka_block(const uint8_t *wb, const uint8_t *x, __m256 *t)
 }
 
 /* ng groups (g[s] at block 0) x mx X rows (xs, xstride apart): blocks 0 .. nb-1 into
- * acc[(s * mx + t) * 2 + h], each accumulator's blocks in order. Inlined with constant ng, mx. */
+ * acc[(s * mx + t) * 2 + h], each accumulator's blocks in order. Inlined with constant ng, mx.
+ * No software prefetch (as the AVX-512 Q4_K kernels): each block's lines 1 KiB ahead into L1 at
+ * its start streamed 0.71-0.77 of the read kernel's bandwidth at two threads against 0.78-0.81
+ * without (`kern_probe chain q4_k 2 6`, matmul / read whole, medians of per-rep ratios; 2.3 or
+ * 4.6 KiB ahead: 0.44-0.66); the real decode measured the same either way (docs/kernels.md). */
 TGT_X16KA static inline __attribute__((always_inline)) void
 xka_core(int ng, int mx, const uint8_t *const *g, const uint8_t *xs, size_t xstride, int64_t nb,
          __m256 *acc)
@@ -156,8 +158,6 @@ xka_core(int ng, int mx, const uint8_t *const *g, const uint8_t *xs, size_t xstr
     for (int64_t b = 0; b < nb; b++) {
         for (int s = 0; s < ng; s++) {
             const uint8_t *wb = g[s] + (size_t)b * XKA_GROUP_BYTES;
-            if (mx == 1)
-                ork__x16_prefetch(wb, XKA_GROUP_BYTES, XKA_PF_BYTES);
             for (int t = 0; t < mx; t++) {
                 const uint8_t *x = xs + (size_t)t * xstride + (size_t)b * ORK_X16K_XBLOCK;
                 __m256 term[XKA_HALVES];
