@@ -195,8 +195,8 @@ void ork__gemm_q8(enum kisa k, const struct ork_mat *w, int64_t r0, int64_t r1,
 #define ORK_X16_MX 4
 /* 0, or the error naming why an interleaved matrix is malformed (rows layout: 0). */
 int ork__x16_check(const struct ork_mat *w);
-/* True when path k has the interleaved kernels of `type` (x86-64: Q8_0 / Q4_0 on every vector
- * path, Q4_K with AVX-512 VNNI). */
+/* True when path k has the interleaved kernels of `type` (Q8_0 / Q4_0 / Q4_K on x86-64 `avx2`,
+ * `avxvnni` and `avx512vnni`). */
 bool ork__x16_ok(enum kisa k, uint32_t type);
 int ork__x16_streams_width(enum kisa k, uint32_t type);
 /* Row r of w in the plain GGUF row layout: a pointer into w (rows layout) or buf filled with
@@ -309,10 +309,10 @@ ork__x16_fn ork__x16a_fn(bool q8, bool tile, int n);
 #define ORK_X16K_QS 256
 size_t ork__x16k_xrow_bytes(int64_t k);
 void ork__x16k_xprep(enum kisa k, const float *x, int64_t n, uint8_t *dst);
-/* Path k's Q4_K kernel reading n groups side by side (tile: one group against n X rows); NULL
- * when k has none (x16k.c: AVX-512 VNNI; x16ka.c: AVX2). Each output has the bits of
+/* The Q4_K kernel reading n groups side by side (tile: one group against n X rows): AVX-512
+ * VNNI (x16k.c; NULL off x86-64) and AVX2 (x16ka.c). Each output has the bits of
  * ork__q8k_blocks on its row. */
-ork__x16_fn ork__x16k_fn(enum kisa k, bool tile, int n);
+ork__x16_fn ork__x16k_fn(bool tile, int n);
 ork__x16_fn ork__x16ka_fn(bool tile, int n);
 
 #endif

@@ -410,10 +410,11 @@ static const ork__x16_fn x16_tile_fn[2][ORK_X16_MX] = {
  * rows); ork__x16_ok(k, type) holds. */
 static ork__x16_fn x16_fn_of(enum kisa k, uint32_t type, bool tile, int n)
 {
-    if (type == ORK_TYPE_Q4_K)
-        return ork__x16k_fn(k, tile, n);
     if (k != KISA_AVX512VNNI)
-        return ork__x16a_fn(type == ORK_TYPE_Q8_0, tile, n);
+        return type == ORK_TYPE_Q4_K ? ork__x16ka_fn(tile, n)
+                                     : ork__x16a_fn(type == ORK_TYPE_Q8_0, tile, n);
+    if (type == ORK_TYPE_Q4_K)
+        return ork__x16k_fn(tile, n);
     if (tile)
         return x16_tile_fn[type == ORK_TYPE_Q8_0][n - 1];
     return x16_streams_fn[type == ORK_TYPE_Q8_0][n - 1];

@@ -35,7 +35,6 @@
 #define XA_D_BYTES 32           /* a block's 16 f16 scales (x16.c) */
 #define XA_CHUNK 64             /* one quant vector of the group: 4 bytes of each of 16 rows */
 #define XA_HALF 32              /* ... of which 8 rows fill one ymm */
-#define XA_HALVES ORK_X16_HALVES
 #define XA_Q8_CHUNKS 8          /* Q8_0: 32 quants per row, 4 per chunk */
 #define XA_Q4_CHUNKS 4          /* Q4_0: 16 quant bytes per row, 4 per chunk */
 #define XA_FLIP 0x80            /* stored Q8_0 quant = q ^ 0x80 */
@@ -46,11 +45,6 @@
  * Q4_0 and 0.875-0.963 for Q8_0 (medians 0.947, 0.908), without 0.943-0.997 and 0.855-0.988
  * (medians 0.960, 0.934; `kern_probe chain q4_0|q8_0 2 6`, matmul / read whole, 5 runs each,
  * the builds alternated). */
-
-/* Accumulators of one kernel: 2 (halves) x ng x mx with ng x mx <= ORK_X16_MX or the widest
- * decode. */
-#define XA_ACC_MAX (XA_HALVES * ORK_X16_STREAMS_MAX)
-_Static_assert(ORK_X16_MX <= ORK_X16_STREAMS_MAX, "tiles use the decode kernels' accumulators");
 
 TGT_X16A static inline __m256i xa_bcast(const uint8_t *p)
 {
@@ -121,7 +115,7 @@ xa_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, siz
         const uint8_t *xb = xs + (size_t)b * ORK_X16_XBLOCK;
         for (int s = 0; s < ng; s++) {
             const uint8_t *wb = g[s] + (size_t)b * gb;
-            for (int h = 0; h < XA_HALVES; h++) {
+            for (int h = 0; h < ORK_X16_HALVES; h++) {
                 const __m256 dw = _mm256_cvtph_ps(
                     _mm_loadu_si128((const __m128i *)(wb + h * (XA_D_BYTES / 2))));
                 const uint8_t *q = wb + XA_D_BYTES + h * XA_HALF;
@@ -133,7 +127,7 @@ xa_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, siz
                 for (int t = 0; t < mx; t++) {
                     float dx;
                     memcpy(&dx, xb + (size_t)t * xstride + ORK_X16_XD, 4);
-                    __m256 *a = &acc[(s * mx + t) * XA_HALVES + h];
+                    __m256 *a = &acc[(s * mx + t) * ORK_X16_HALVES + h];
                     *a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i[t]),
                                          _mm256_mul_ps(dw, _mm256_set1_ps(dx)), *a);
                 }
@@ -145,7 +139,7 @@ xa_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, siz
 /* One specialization per (type, ng, mx): the core with constant counts, 16 lanes stored per
  * output row (out[s] + t * ldo). */
 #define XA_KERNEL(NAME, Q8, NG, MX)                                                              \
-    _Static_assert(XA_HALVES * (NG) * (MX) <= XA_ACC_MAX, "accumulators");                      \
+    _Static_assert((MX) <= ORK_X16_MX, "xa_q8_half / xa_q4_half hold ORK_X16_MX dots");         \
     ORK_X16_KERNEL256(NAME, TGT_X16A, xa_core(Q8, NG, MX, g, xs, xstride, nb, acc), NG, MX)
 
 XA_KERNEL(xa_q8_g1m1, true, 1, 1)

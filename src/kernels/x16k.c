@@ -200,15 +200,14 @@ static const ork__x16_fn x16k_tile_fn[ORK_X16_MX] = { x16k_g1m1, x16k_g1m2, x16k
                                                        x16k_g1m4 };
 #endif
 
-ork__x16_fn ork__x16k_fn(enum kisa k, bool tile, int n)
+ork__x16_fn ork__x16k_fn(bool tile, int n)
 {
+#ifdef XK_X86
     if (n < 1 || n > (tile ? ORK_X16_MX : ORK_X16K_STREAMS))
         return NULL;
-    if (k == KISA_AVX2 || k == KISA_AVXVNNI)
-        return ork__x16ka_fn(tile, n);
-#ifdef XK_X86
-    if (k == KISA_AVX512VNNI)
-        return tile ? x16k_tile_fn[n - 1] : x16k_streams_fn[n - 1];
-#endif
+    return tile ? x16k_tile_fn[n - 1] : x16k_streams_fn[n - 1];
+#else
+    (void)tile, (void)n;
     return NULL;
+#endif
 }

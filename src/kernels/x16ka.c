@@ -30,7 +30,6 @@
 #define XKA_GROUP_BYTES (ORK_X16_ROWS * Q4_K_BYTES)
 #define XKA_CHUNK 64            /* one chunk: 4 bytes of each of 16 rows */
 #define XKA_HALF 32             /* ... of which 8 rows fill one ymm */
-#define XKA_HALVES ORK_X16_HALVES
 #define XKA_PAIRS 4             /* sub-block pairs per block: 64 elements, 8 quant chunks */
 #define XKA_PAIR_CHUNKS 8
 #define XKA_PAIR_X 64           /* X quants per pair: the low nibbles' 32, then the high's */
@@ -80,11 +79,11 @@ xka_block(const uint8_t *wb, const uint8_t *x, __m256 *t)
 {
     const __m256i nib = _mm256_set1_epi8(XKA_LOW4), ones = _mm256_set1_epi16(1);
     const __m256i low6 = _mm256_set1_epi8(XKA_LOW6), top2 = _mm256_set1_epi8(XKA_TOP2);
-    __m256i si[XKA_HALVES] = { _mm256_setzero_si256(), _mm256_setzero_si256() };
+    __m256i si[ORK_X16_HALVES] = { _mm256_setzero_si256(), _mm256_setzero_si256() };
 #pragma GCC unroll 4
     for (int p = 0; p < XKA_PAIRS; p++) {
-        __m256i ilo[XKA_HALVES], ihi[XKA_HALVES];
-        for (int h = 0; h < XKA_HALVES; h++)
+        __m256i ilo[ORK_X16_HALVES], ihi[ORK_X16_HALVES];
+        for (int h = 0; h < ORK_X16_HALVES; h++)
             ilo[h] = ihi[h] = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int c = 0; c < XKA_PAIR_CHUNKS; c++) {
@@ -92,7 +91,7 @@ xka_block(const uint8_t *wb, const uint8_t *x, __m256 *t)
             const __m256i xl = xka_bcast(xp), xh = xka_bcast(xp + XKA_HI_X);
             const uint8_t *q = wb + ORK_X16K_QS + (XKA_PAIR_CHUNKS * p + c) * XKA_CHUNK;
 #pragma GCC unroll 2
-            for (int h = 0; h < XKA_HALVES; h++) {
+            for (int h = 0; h < ORK_X16_HALVES; h++) {
                 const __m256i v = _mm256_loadu_si256((const __m256i *)(q + h * XKA_HALF));
                 const __m256i lo = _mm256_and_si256(v, nib);
                 const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
@@ -104,7 +103,7 @@ xka_block(const uint8_t *wb, const uint8_t *x, __m256 *t)
             }
         }
 #pragma GCC unroll 2
-        for (int h = 0; h < XKA_HALVES; h++) {
+        for (int h = 0; h < ORK_X16_HALVES; h++) {
             /* sub-blocks 2p and 2p + 1: bytes 2(p % 2) and 2(p % 2) + 1 of the scale vector
              * of sub-blocks 4(p / 2) .. (below) */
             const __m256i v = xka_scales(wb, h, p >> 1, nib, low6, top2);
@@ -118,7 +117,7 @@ xka_block(const uint8_t *wb, const uint8_t *x, __m256 *t)
     memcpy(&dxf, x + ORK_X16K_XD, 4);
     const __m256 dx = _mm256_set1_ps(dxf);
 #pragma GCC unroll 2
-    for (int h = 0; h < XKA_HALVES; h++) {
+    for (int h = 0; h < ORK_X16_HALVES; h++) {
         const uint8_t *sc = wb + ORK_X16K_SC + h * XKA_HALF;
         const __m256i u1 = _mm256_loadu_si256((const __m256i *)(sc + XKA_CHUNK));
         const __m256i u2 = _mm256_loadu_si256((const __m256i *)(sc + 2 * XKA_CHUNK));
@@ -160,10 +159,10 @@ xka_core(int ng, int mx, const uint8_t *const *g, const uint8_t *xs, size_t xstr
             const uint8_t *wb = g[s] + (size_t)b * XKA_GROUP_BYTES;
             for (int t = 0; t < mx; t++) {
                 const uint8_t *x = xs + (size_t)t * xstride + (size_t)b * ORK_X16K_XBLOCK;
-                __m256 term[XKA_HALVES];
+                __m256 term[ORK_X16_HALVES];
                 xka_block(wb, x, term);
-                for (int h = 0; h < XKA_HALVES; h++) {
-                    __m256 *a = &acc[(s * mx + t) * XKA_HALVES + h];
+                for (int h = 0; h < ORK_X16_HALVES; h++) {
+                    __m256 *a = &acc[(s * mx + t) * ORK_X16_HALVES + h];
                     *a = _mm256_add_ps(*a, term[h]);
                 }
             }
