@@ -21,7 +21,7 @@
 #include "cmd_run.h"
 
 #include <ork-engine/engine.h>
-#include <ork-engine/membw.h>
+#include <ork-tooling/membw.h>
 #include <ork-kernels/kernels.h>
 #include <ork-kernels/peak.h>
 #include <ork-kernels/pool.h>

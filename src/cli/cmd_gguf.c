@@ -5,7 +5,7 @@
  * Not here: reading or summarising GGUF files (`ork info`). */
 #include "cli.h"
 
-#include <ork-engine/synth.h>
+#include <ork-tooling/synth.h>
 #include <ork-kernels/types.h>
 #include <ork/error.h>
 

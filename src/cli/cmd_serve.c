@@ -1,13 +1,13 @@
 /* cmd_serve.c -- `ork serve`: load a model and serve it over HTTP (llama-server's native API and
  * the OpenAI API; see docs/server.md) until SIGINT or SIGTERM, then stop gracefully: in-flight
  * streams get their final events, queued requests get 503. The server itself lives in
- * src/server/ (ork-engine/server.h); this file parses flags, handles signals and prints where it
+ * src/server/ (ork-server/server.h); this file parses flags, handles signals and prints where it
  * listens. */
 #include "cli.h"
 #include "cmd_run.h"
 
 #include <ork-engine/engine.h>
-#include <ork-engine/server.h>
+#include <ork-server/server.h>
 #include <ork-kernels/pool.h>
 #include <ork/error.h>
 

@@ -11,7 +11,7 @@
 
 #include <ork-engine/chat.h>
 #include <ork-engine/engine.h>
-#include <ork-engine/server.h>
+#include <ork-server/server.h>
 
 #include <pthread.h>
 #include <stdbool.h>

@@ -8,7 +8,7 @@
 #include <ork/error.h>
 #include <ork-engine/engine.h>
 
-#include "engine/model_priv.h"   /* ork__forward_multi: the shared-layer-code implementation */
+#include "engine/model/model_priv.h"   /* ork__forward_multi: the shared-layer-code implementation */
 
 #define MAX_VOCAB 512
 #define N_SEQ 53                /* prompt (5) + 48 greedy ids of the reference story */

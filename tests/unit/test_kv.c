@@ -1,8 +1,8 @@
-/* test_kv.c -- the KV cache (src/engine/kv.c): rows stored at every position of several layers
+/* test_kv.c -- the KV cache (src/engine/model/kv.c): rows stored at every position of several layers
  * and heads read back through the two attention loops, against one dispatched dot / mad per
  * row on the rows kept aside (same bits), one query or two at once, across position blocks and
  * with a short context; prefaulting zeroes exactly the positions asked for. */
-#include "engine/model_priv.h"
+#include "engine/model/model_priv.h"
 
 #include <ork-kernels/kernels.h>
 #include <ork/error.h>

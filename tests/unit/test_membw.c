@@ -1,11 +1,11 @@
-/* test_membw.c -- ork_membw_measure and the reader (ork-engine/membw.h): every kernel reports
+/* test_membw.c -- ork_membw_measure and the reader (ork-tooling/membw.h): every kernel reports
  * a positive, finite bandwidth with the asked threads, array size and runs; the reader keeps
  * its array (the size asked, rounded down to whole doubles) and its pool, and can be timed
  * again; bad arguments are refused. No speed is asserted (the machine is shared). */
 #include <math.h>
 
 #include <ork/error.h>
-#include <ork-engine/membw.h>
+#include <ork-tooling/membw.h>
 
 #include "ork_test.h"
 

@@ -6,7 +6,7 @@
 
 #include <ork-engine/engine.h>
 #include <ork-engine/gguf.h>
-#include <ork-engine/synth.h>
+#include <ork-tooling/synth.h>
 #include <ork-engine/tokenizer.h>
 #include <ork-kernels/kernels.h>
 #include <ork-kernels/types.h>

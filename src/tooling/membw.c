@@ -1,4 +1,4 @@
-/* membw.c -- STREAM-like memory bandwidth measurement (see ork-engine/membw.h).
+/* membw.c -- STREAM-like memory bandwidth measurement (see ork-tooling/membw.h).
  *
  * The kernels are the four STREAM ones (McCalpin, "STREAM: Sustainable Memory Bandwidth in High
  * Performance Computers") plus a read-only sum; written here from that description. The read
@@ -12,7 +12,7 @@
 
 #include <ork/alloc.h>
 #include <ork/error.h>
-#include <ork-engine/membw.h>
+#include <ork-tooling/membw.h>
 #include <ork-kernels/pool.h>
 #include <ork-kernels/readbw.h>
 

@@ -27,7 +27,7 @@
  *
  * Not here: the transformer (forward.c), the pack file format (orkpack.c), NPU programs
  * (libork). */
-#include "model_priv.h"
+#include "model/model_priv.h"
 
 #include <ork-engine/orkpack.h>
 #include <ork/alloc.h>

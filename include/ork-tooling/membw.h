@@ -1,4 +1,4 @@
-/* ork-engine/membw.h -- achievable memory bandwidth (STREAM-like), for reading decode speed
+/* ork-tooling/membw.h -- achievable memory bandwidth (STREAM-like), for reading decode speed
  * against the roofline: a decode step streams every weight once, so tok/s can be at most
  * bandwidth / bytes per token.
  *

@@ -1,4 +1,4 @@
-/* ork-engine/server.h -- the HTTP inference server behind `ork serve`: llama-server's native API
+/* ork-server/server.h -- the HTTP inference server behind `ork serve`: llama-server's native API
  * (/completion, /tokenize, /detokenize, /props, /slots, /health, /metrics) and the OpenAI API
  * (/v1/completions, /v1/chat/completions, /v1/models) over one loaded model.
  *

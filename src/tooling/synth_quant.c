@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include <ork/error.h>
-#include <ork-engine/synth.h>
+#include <ork-tooling/synth.h>
 #include <ork-kernels/kernels.h>
 
 #define QK4_0 32                /* Q4_0 block: f16 d + 16 bytes of nibbles */

@@ -1,4 +1,4 @@
-/* synth.c -- synthetic GGUF models with the shapes of published ones (see ork-engine/synth.h).
+/* synth.c -- synthetic GGUF models with the shapes of published ones (see ork-tooling/synth.h).
  *
  * Tensor names and shapes follow the GGUF conventions ork's loader binds (src/engine/model.c):
  * token_embd, blk.N.{attn_norm, attn_q/k/v (+ .bias for qwen2), attn_q_norm/attn_k_norm (qwen3),
@@ -19,7 +19,7 @@
 #include <ork/log.h>
 #include <ork-engine/gguf.h>
 #include <ork-engine/gguf_write.h>
-#include <ork-engine/synth.h>
+#include <ork-tooling/synth.h>
 #include <ork-kernels/kernels.h>
 #include <ork-kernels/pool.h>
 #include <ork-kernels/types.h>

@@ -1,4 +1,4 @@
-/* ork-engine/synth.h -- synthetic models with the shapes of published ones.
+/* ork-tooling/synth.h -- synthetic models with the shapes of published ones.
  *
  * ork_synth_write streams a GGUF v3 file with the exact tensor shapes and hyperparameters of a
  * published model (presets table in src/engine/synth.c, sources in docs/synth.md), filled with
