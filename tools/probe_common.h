@@ -9,6 +9,7 @@
 #include <ork/error.h>
 #include <ork/npu.h>
 #include <ork/sched.h>
+#include <ork/sim.h>
 #include <ork/trace.h>
 
 #include <stdio.h>

@@ -24,7 +24,6 @@
 #define ORK_NPU_H
 
 #include <ork/log.h>
-#include <ork/sim.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -42,6 +41,7 @@ enum ork_npu_dtype {
 /* ---- device ------------------------------------------------------------------------------ */
 
 struct ork_npu;
+struct ork_sim_opts;                /* <ork/sim.h>: include it to fill simulator options */
 
 struct ork_npu_opts {
     uint32_t struct_size;           /* sizeof(struct ork_npu_opts); 0 or NULL opts = defaults */

@@ -1,5 +1,6 @@
 /* device.c -- opening an NPU through the kernel vtable (rknpu, rocket or the simulator), its
- * capabilities, and the buffer helpers the other libork objects use. No planning or emission. */
+ * capabilities and modelled clock (the vtable's model_time slot: only the sim has one), and the
+ * buffer helpers the other libork objects use. No planning or emission. */
 #include "ork_priv.h"
 
 #include <ork/alloc.h>
@@ -117,4 +118,26 @@ int ork__npu_bo_sync(struct ork_npu *npu, const struct ork_kbo *bo, uint64_t off
     if (!npu->kmd->bo_sync || !(bo->flags & ORK_KBO_CACHEABLE) || !size)
         return 0;
     return npu->kmd->bo_sync(npu->kctx, bo, off, size, dir);
+}
+
+/* ---- modelled device clock (the sim's; a board has none) --------------------------------- */
+
+int ork_npu_model_time(struct ork_npu *npu, struct ork_npu_model_time *out)
+{
+    if (!npu || !out)
+        return ork_errorf(ORK_EINVAL, "npu model time: NULL argument");
+    memset(out, 0, sizeof(*out));
+    if (!npu->kmd->model_time)
+        return ork_errorf(ORK_EUNSUPPORTED, "npu model time: backend '%s' is not the simulator",
+                          npu->kmd->name);
+    struct ork_kmd_model_time t = {0};
+    int ret = npu->kmd->model_time(npu->kctx, &t);
+    if (ret < 0)
+        return ret;
+    out->now_ns = t.now_ns;
+    out->n_cores = t.n_cores < ORK_NPU_MODEL_MAX_CORES ? t.n_cores : ORK_NPU_MODEL_MAX_CORES;
+    for (uint32_t i = 0; i < out->n_cores; i++)
+        out->core_busy_ns[i] = t.core_busy_ns[i];
+    out->domain_switch_ns = t.domain_switch_ns;
+    return 0;
 }

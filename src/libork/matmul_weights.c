@@ -3,7 +3,6 @@
  * per-column scales. Plans (matmul.c) borrow these; nothing here submits work. */
 #include "ork_priv.h"
 #include "pack.h"
-#include "../sim/sim.h"
 
 #include <ork/alloc.h>
 #include <ork/error.h>
@@ -164,25 +163,4 @@ const float *ork_npu_weights_scales(const struct ork_npu_weights *w)
 uint64_t ork_npu_weights_bytes(const struct ork_npu_weights *w)
 {
     return w ? w->bo.size : 0;
-}
-
-/* ---- modelled clock of the simulator (the counters behind its `load` file) ------------------ */
-
-int ork_npu_model_time(struct ork_npu *npu, struct ork_npu_model_time *out)
-{
-    if (!npu || !out)
-        return ork_errorf(ORK_EINVAL, "npu model time: NULL argument");
-    memset(out, 0, sizeof(*out));
-    struct ork_sim *sim = ork__kmd_sim_get(npu->kmd, npu->kctx);
-    if (!sim)
-        return ork_errorf(ORK_EUNSUPPORTED, "npu model time: backend '%s' is not the simulator",
-                          npu->kmd->name);
-    struct ork_sim_counters c;
-    ork__sim_counters(sim, &c);
-    out->now_ns = c.now_ns;
-    out->n_cores = c.n_cores < ORK_NPU_MODEL_MAX_CORES ? c.n_cores : ORK_NPU_MODEL_MAX_CORES;
-    for (uint32_t i = 0; i < out->n_cores; i++)
-        out->core_busy_ns[i] = c.busy_ns[i];
-    out->domain_switch_ns = (int64_t)ork__sim_timing.t_domain_switch_ns;
-    return 0;
 }

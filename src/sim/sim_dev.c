@@ -15,7 +15,7 @@
 #include <ork/error.h>
 #include <ork/log.h>
 
-#include "../libork/kmd/rknpu_uapi.h"
+#include "uapi/rknpu_uapi.h"
 
 #define SIM_OPP_MIN_HZ 300000000u      /* NPU OPP table 300 MHz - 1 GHz (§1.2) */
 #define SIM_OPP_MAX_HZ 1000000000u

@@ -14,7 +14,7 @@
 #include <ork/error.h>
 #include <ork/log.h>
 
-#include "../libork/kmd/rknpu_uapi.h"
+#include "uapi/rknpu_uapi.h"
 
 /* The calling thread's last accepted SUBMIT: lets the transport name a NONBLOCK job for wait()
  * without serialising submits from several threads. */

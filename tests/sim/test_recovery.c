@@ -8,6 +8,7 @@
 #include <ork/error.h>
 #include <ork/npu.h>
 #include <ork/sched.h>
+#include <ork/sim.h>
 
 #include <stdint.h>
 

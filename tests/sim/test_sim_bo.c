@@ -6,7 +6,7 @@
 
 #include "ork_test.h"
 #include "test_sim_prog.h"
-#include "libork/kmd/rknpu_uapi.h"
+#include "uapi/rknpu_uapi.h"
 #include "sim/sim.h"
 
 static void test_iova_top_down(void)

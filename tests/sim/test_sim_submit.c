@@ -7,7 +7,7 @@
 
 #include "ork_test.h"
 #include "test_sim_prog.h"
-#include "libork/kmd/rknpu_uapi.h"
+#include "uapi/rknpu_uapi.h"
 #include "sim/sim.h"
 
 #define PAGE_UP(x) ((uint32_t)(((x) + 4095) & ~(uint64_t)4095))

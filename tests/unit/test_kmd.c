@@ -9,7 +9,7 @@
 #include "libork/kmd/kmd.h"
 #include "libork/kmd/kmd_rknpu.h"
 #include "libork/kmd/kmd_rocket.h"
-#include "libork/kmd/rknpu_uapi.h"
+#include "uapi/rknpu_uapi.h"
 
 static void test_select(void)
 {

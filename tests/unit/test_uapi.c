@@ -4,8 +4,8 @@
 #include <stddef.h>
 
 #include "ork_test.h"
-#include "libork/kmd/rknpu_uapi.h"
-#include "libork/kmd/rocket_uapi.h"
+#include "uapi/rknpu_uapi.h"
+#include "uapi/rocket_uapi.h"
 
 #define OFF(type, field) ((long long)offsetof(struct type, field))
 

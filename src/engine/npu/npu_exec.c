@@ -35,6 +35,7 @@
 #include <ork/log.h>
 #include <ork/npu.h>
 #include <ork/sched.h>
+#include <ork/sim.h>
 #include <ork/trace.h>
 #include <ork-kernels/types.h>
 

@@ -16,9 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <ork/sim.h>
-
 #define ORK_KMD_MAX_CORES 3       /* RK3588 NPU cores (spec §1.1) */
+
+struct ork_sim_opts;              /* <ork/sim.h>; only the "sim" backend reads it */
 
 struct ork_kmd_opts {
     uint32_t struct_size;         /* sizeof(struct ork_kmd_opts); 0 = defaults */
@@ -122,6 +122,15 @@ enum ork_kmd_cap {
     ORK_KMD_CAP_SIM,              /* 1 when the backend is the simulator */
 };
 
+/* A backend's modelled device clock (docs/sim.md "Timing model"): the time a board would have
+ * spent, as opposed to the host's wall clock. Filled in one consistent snapshot. */
+struct ork_kmd_model_time {
+    int64_t now_ns;               /* model clock: the modelled completion of the latest job */
+    uint32_t n_cores;             /* cores modelled (entries of core_busy_ns that are valid) */
+    int64_t core_busy_ns[ORK_KMD_MAX_CORES]; /* total modelled busy time per core */
+    int64_t domain_switch_ns;     /* modelled cost of one IOMMU domain switch (§13) */
+};
+
 struct ork_kmd_ops {
     const char *name;             /* "rknpu", "rocket", "sim" */
 
@@ -155,6 +164,10 @@ struct ork_kmd_ops {
     /* (optional) Capabilities. NULL: no caps known (callers assume 1 core, 1 domain, no
      * chaining). Unknown cap: ORK_EUNSUPPORTED. */
     int (*query)(void *ctx, enum ork_kmd_cap cap, uint64_t *val);
+    /* (optional) The modelled device clock. NULL: the backend has none (a board runs in real
+     * time only); ork_npu_model_time then returns ORK_EUNSUPPORTED. The sim fills it from its
+     * timing model (src/sim/sim_timing.c). */
+    int (*model_time)(void *ctx, struct ork_kmd_model_time *out);
 };
 
 extern const struct ork_kmd_ops ork__kmd_rknpu_ops;
@@ -168,8 +181,9 @@ int ork__kmd_select(const char *name, const struct ork_kmd_ops **out);
 int ork__kmd_open(const char *name, const struct ork_kmd_opts *o,
                   const struct ork_kmd_ops **ops, void **ctx);
 
-/* The simulator behind a "sim" ctx (NULL for other backends): tests and tools read its stats
- * and load figures through src/sim/sim.h. */
+/* The simulator behind a "sim" ctx (NULL for other backends), for tests that read its stats
+ * and load figures through src/sim/sim.h. libork itself never calls it: what it needs of the
+ * simulator comes through the vtable (query, model_time). */
 struct ork_sim;
 struct ork_sim *ork__kmd_sim_get(const struct ork_kmd_ops *ops, void *ctx);
 

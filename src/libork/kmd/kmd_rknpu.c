@@ -25,7 +25,7 @@
 #include <ork/error.h>
 #include <ork/log.h>
 
-#include "rknpu_uapi.h"
+#include "uapi/rknpu_uapi.h"
 
 #ifdef ORK_HAVE_LIBDRM
 #include <xf86drm.h>

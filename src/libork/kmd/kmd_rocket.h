@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "kmd.h"
-#include "rocket_uapi.h"
+#include "uapi/rocket_uapi.h"
 
 /* Translate `job` into rocket structs (§11.2, §11.3): tasks[i] = {regcmd_iova, amount + 4};
  * one drm_rocket_job per selected core range (core_mask 0 = range[0]) in jobs[0..*n_jobs);

@@ -7,7 +7,7 @@
 
 #include <ork/error.h>
 
-#include "../../sim/sim.h"
+#include "sim/sim.h"        /* the simulator's entry points; only this file of libork includes it */
 
 static int sim_tr_ioctl(void *t, uint32_t request, void *arg)
 {
@@ -69,6 +69,19 @@ static int sim_query(void *ctx, enum ork_kmd_cap cap, uint64_t *val)
     return ork__kmd_rknpu_query(ctx, cap, val);
 }
 
+/* The counters behind the simulator's `load` file, and its timing table's switch cost. */
+static int sim_model_time(void *ctx, struct ork_kmd_model_time *out)
+{
+    struct ork_sim_counters c;
+    ork__sim_counters(ork__kmd_rknpu_transport_ctx(ctx), &c);
+    out->now_ns = c.now_ns;
+    out->n_cores = c.n_cores < ORK_KMD_MAX_CORES ? c.n_cores : ORK_KMD_MAX_CORES;
+    for (uint32_t i = 0; i < out->n_cores; i++)
+        out->core_busy_ns[i] = c.busy_ns[i];
+    out->domain_switch_ns = (int64_t)ork__sim_timing.t_domain_switch_ns;
+    return 0;
+}
+
 struct ork_sim *ork__kmd_sim_get(const struct ork_kmd_ops *ops, void *ctx)
 {
     if (ops != &ork__kmd_sim_ops)
@@ -87,4 +100,5 @@ const struct ork_kmd_ops ork__kmd_sim_ops = {
     .wait = ork__kmd_rknpu_wait,
     .action = ork__kmd_rknpu_action,
     .query = sim_query,
+    .model_time = sim_model_time,
 };

@@ -1,8 +1,9 @@
 /* rknpu_uapi.h -- the vendor rknpu driver's userspace interface (driver 0.9.8), written from
  * spec/rk3588-npu.md §10.2-§10.6: ioctl request numbers, the six ioctl structs, task descriptors,
  * memory flags, job flags and action ids. Layouts are checked at compile time against the
- * spec's offset tables. Shared by the rknpu backend (which fills the structs) and the simulator
- * (which serves the same requests); it holds no logic. */
+ * spec's offset tables. Shared by the rknpu backend (src/libork/kmd/kmd_rknpu.c, which fills the
+ * structs) and the simulator (src/sim/, which serves the same requests), so it lives in src/uapi/
+ * below both (included as "uapi/rknpu_uapi.h"); it holds no logic. */
 #ifndef ORK_RKNPU_UAPI_H
 #define ORK_RKNPU_UAPI_H
 

@@ -1,6 +1,7 @@
 /* rocket_uapi.h -- the mainline `rocket` accel driver's userspace interface (Linux 6.18+),
  * written from spec/rk3588-npu.md §11.1-§11.2: request numbers and structs, with compile-time
- * size and offset checks. Used by the rocket backend and its unit tests; holds no logic. */
+ * size and offset checks. Used by the rocket backend (src/libork/kmd/kmd_rocket.c) and its unit
+ * tests; holds no logic. Lives in src/uapi/ beside rknpu_uapi.h, whose ioctl encoding it reuses. */
 #ifndef ORK_ROCKET_UAPI_H
 #define ORK_ROCKET_UAPI_H
 
