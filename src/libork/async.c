@@ -2,8 +2,9 @@
  * device's one persistent async worker (created on first use, pinned to a big CPU core other
  * than the caller's, topology.c); `wait` blocks on its completion. Overlapping the caller's
  * preparation of the next matmul with the NPU work of this one only pays with a persistent
- * worker on a free big core: a thread per call inheriting the caller's affinity gave 1.00x on
- * a board (anchors §4). Multi-core plans fan out from the worker through the per-core pool.
+ * worker on a free big core; a thread per call inheriting the caller's affinity did not (anchors
+ * §4; the board figures are in docs/scheduling.md "The decode story"). Multi-core plans fan out
+ * from the worker through the per-core pool.
  * Not here: what a run submits (matmul.c, matmul_chain.c), placement policy (topology.c). */
 #include "ork_priv.h"
 

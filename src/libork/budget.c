@@ -36,9 +36,9 @@ static const struct {
     /* Waking the persistent per-core workers and joining them: the persistent-worker residual
      * ~50 µs per matmul (anchors §2 "Thread hand-off"). */
     .t_fanout_ns = 50000.0,
-    /* Host cost of each extra per-core submit: the 3-core M=1 run measured 470 µs against a
-     * modelled 357 µs (anchors §8 validation, §3.3): ~110 µs of host work, of which the fan-out
-     * above is 50 µs, leaves ~30 µs per each of the 2 extra submits (computed). */
+    /* Host cost of each extra per-core submit: the host gap of the anchors' 3-core M=1 point
+     * less the fan-out above, shared by its 2 extra submits (anchors §8 validation, §3.3; the
+     * arithmetic is in docs/scheduling.md "Core budget"). */
     .t_extra_submit_ns = 30000.0,
     /* Split only when the model predicts a gain above its error: the additive model fits the
      * anchors within ~10 % (anchors §8 "Known gaps"). */

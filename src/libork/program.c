@@ -2,7 +2,7 @@
  * programs (spec §8.3) and DMA address validation (spec §14.3).
  *
  * The register list is written in the spec's stored order, one EMIT per entry, with the entry
- * number of §3.1 beside it. Values that depend on the shape follow the "int8 rule" / "fp16 rule"
+ * number of §3.1 beside it (two flat lists: the CNA group, then CORE and DPU). Values that depend on the shape follow the "int8 rule" / "fp16 rule"
  * columns; the constant ones are named below with their source. What this file does not decide:
  * the CBUF bank split and the FEATURE_GRAINS hint come in the task from plan.c (§5), and where
  * buffers live comes from matmul.c. */
@@ -128,19 +128,14 @@ int ork__mm_task_check(const struct ork_mm_task *t)
     return 0;
 }
 
-int ork__prog_emit_matmul(const struct ork_mm_task *t, uint64_t *out,
-                          struct ork_prog_reloc *relocs, uint32_t *n_relocs)
+/* Entries #0-#52 (spec §3.1): the CNA group (with DPU S_POINTER at #4, where §3.1 stores it):
+ * precision, input and weight geometry, CBUF split, A and B addresses, decompression off. */
+static void emit_cna(struct ork_cs *cs, const struct ork_mm_task *t)
 {
-    int ret = ork__mm_task_check(t);
-    if (ret < 0)
-        return ret;
-
     const bool f16 = t->dtype == ORK_NPU_F16;
     const uint32_t esz = f16 ? 2 : 1;                    /* bytes per input element (§0) */
     const uint32_t M = t->m, K = t->k, N = t->n;
-    const uint32_t s = t->stride ? t->stride : N;
     const uint32_t in_prec = f16 ? PREC_FP16 : PREC_INT8;
-    const uint32_t out_prec = f16 ? PREC_FP32 : PREC_INT32;
 
     const uint32_t conv_con1 = ORK_CNA_CONV_CON1_GROUP_LINE_OFF(1) |
                                ORK_CNA_CONV_CON1_PROC_PRECISION(in_prec) |
@@ -152,154 +147,180 @@ int ork__prog_emit_matmul(const struct ork_mm_task *t, uint64_t *out,
     /* #16: 64-byte CBUF entries per feature row: int8 ceil(K/64), fp16 K/32 = 2K/64. */
     const uint32_t data_entries = (K * esz + CBUF_ENTRY_BYTES - 1) / CBUF_ENTRY_BYTES;
 
-    struct ork_cs cs;
-    ork__cs_init(&cs, out, ORK_PROG_ENTRIES);
+    EMIT(cs, CNA_CBUF_CON0, cbuf);                                      /* #0 (copy 1) */
+    EMIT(cs, CNA_DCOMP_REGNUM, dcomp_regnum);                           /* #1 (copy 1) */
+    EMIT(cs, CNA_DCOMP_CTRL, dcomp_ctrl);                               /* #2 (copy 1) */
+    EMIT(cs, CNA_CONV_CON1, conv_con1);                                 /* #3 (copy 1) */
+    EMIT(cs, DPU_S_POINTER, DPU_S_POINTER_PINGPONG);                    /* #4 */
+    EMIT(cs, CNA_CONV_CON1, conv_con1);                                 /* #5 */
+    EMIT(cs, CNA_CONV_CON2, ORK_CNA_CONV_CON2_FEATURE_GRAINS(t->grains)); /* #6 */
+    EMIT(cs, CNA_CONV_CON3, ORK_CNA_CONV_CON3_CONV_Y_STRIDE(1) |
+                            ORK_CNA_CONV_CON3_CONV_X_STRIDE(1));        /* #7 */
+    EMIT(cs, CNA_DATA_SIZE0, data_size0);                               /* #8 */
+    EMIT(cs, CNA_DATA_SIZE1, ORK_CNA_DATA_SIZE1_DATAIN_CHANNEL_REAL(K - 1) |
+                             ORK_CNA_DATA_SIZE1_DATAIN_CHANNEL(K));     /* #9 */
+    EMIT(cs, CNA_DATA_SIZE2, 1);                                        /* #10 output width 1 */
+    EMIT(cs, CNA_DATA_SIZE3, ORK_CNA_DATA_SIZE3_DATAOUT_ATOMICS(M));    /* #11 */
+    EMIT(cs, CNA_WEIGHT_SIZE0, K * N * esz);                            /* #12 */
+    EMIT(cs, CNA_WEIGHT_SIZE1, ORK_CNA_WEIGHT_SIZE1_WEIGHT_BYTES_PER_KERNEL(K * esz)); /* #13 */
+    EMIT(cs, CNA_WEIGHT_SIZE2, ORK_CNA_WEIGHT_SIZE2_WEIGHT_WIDTH(1) |
+                               ORK_CNA_WEIGHT_SIZE2_WEIGHT_HEIGHT(1) |
+                               ORK_CNA_WEIGHT_SIZE2_WEIGHT_KERNELS(N)); /* #14 */
+    EMIT(cs, CNA_CBUF_CON0, cbuf);                                      /* #15 (effective) */
+    EMIT(cs, CNA_CBUF_CON1, ORK_CNA_CBUF_CON1_DATA_ENTRIES(data_entries)); /* #16 */
+    EMIT(cs, CNA_CVT_CON0, CNA_CVT_CON0_BYPASS);                        /* #17 */
+    EMIT(cs, CNA_CVT_CON1, CNA_CVT_SCALE_ONE);                          /* #18 */
+    EMIT(cs, CNA_CVT_CON2, CNA_CVT_SCALE_ONE);                          /* #19 */
+    EMIT(cs, CNA_CVT_CON3, CNA_CVT_SCALE_ONE);                          /* #20 */
+    EMIT(cs, CNA_CVT_CON4, CNA_CVT_SCALE_ONE);                          /* #21 */
+    EMIT(cs, CNA_FC_CON0, 0);                                           /* #22 */
+    EMIT(cs, CNA_FC_CON1, 0);                                           /* #23 */
+    EMIT(cs, CNA_PAD_CON0, ORK_CNA_PAD_CON0_PAD_LEFT(0) | ORK_CNA_PAD_CON0_PAD_TOP(0)); /* #24 */
+    EMIT(cs, CNA_FEATURE_DATA_ADDR,
+        ork__cs_reloc(cs, ORK_REG_CNA_FEATURE_DATA_ADDR, t->a,
+                      (uint64_t)(M - 1) * K * esz + (uint64_t)K * esz, false)); /* #25 A */
+    EMIT(cs, CNA_FC_CON2, 0);                                           /* #26 */
+    EMIT(cs, CNA_DMA_CON0, ORK_CNA_DMA_CON0_WEIGHT_BURST_LEN(CNA_BURST_MAX) |
+                           ORK_CNA_DMA_CON0_DATA_BURST_LEN(CNA_BURST_MAX)); /* #27 */
+    EMIT(cs, CNA_DMA_CON1, ORK_CNA_DMA_CON1_LINE_STRIDE(K * esz / LINE_STRIDE_UNIT)); /* #28 */
+    EMIT(cs, CNA_DMA_CON2, 0);                                          /* #29 */
+    EMIT(cs, CNA_FC_DATA_SIZE0, ORK_CNA_FC_DATA_SIZE0_DMA_WIDTH(1) |
+                                ORK_CNA_FC_DATA_SIZE0_DMA_HEIGHT(M));   /* #30 */
+    EMIT(cs, CNA_FC_DATA_SIZE1, K);                                     /* #31 */
+    EMIT(cs, CNA_DCOMP_CTRL, dcomp_ctrl);                               /* #32 (copy 2) */
+    EMIT(cs, CNA_DCOMP_REGNUM, dcomp_regnum);                           /* #33 (copy 2) */
+    EMIT(cs, CNA_DCOMP_ADDR0,
+        ork__cs_reloc(cs, ORK_REG_CNA_DCOMP_ADDR0, t->b, (uint64_t)K * N * esz, false)); /* #34 B */
+    EMIT(cs, CNA_DCOMP_AMOUNT0, 0);                                     /* #35 */
+    EMIT(cs, CNA_DCOMP_AMOUNT1, 0);
+    EMIT(cs, CNA_DCOMP_AMOUNT2, 0);
+    EMIT(cs, CNA_DCOMP_AMOUNT3, 0);
+    EMIT(cs, CNA_DCOMP_AMOUNT4, 0);
+    EMIT(cs, CNA_DCOMP_AMOUNT5, 0);
+    EMIT(cs, CNA_DCOMP_AMOUNT6, 0);
+    EMIT(cs, CNA_DCOMP_AMOUNT7, 0);
+    EMIT(cs, CNA_DCOMP_AMOUNT8, 0);
+    EMIT(cs, CNA_DCOMP_AMOUNT9, 0);
+    EMIT(cs, CNA_DCOMP_AMOUNT10, 0);
+    EMIT(cs, CNA_DCOMP_AMOUNT11, 0);
+    EMIT(cs, CNA_DCOMP_AMOUNT12, 0);
+    EMIT(cs, CNA_DCOMP_AMOUNT13, 0);
+    EMIT(cs, CNA_DCOMP_AMOUNT14, 0);
+    EMIT(cs, CNA_DCOMP_AMOUNT15, 0);                                    /* #50 */
+    EMIT(cs, CNA_CVT_CON5, 0);                                          /* #51 */
+    EMIT(cs, CNA_PAD_CON1, 0);                                          /* #52 */
+}
 
-    EMIT(&cs, CNA_CBUF_CON0, cbuf);                                      /* #0 (copy 1) */
-    EMIT(&cs, CNA_DCOMP_REGNUM, dcomp_regnum);                           /* #1 (copy 1) */
-    EMIT(&cs, CNA_DCOMP_CTRL, dcomp_ctrl);                               /* #2 (copy 1) */
-    EMIT(&cs, CNA_CONV_CON1, conv_con1);                                 /* #3 (copy 1) */
-    EMIT(&cs, DPU_S_POINTER, DPU_S_POINTER_PINGPONG);                    /* #4 */
-    EMIT(&cs, CNA_CONV_CON1, conv_con1);                                 /* #5 */
-    EMIT(&cs, CNA_CONV_CON2, ORK_CNA_CONV_CON2_FEATURE_GRAINS(t->grains)); /* #6 */
-    EMIT(&cs, CNA_CONV_CON3, ORK_CNA_CONV_CON3_CONV_Y_STRIDE(1) |
-                             ORK_CNA_CONV_CON3_CONV_X_STRIDE(1));        /* #7 */
-    EMIT(&cs, CNA_DATA_SIZE0, data_size0);                               /* #8 */
-    EMIT(&cs, CNA_DATA_SIZE1, ORK_CNA_DATA_SIZE1_DATAIN_CHANNEL_REAL(K - 1) |
-                              ORK_CNA_DATA_SIZE1_DATAIN_CHANNEL(K));     /* #9 */
-    EMIT(&cs, CNA_DATA_SIZE2, 1);                                        /* #10 output width 1 */
-    EMIT(&cs, CNA_DATA_SIZE3, ORK_CNA_DATA_SIZE3_DATAOUT_ATOMICS(M));    /* #11 */
-    EMIT(&cs, CNA_WEIGHT_SIZE0, K * N * esz);                            /* #12 */
-    EMIT(&cs, CNA_WEIGHT_SIZE1, ORK_CNA_WEIGHT_SIZE1_WEIGHT_BYTES_PER_KERNEL(K * esz)); /* #13 */
-    EMIT(&cs, CNA_WEIGHT_SIZE2, ORK_CNA_WEIGHT_SIZE2_WEIGHT_WIDTH(1) |
-                                ORK_CNA_WEIGHT_SIZE2_WEIGHT_HEIGHT(1) |
-                                ORK_CNA_WEIGHT_SIZE2_WEIGHT_KERNELS(N)); /* #14 */
-    EMIT(&cs, CNA_CBUF_CON0, cbuf);                                      /* #15 (effective) */
-    EMIT(&cs, CNA_CBUF_CON1, ORK_CNA_CBUF_CON1_DATA_ENTRIES(data_entries)); /* #16 */
-    EMIT(&cs, CNA_CVT_CON0, CNA_CVT_CON0_BYPASS);                        /* #17 */
-    EMIT(&cs, CNA_CVT_CON1, CNA_CVT_SCALE_ONE);                          /* #18 */
-    EMIT(&cs, CNA_CVT_CON2, CNA_CVT_SCALE_ONE);                          /* #19 */
-    EMIT(&cs, CNA_CVT_CON3, CNA_CVT_SCALE_ONE);                          /* #20 */
-    EMIT(&cs, CNA_CVT_CON4, CNA_CVT_SCALE_ONE);                          /* #21 */
-    EMIT(&cs, CNA_FC_CON0, 0);                                           /* #22 */
-    EMIT(&cs, CNA_FC_CON1, 0);                                           /* #23 */
-    EMIT(&cs, CNA_PAD_CON0, ORK_CNA_PAD_CON0_PAD_LEFT(0) | ORK_CNA_PAD_CON0_PAD_TOP(0)); /* #24 */
-    EMIT(&cs, CNA_FEATURE_DATA_ADDR,
-         ork__cs_reloc(&cs, ORK_REG_CNA_FEATURE_DATA_ADDR, t->a,
-                       (uint64_t)(M - 1) * K * esz + (uint64_t)K * esz, false)); /* #25 A */
-    EMIT(&cs, CNA_FC_CON2, 0);                                           /* #26 */
-    EMIT(&cs, CNA_DMA_CON0, ORK_CNA_DMA_CON0_WEIGHT_BURST_LEN(CNA_BURST_MAX) |
-                            ORK_CNA_DMA_CON0_DATA_BURST_LEN(CNA_BURST_MAX)); /* #27 */
-    EMIT(&cs, CNA_DMA_CON1, ORK_CNA_DMA_CON1_LINE_STRIDE(K * esz / LINE_STRIDE_UNIT)); /* #28 */
-    EMIT(&cs, CNA_DMA_CON2, 0);                                          /* #29 */
-    EMIT(&cs, CNA_FC_DATA_SIZE0, ORK_CNA_FC_DATA_SIZE0_DMA_WIDTH(1) |
-                                 ORK_CNA_FC_DATA_SIZE0_DMA_HEIGHT(M));   /* #30 */
-    EMIT(&cs, CNA_FC_DATA_SIZE1, K);                                     /* #31 */
-    EMIT(&cs, CNA_DCOMP_CTRL, dcomp_ctrl);                               /* #32 (copy 2) */
-    EMIT(&cs, CNA_DCOMP_REGNUM, dcomp_regnum);                           /* #33 (copy 2) */
-    EMIT(&cs, CNA_DCOMP_ADDR0,
-         ork__cs_reloc(&cs, ORK_REG_CNA_DCOMP_ADDR0, t->b, (uint64_t)K * N * esz, false)); /* #34 B */
-    EMIT(&cs, CNA_DCOMP_AMOUNT0, 0);                                     /* #35 */
-    EMIT(&cs, CNA_DCOMP_AMOUNT1, 0);
-    EMIT(&cs, CNA_DCOMP_AMOUNT2, 0);
-    EMIT(&cs, CNA_DCOMP_AMOUNT3, 0);
-    EMIT(&cs, CNA_DCOMP_AMOUNT4, 0);
-    EMIT(&cs, CNA_DCOMP_AMOUNT5, 0);
-    EMIT(&cs, CNA_DCOMP_AMOUNT6, 0);
-    EMIT(&cs, CNA_DCOMP_AMOUNT7, 0);
-    EMIT(&cs, CNA_DCOMP_AMOUNT8, 0);
-    EMIT(&cs, CNA_DCOMP_AMOUNT9, 0);
-    EMIT(&cs, CNA_DCOMP_AMOUNT10, 0);
-    EMIT(&cs, CNA_DCOMP_AMOUNT11, 0);
-    EMIT(&cs, CNA_DCOMP_AMOUNT12, 0);
-    EMIT(&cs, CNA_DCOMP_AMOUNT13, 0);
-    EMIT(&cs, CNA_DCOMP_AMOUNT14, 0);
-    EMIT(&cs, CNA_DCOMP_AMOUNT15, 0);                                    /* #50 */
-    EMIT(&cs, CNA_CVT_CON5, 0);                                          /* #51 */
-    EMIT(&cs, CNA_PAD_CON1, 0);                                          /* #52 */
-    EMIT(&cs, CORE_MISC_CFG, ORK_CORE_MISC_CFG_PROC_PRECISION(in_prec) |
-                             ORK_CORE_MISC_CFG_QD_EN(1));                /* #53 */
-    EMIT(&cs, CORE_DATAOUT_SIZE_0, ORK_CORE_DATAOUT_SIZE_0_DATAOUT_HEIGHT(M - 1) |
-                                   ORK_CORE_DATAOUT_SIZE_0_DATAOUT_WIDTH(0)); /* #54 */
-    EMIT(&cs, CORE_DATAOUT_SIZE_1, N - 1);                               /* #55 */
-    EMIT(&cs, CORE_CLIP_TRUNCATE, 0);                                    /* #56 */
-    EMIT(&cs, CORE_UNDOC_3030, 0);                                       /* #57 */
-    EMIT(&cs, DPU_FEATURE_MODE_CFG, ORK_DPU_FEATURE_MODE_CFG_BURST_LEN(DPU_BURST_LEN) |
-                                    ORK_DPU_FEATURE_MODE_CFG_OUTPUT_MODE(DPU_OUTPUT_MODE)); /* #58 */
-    EMIT(&cs, DPU_DATA_FORMAT, ORK_DPU_DATA_FORMAT_OUT_PRECISION(out_prec) |
-                               ORK_DPU_DATA_FORMAT_IN_PRECISION(f16 ? PREC_FP16 : PREC_INT8) |
-                               ORK_DPU_DATA_FORMAT_PROC_PRECISION(f16 ? PREC_FP16 : PREC_INT8));
+/* Entries #53-#107 (spec §3.1): CORE output geometry, then the DPU output stage with every
+ * post-processing unit bypassed (§6.2) and the C address. */
+static void emit_core_dpu(struct ork_cs *cs, const struct ork_mm_task *t)
+{
+    const bool f16 = t->dtype == ORK_NPU_F16;
+    const uint32_t M = t->m, N = t->n;
+    const uint32_t s = t->stride ? t->stride : N;
+    const uint32_t in_prec = f16 ? PREC_FP16 : PREC_INT8;
+    const uint32_t out_prec = f16 ? PREC_FP32 : PREC_INT32;
+
+    EMIT(cs, CORE_MISC_CFG, ORK_CORE_MISC_CFG_PROC_PRECISION(in_prec) |
+                            ORK_CORE_MISC_CFG_QD_EN(1));                /* #53 */
+    EMIT(cs, CORE_DATAOUT_SIZE_0, ORK_CORE_DATAOUT_SIZE_0_DATAOUT_HEIGHT(M - 1) |
+                                  ORK_CORE_DATAOUT_SIZE_0_DATAOUT_WIDTH(0)); /* #54 */
+    EMIT(cs, CORE_DATAOUT_SIZE_1, N - 1);                               /* #55 */
+    EMIT(cs, CORE_CLIP_TRUNCATE, 0);                                    /* #56 */
+    EMIT(cs, CORE_UNDOC_3030, 0);                                       /* #57 */
+    EMIT(cs, DPU_FEATURE_MODE_CFG, ORK_DPU_FEATURE_MODE_CFG_BURST_LEN(DPU_BURST_LEN) |
+                                   ORK_DPU_FEATURE_MODE_CFG_OUTPUT_MODE(DPU_OUTPUT_MODE)); /* #58 */
+    EMIT(cs, DPU_DATA_FORMAT, ORK_DPU_DATA_FORMAT_OUT_PRECISION(out_prec) |
+                              ORK_DPU_DATA_FORMAT_IN_PRECISION(f16 ? PREC_FP16 : PREC_INT8) |
+                              ORK_DPU_DATA_FORMAT_PROC_PRECISION(f16 ? PREC_FP16 : PREC_INT8));
                                                                          /* #59 (§6.1) */
-    EMIT(&cs, DPU_UNNAMED_4014, 0);                                      /* #60 */
-    EMIT(&cs, DPU_DST_BASE_ADDR,
-         ork__cs_reloc(&cs, ORK_REG_DPU_DST_BASE_ADDR, t->c,
-                       ((uint64_t)(M - 1) * s + N) * OUT_BYTES, true));  /* #61 C */
-    EMIT(&cs, DPU_DST_SURF_STRIDE, DPU_DST_SURF_STRIDE_MATMUL);          /* #62 */
-    EMIT(&cs, DPU_DATA_CUBE_WIDTH, 0);                                   /* #63 W-1 */
-    EMIT(&cs, DPU_DATA_CUBE_HEIGHT, M - 1);                              /* #64 */
-    EMIT(&cs, DPU_DATA_CUBE_NOTCH_ADDR,
-         ORK_DPU_DATA_CUBE_NOTCH_ADDR_ROW_PITCH_M1(s * OUT_BYTES / DPU_UNIT_BYTES - 1) |
-         ORK_DPU_DATA_CUBE_NOTCH_ADDR_ROW_LEN_M1(N * OUT_BYTES / DPU_UNIT_BYTES - 1)); /* #65 */
-    EMIT(&cs, DPU_DATA_CUBE_CHANNEL, ORK_DPU_DATA_CUBE_CHANNEL_ORIG_CHANNEL(s - 1) |
-                                     ORK_DPU_DATA_CUBE_CHANNEL_CHANNEL(N - 1)); /* #66 */
-    EMIT(&cs, DPU_BS_CFG, DPU_BS_BYPASS);                                /* #67 */
-    EMIT(&cs, DPU_BS_ALU_CFG, 0);                                        /* #68 */
-    EMIT(&cs, DPU_BS_MUL_CFG, 0);                                        /* #69 */
-    EMIT(&cs, DPU_BS_RELUX_CMP_VALUE, 0);                                /* #70 */
-    EMIT(&cs, DPU_BS_OW_CFG, f16 ? DPU_BS_OW_CFG_F32 : DPU_BS_OW_CFG_I32); /* #71 */
-    EMIT(&cs, DPU_BS_OW_OP, 0);                                          /* #72 */
-    EMIT(&cs, DPU_WDMA_SIZE_0, N - 1);                                   /* #73 */
-    EMIT(&cs, DPU_WDMA_SIZE_1, ORK_DPU_WDMA_SIZE_1_HEIGHT_M1(M - 1));    /* #74 */
-    EMIT(&cs, DPU_BN_CFG, DPU_BN_BYPASS);                                /* #75 */
-    EMIT(&cs, DPU_BN_ALU_CFG, 0);                                        /* #76 */
-    EMIT(&cs, DPU_BN_MUL_CFG, 0);                                        /* #77 */
-    EMIT(&cs, DPU_BN_RELUX_CMP_VALUE, 0);                                /* #78 */
-    EMIT(&cs, DPU_EW_CFG, DPU_EW_BYPASS);                                /* #79 */
-    EMIT(&cs, DPU_EW_CVT_OFFSET_VALUE, 0);                               /* #80 */
-    EMIT(&cs, DPU_EW_CVT_SCALE_VALUE, DPU_SCALE_ONE);                    /* #81 */
-    EMIT(&cs, DPU_EW_RELUX_CMP_VALUE, 0);                                /* #82 */
-    EMIT(&cs, DPU_OUT_CVT_OFFSET, 0);                                    /* #83 */
-    EMIT(&cs, DPU_OUT_CVT_SCALE, ORK_DPU_OUT_CVT_SCALE_SCALE(DPU_SCALE_ONE)); /* #84 */
-    EMIT(&cs, DPU_OUT_CVT_SHIFT, 0);                                     /* #85 */
-    EMIT(&cs, DPU_EW_OP_VALUE_0, 0);                                     /* #86 */
-    EMIT(&cs, DPU_EW_OP_VALUE_1, 0);
-    EMIT(&cs, DPU_EW_OP_VALUE_2, 0);
-    EMIT(&cs, DPU_EW_OP_VALUE_3, 0);
-    EMIT(&cs, DPU_EW_OP_VALUE_4, 0);
-    EMIT(&cs, DPU_EW_OP_VALUE_5, 0);
-    EMIT(&cs, DPU_EW_OP_VALUE_6, 0);
-    EMIT(&cs, DPU_EW_OP_VALUE_7, 0);                                     /* #93 */
-    EMIT(&cs, DPU_SURFACE_ADD, f16 ? DPU_SURFACE_ADD_F32 : DPU_SURFACE_ADD_I32); /* #94 */
-    EMIT(&cs, DPU_UNNAMED_40C4, 0);                                      /* #95 */
-    EMIT(&cs, DPU_LUT_INDEX, 0);                                         /* #96 */
-    EMIT(&cs, DPU_LUT_DATA, 0);
-    EMIT(&cs, DPU_LUT_CFG_0, 0);
-    EMIT(&cs, DPU_LUT_CFG_1, 0);
-    EMIT(&cs, DPU_LUT_CFG_2, 0);
-    EMIT(&cs, DPU_LUT_CFG_3, 0);
-    EMIT(&cs, DPU_LUT_CFG_4, 0);
-    EMIT(&cs, DPU_LUT_CFG_5, 0);
-    EMIT(&cs, DPU_LUT_CFG_6, 0);
-    EMIT(&cs, DPU_LUT_CFG_7, 0);
-    EMIT(&cs, DPU_LUT_CFG_8, 0);
-    EMIT(&cs, DPU_LUT_CFG_9, 0);                                         /* #107 */
+    EMIT(cs, DPU_UNNAMED_4014, 0);                                      /* #60 */
+    EMIT(cs, DPU_DST_BASE_ADDR,
+        ork__cs_reloc(cs, ORK_REG_DPU_DST_BASE_ADDR, t->c,
+                      ((uint64_t)(M - 1) * s + N) * OUT_BYTES, true));  /* #61 C */
+    EMIT(cs, DPU_DST_SURF_STRIDE, DPU_DST_SURF_STRIDE_MATMUL);          /* #62 */
+    EMIT(cs, DPU_DATA_CUBE_WIDTH, 0);                                   /* #63 W-1 */
+    EMIT(cs, DPU_DATA_CUBE_HEIGHT, M - 1);                              /* #64 */
+    EMIT(cs, DPU_DATA_CUBE_NOTCH_ADDR,
+        ORK_DPU_DATA_CUBE_NOTCH_ADDR_ROW_PITCH_M1(s * OUT_BYTES / DPU_UNIT_BYTES - 1) |
+        ORK_DPU_DATA_CUBE_NOTCH_ADDR_ROW_LEN_M1(N * OUT_BYTES / DPU_UNIT_BYTES - 1)); /* #65 */
+    EMIT(cs, DPU_DATA_CUBE_CHANNEL, ORK_DPU_DATA_CUBE_CHANNEL_ORIG_CHANNEL(s - 1) |
+                                    ORK_DPU_DATA_CUBE_CHANNEL_CHANNEL(N - 1)); /* #66 */
+    EMIT(cs, DPU_BS_CFG, DPU_BS_BYPASS);                                /* #67 */
+    EMIT(cs, DPU_BS_ALU_CFG, 0);                                        /* #68 */
+    EMIT(cs, DPU_BS_MUL_CFG, 0);                                        /* #69 */
+    EMIT(cs, DPU_BS_RELUX_CMP_VALUE, 0);                                /* #70 */
+    EMIT(cs, DPU_BS_OW_CFG, f16 ? DPU_BS_OW_CFG_F32 : DPU_BS_OW_CFG_I32); /* #71 */
+    EMIT(cs, DPU_BS_OW_OP, 0);                                          /* #72 */
+    EMIT(cs, DPU_WDMA_SIZE_0, N - 1);                                   /* #73 */
+    EMIT(cs, DPU_WDMA_SIZE_1, ORK_DPU_WDMA_SIZE_1_HEIGHT_M1(M - 1));    /* #74 */
+    EMIT(cs, DPU_BN_CFG, DPU_BN_BYPASS);                                /* #75 */
+    EMIT(cs, DPU_BN_ALU_CFG, 0);                                        /* #76 */
+    EMIT(cs, DPU_BN_MUL_CFG, 0);                                        /* #77 */
+    EMIT(cs, DPU_BN_RELUX_CMP_VALUE, 0);                                /* #78 */
+    EMIT(cs, DPU_EW_CFG, DPU_EW_BYPASS);                                /* #79 */
+    EMIT(cs, DPU_EW_CVT_OFFSET_VALUE, 0);                               /* #80 */
+    EMIT(cs, DPU_EW_CVT_SCALE_VALUE, DPU_SCALE_ONE);                    /* #81 */
+    EMIT(cs, DPU_EW_RELUX_CMP_VALUE, 0);                                /* #82 */
+    EMIT(cs, DPU_OUT_CVT_OFFSET, 0);                                    /* #83 */
+    EMIT(cs, DPU_OUT_CVT_SCALE, ORK_DPU_OUT_CVT_SCALE_SCALE(DPU_SCALE_ONE)); /* #84 */
+    EMIT(cs, DPU_OUT_CVT_SHIFT, 0);                                     /* #85 */
+    EMIT(cs, DPU_EW_OP_VALUE_0, 0);                                     /* #86 */
+    EMIT(cs, DPU_EW_OP_VALUE_1, 0);
+    EMIT(cs, DPU_EW_OP_VALUE_2, 0);
+    EMIT(cs, DPU_EW_OP_VALUE_3, 0);
+    EMIT(cs, DPU_EW_OP_VALUE_4, 0);
+    EMIT(cs, DPU_EW_OP_VALUE_5, 0);
+    EMIT(cs, DPU_EW_OP_VALUE_6, 0);
+    EMIT(cs, DPU_EW_OP_VALUE_7, 0);                                     /* #93 */
+    EMIT(cs, DPU_SURFACE_ADD, f16 ? DPU_SURFACE_ADD_F32 : DPU_SURFACE_ADD_I32); /* #94 */
+    EMIT(cs, DPU_UNNAMED_40C4, 0);                                      /* #95 */
+    EMIT(cs, DPU_LUT_INDEX, 0);                                         /* #96 */
+    EMIT(cs, DPU_LUT_DATA, 0);
+    EMIT(cs, DPU_LUT_CFG_0, 0);
+    EMIT(cs, DPU_LUT_CFG_1, 0);
+    EMIT(cs, DPU_LUT_CFG_2, 0);
+    EMIT(cs, DPU_LUT_CFG_3, 0);
+    EMIT(cs, DPU_LUT_CFG_4, 0);
+    EMIT(cs, DPU_LUT_CFG_5, 0);
+    EMIT(cs, DPU_LUT_CFG_6, 0);
+    EMIT(cs, DPU_LUT_CFG_7, 0);
+    EMIT(cs, DPU_LUT_CFG_8, 0);
+    EMIT(cs, DPU_LUT_CFG_9, 0);                                         /* #107 */
+}
 
-    if (cs.n != ORK_PROG_COUNTED)
-        return ork_errorf(ORK_EINVAL, "matmul program: %u counted entries, expected %u", cs.n,
+/* Close a program after its counted entries: the trailer and the relocation list. */
+static int prog_finish(struct ork_cs *cs, struct ork_prog_reloc *relocs, uint32_t *n_relocs)
+{
+    if (cs->n != ORK_PROG_COUNTED)
+        return ork_errorf(ORK_EINVAL, "matmul program: %u counted entries, expected %u", cs->n,
                           ORK_PROG_COUNTED);
     /* Trailer #108-#111 (spec §2.3, §3.1): terminal next pointer, marker, op-enable. */
-    ork__cs_emit_raw(&cs, 0);                                            /* #108 null entry */
-    ork__cs_emit_raw(&cs, ork_regcmd_encode(ORK_TARGET_PC, ORK_REG_PC_REGISTER_AMOUNTS, 0));
-    ork__cs_emit_raw(&cs, ork_regcmd_encode(ORK_TARGET_PC_MARKER, 0, 0)); /* #110 */
-    ork__cs_emit_raw(&cs, ork_regcmd_encode(ORK_TARGET_PC_OPEN, ORK_REG_PC_OPERATION_ENABLE,
-                                            ORK_ENABLE_MATMUL));         /* #111 */
-    if (cs.overflow || cs.n != ORK_PROG_ENTRIES)
-        return ork_errorf(ORK_EINVAL, "matmul program: emission overflow (%u entries)", cs.n);
+    ork__cs_emit_raw(cs, 0);                                            /* #108 null entry */
+    ork__cs_emit_raw(cs, ork_regcmd_encode(ORK_TARGET_PC, ORK_REG_PC_REGISTER_AMOUNTS, 0));
+    ork__cs_emit_raw(cs, ork_regcmd_encode(ORK_TARGET_PC_MARKER, 0, 0)); /* #110 */
+    ork__cs_emit_raw(cs, ork_regcmd_encode(ORK_TARGET_PC_OPEN, ORK_REG_PC_OPERATION_ENABLE,
+                                           ORK_ENABLE_MATMUL));         /* #111 */
+    if (cs->overflow || cs->n != ORK_PROG_ENTRIES)
+        return ork_errorf(ORK_EINVAL, "matmul program: emission overflow (%u entries)", cs->n);
     if (relocs) {
-        memcpy(relocs, cs.reloc, cs.n_reloc * sizeof cs.reloc[0]);
-        *n_relocs = cs.n_reloc;
+        memcpy(relocs, cs->reloc, cs->n_reloc * sizeof cs->reloc[0]);
+        *n_relocs = cs->n_reloc;
     }
     return 0;
+}
+
+int ork__prog_emit_matmul(const struct ork_mm_task *t, uint64_t *out,
+                          struct ork_prog_reloc *relocs, uint32_t *n_relocs)
+{
+    int ret = ork__mm_task_check(t);
+    if (ret < 0)
+        return ret;
+    struct ork_cs cs;
+    ork__cs_init(&cs, out, ORK_PROG_ENTRIES);
+    emit_cna(&cs, t);
+    emit_core_dpu(&cs, t);
+    return prog_finish(&cs, relocs, n_relocs);
 }
 
 void ork__prog_set_next(uint64_t *prog, uint32_t next_iova, uint32_t next_counted)

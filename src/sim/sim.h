@@ -25,7 +25,7 @@ struct ork_sim;
 int ork__sim_create(const struct ork_sim_opts *opts, struct ork_sim **out);
 void ork__sim_destroy(struct ork_sim *sim);
 
-/* Serve one rknpu DRM ioctl (request numbers and structs of rknpu_uapi.h, spec §10.2/§10.3;
+/* Serve one rknpu DRM ioctl (request numbers and structs of src/uapi/rknpu_uapi.h, §10.2/§10.3;
  * the misc-device numbers are accepted too). Returns 0 or a negative ORK_E* code with an
  * ork_errorf message (e.g. "task 3: ..."), where the kernel would return -errno. */
 int ork__sim_ioctl(struct ork_sim *sim, uint32_t request, void *arg);

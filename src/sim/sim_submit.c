@@ -249,10 +249,13 @@ static struct sim_job *sim_job_slot(struct ork_sim *sim, uint64_t seq)
     return &sim->jobs[seq % SIM_JOB_RING];
 }
 
-static int submit_locked(struct ork_sim *sim, struct rknpu_submit *s, int64_t *sleep_until)
+/* Check a SUBMIT as the kernel does before accepting it (§10.5, §10.8, §13, §14.5) and resolve
+ * its cores: the task buffer, the core mask (0 = the least-loaded single core, §9) and each
+ * selected core's range from its subcore_task slot. Nothing is changed but warnings. */
+static int submit_check(struct ork_sim *sim, const struct rknpu_submit *s,
+                        const struct sim_bo **tbo_out, uint32_t *mask_out,
+                        struct rknpu_subcore_task range[SIM_MAX_CORES])
 {
-    *sleep_until = -1;
-    s->task_counter = 0;
     if (!(s->flags & RKNPU_JOB_PC))
         return ork_errorf(ORK_EINVAL, "sim SUBMIT: flags 0x%x lack RKNPU_JOB_PC (NO_PC_FLAG, "
                           "§10.5/§14.5)", s->flags);
@@ -283,7 +286,6 @@ static int submit_locked(struct ork_sim *sim, struct rknpu_submit *s, int64_t *s
     if (mask & ~all)
         return ork_errorf(ORK_EINVAL, "sim SUBMIT: core_mask 0x%x names cores beyond the %u "
                           "present (§9)", mask, sim->o.n_cores);
-    int64_t now = ork__sim_now(sim);
     if (mask == 0) {                     /* auto: the least-loaded single core (§9) */
         uint32_t best = 0;
         for (uint32_t i = 1; i < sim->o.n_cores; i++)
@@ -292,7 +294,6 @@ static int submit_locked(struct ork_sim *sim, struct rknpu_submit *s, int64_t *s
         mask = 1u << best;
     }
     int ncores = __builtin_popcount(mask);
-    struct rknpu_subcore_task range[SIM_MAX_CORES];
     for (uint32_t i = 0; i < sim->o.n_cores; i++) {
         if (!(mask & (1u << i)))
             continue;
@@ -310,12 +311,76 @@ static int submit_locked(struct ork_sim *sim, struct rknpu_submit *s, int64_t *s
                               "§14.5)", i, slot, range[i].task_start, range[i].task_number,
                               (unsigned long long)end, (unsigned long long)tbo->size);
     }
+    *tbo_out = tbo;
+    *mask_out = mask;
     if (!sim->reset_seen && !sim->warned_no_reset) {
         sim->warned_no_reset = true;
         sim->c.warnings++;
         ORK_LOGW("sim: first SUBMIT without a prior ACT_RESET: task iteration may not advance on "
                  "a board (NO_RESET_AT_INIT, §10.7/§14.4)");
     }
+    return 0;
+}
+
+/* Run an accepted job on each core of `mask` in turn (each starting when that core is free), with
+ * the cores' shared weight-stream bandwidth; fills the job's status, message and task count and
+ * returns the modelled completion and the longest commit -> end span of one core. */
+static void submit_run_cores(struct ork_sim *sim, const struct rknpu_submit *s,
+                             const struct sim_bo *tbo, uint32_t mask,
+                             const struct rknpu_subcore_task range[SIM_MAX_CORES],
+                             struct sim_job *job, int64_t now, int64_t *done_out,
+                             int64_t *longest_out)
+{
+    uint64_t seq = job->seq;
+    int64_t done = now, longest = 0;
+    int streaming = 0;
+    for (uint32_t i = 0; i < sim->o.n_cores; i++)
+        if ((mask & (1u << i)) || sim->core[i].busy_until > now)
+            streaming++;
+    for (uint32_t i = 0; i < sim->o.n_cores && job->status == 0; i++) {
+        if (!(mask & (1u << i)))
+            continue;
+        struct sim_core *c = &sim->core[i];
+        int64_t start = c->busy_until > now ? c->busy_until : now;
+        struct core_run r;
+        if (c->hung) {
+            memset(&r, 0, sizeof r);
+            r.hang = true;
+            r.status = ork_errorf(ORK_ETIMEDOUT, "core %u is hung since an earlier timeout: "
+                                  "job %llu never completes; ACT_RESET recovers (§10.8)", i,
+                                  (unsigned long long)seq);
+        } else {
+            walk_core(sim, (int)i, tbo, range[i].task_start, range[i].task_number,
+                      s->iommu_domain_id, streaming, seq, s->task_start, &r);
+        }
+        int64_t end = r.hang ? start + job->timeout_ns : start + (int64_t)r.ns;
+        if (end - start > longest)
+            longest = end - start;
+        ork__sim_busy_add(sim, (int)i, start, end);
+        c->busy_until = end;
+        if (end > done)
+            done = end;
+        job->task_counter += r.done;
+        if (r.status < 0) {
+            job->status = r.status;
+            snprintf(job->msg, sizeof job->msg, "%s", ork_error_message());
+        }
+    }
+    *done_out = done;
+    *longest_out = longest;
+}
+
+static int submit_locked(struct ork_sim *sim, struct rknpu_submit *s, int64_t *sleep_until)
+{
+    *sleep_until = -1;
+    s->task_counter = 0;
+    const struct sim_bo *tbo = NULL;
+    uint32_t mask = 0;
+    struct rknpu_subcore_task range[SIM_MAX_CORES] = {{0}};
+    int ret = submit_check(sim, s, &tbo, &mask, range);
+    if (ret < 0)
+        return ret;
+    int64_t now = ork__sim_now(sim);
 
     /* accepted */
     uint64_t seq = ++sim->n_accepted;
@@ -339,39 +404,7 @@ static int submit_locked(struct ork_sim *sim, struct rknpu_submit *s, int64_t *s
         snprintf(job->msg, sizeof job->msg, "%s", ork_error_message());
         done = INT64_MAX;
     } else {
-        int streaming = 0;
-        for (uint32_t i = 0; i < sim->o.n_cores; i++)
-            if ((mask & (1u << i)) || sim->core[i].busy_until > now)
-                streaming++;
-        for (uint32_t i = 0; i < sim->o.n_cores && job->status == 0; i++) {
-            if (!(mask & (1u << i)))
-                continue;
-            struct sim_core *c = &sim->core[i];
-            int64_t start = c->busy_until > now ? c->busy_until : now;
-            struct core_run r;
-            if (c->hung) {
-                memset(&r, 0, sizeof r);
-                r.hang = true;
-                r.status = ork_errorf(ORK_ETIMEDOUT, "core %u is hung since an earlier timeout: "
-                                      "job %llu never completes; ACT_RESET recovers (§10.8)", i,
-                                      (unsigned long long)seq);
-            } else {
-                walk_core(sim, (int)i, tbo, range[i].task_start, range[i].task_number,
-                          s->iommu_domain_id, streaming, seq, s->task_start, &r);
-            }
-            int64_t end = r.hang ? start + job->timeout_ns : start + (int64_t)r.ns;
-            if (end - start > longest)
-                longest = end - start;
-            ork__sim_busy_add(sim, (int)i, start, end);
-            c->busy_until = end;
-            if (end > done)
-                done = end;
-            job->task_counter += r.done;
-            if (r.status < 0) {
-                job->status = r.status;
-                snprintf(job->msg, sizeof job->msg, "%s", ork_error_message());
-            }
-        }
+        submit_run_cores(sim, s, tbo, mask, range, job, now, &done, &longest);
         job->done_ns = done;
         /* the kernel's timer runs from each core's commit, not from queueing (§10.8) */
         if (job->status == 0 && longest > job->timeout_ns) {

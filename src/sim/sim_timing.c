@@ -18,23 +18,21 @@ const struct ork_sim_timing_table ork__sim_timing = {
     /* ~18 µs per extra program in one PC-chained submit (anchors §2 "Chained program dispatch",
      * §8 `t_chain`). */
     .t_chain_ns = 18000.0,
-    /* ~11 GB/s single-core int8 weight stream (anchors §1, §8 `BW_core_max`; the K-delta of
-     * §3.1 gives 10.3 GB/s). */
+    /* ~11 GB/s single-core int8 weight stream (anchors §1, §8 `BW_core_max`; how the other
+     * anchor figures bracket it: docs/sim.md "Timing model"). */
     .bw_core_max = 11.0e9,
-    /* 28.5 GB/s with all cores streaming (anchors §1 int8 3-core figure, §8 `BW_npu_total`;
-     * range 28-31 GB/s). */
+    /* 28.5 GB/s with all cores streaming (anchors §1 int8 3-core figure, §8 `BW_npu_total`). */
     .bw_npu_total = 28.5e9,
-    /* 0.6 TMAC/s per core effective int8 (anchors §8 `R_mac` int8, range 0.4-0.8; slope of the
-     * §3.1 M sweep and the §3.2 M-tile delta). */
+    /* 0.6 TMAC/s per core effective int8 (anchors §8 `R_mac` int8: slope of the §3.1 M sweep
+     * and the §3.2 M-tile delta). */
     .mac_int8 = 0.6e12,
     /* 0.3 TMAC/s per core fp16: half of int8 by the 1024:512 peak MAC ratio (anchors §8,
      * inferred; not measured directly). */
     .mac_fp16 = 0.3e12,
     /* The MAC rates were measured at the vendor kernel's 1 GHz (anchors §8 "NPU clock"). */
     .ref_freq_mhz = 1000.0,
-    /* Not measured (anchors §8 "Known gaps"). ~200 µs per op of the 365 µs multi-domain cost
-     * is switching plus bookkeeping (anchors §2, §8); we charge half of it to the switch
-     * itself [INF]. */
+    /* Not measured (anchors §8 "Known gaps"): half of the per-op multi-domain overhead of
+     * anchors §2, §8 is charged to the switch itself [INF] (docs/sim.md "Timing model"). */
     .t_domain_switch_ns = 100000.0,
     /* A LUT-load streams ~1100 register writes and no memory (spec §7); unmeasured: charge one
      * chained-program dispatch [INF]. */
