@@ -1,11 +1,13 @@
-/* http.c -- the libmicrohttpd glue of the server: accept connections (one thread each), collect
- * request bodies up to the size limit, route by method and path, and send JSON answers or
- * server-sent-event streams. A streaming response pulls new output from its task as the
- * scheduler produces it; a connection whose peer has closed (seen by peeking at its socket while
- * waiting, or by a failed write) cancels its task, which frees the slot at the next step.
+/* http.c -- the HTTP transport of the server, on libmicrohttpd: accept connections (one thread
+ * each), collect request bodies up to the size limit, look the route up in the route table
+ * (404, 405, 413 here), call its handler and send the reply, or for a generation task stream it
+ * as server-sent events or wait for its result. A streaming response pulls new output from its
+ * task as the scheduler produces it; a connection whose peer has closed (seen by peeking at its
+ * socket while waiting, or by a failed write) cancels its task, which frees the slot at the
+ * next step.
  *
- * Not here: what the bodies contain (routes.c), the request schema (request.c), generation
- * (sched.c). */
+ * Not here: the route table, the handlers and what the bodies contain (routes.c and
+ * routes_*.c), the request schema (request.c), generation (sched.c). */
 #include "srv_priv.h"
 
 #include <ork/alloc.h>
@@ -34,6 +36,7 @@
 #define HTTP_RETRY_AFTER "1"
 /* How long a graceful stop waits for streams to deliver their final events (ms). */
 #define HTTP_DRAIN_MS 5000
+#define HTTP_CTYPE_JSON "application/json; charset=utf-8"
 
 struct conn {
     char *body;
@@ -45,9 +48,8 @@ struct stream {
     struct ork_server *srv;
     struct srv_task *task;
     struct MHD_Connection *mc;
-    size_t text_off;
-    int32_t ids_off;
-    bool role_sent, finished;
+    struct srv_stream_pos pos;
+    bool finished;
     char *buf;
     size_t len, cap, sent;
 };
@@ -73,7 +75,7 @@ static enum MHD_Result send_body(struct ork_server *srv, struct MHD_Connection *
                           "\"type\":\"server_error\"}}");
         if (!body)
             return MHD_NO;
-        ctype = "application/json; charset=utf-8";
+        ctype = HTTP_CTYPE_JSON;
     }
     struct MHD_Response *r =
         MHD_create_response_from_buffer_with_free_callback(strlen(body), body, ork_free);
@@ -91,16 +93,10 @@ static enum MHD_Result send_body(struct ork_server *srv, struct MHD_Connection *
     return ret;
 }
 
-static enum MHD_Result send_json(struct ork_server *srv, struct MHD_Connection *mc, unsigned status,
-                                 char *body)
+static enum MHD_Result send_reply(struct ork_server *srv, struct MHD_Connection *mc,
+                                  const struct srv_reply *r)
 {
-    return send_body(srv, mc, status, body, "application/json; charset=utf-8");
-}
-
-static enum MHD_Result send_error(struct ork_server *srv, struct MHD_Connection *mc,
-                                  const struct srv_error *err)
-{
-    return send_json(srv, mc, (unsigned)err->status, ork__srv_error_json(err));
+    return send_body(srv, mc, r->status, r->body, r->ctype ? r->ctype : HTTP_CTYPE_JSON);
 }
 
 static enum MHD_Result send_errorf(struct ork_server *srv, struct MHD_Connection *mc, int status,
@@ -108,7 +104,7 @@ static enum MHD_Result send_errorf(struct ork_server *srv, struct MHD_Connection
 {
     struct srv_error err;
     ork__srv_errorf(&err, status, type, "%s", msg);
-    return send_error(srv, mc, &err);
+    return send_body(srv, mc, (unsigned)status, ork__srv_error_json(&err), HTTP_CTYPE_JSON);
 }
 
 /* The peer closed the connection (or it broke): peek at the socket without blocking. */
@@ -161,8 +157,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
         if (st->finished)
             return MHD_CONTENT_READER_END_OF_STREAM;
         pthread_mutex_lock(&srv->mu);
-        while (!t->done && t->text_len == st->text_off && t->n_ids == st->ids_off &&
-               (st->role_sent || t->req.ep != SRV_EP_OAI_CHAT)) {
+        while (!t->done && !ork__srv_stream_pending(t, &st->pos)) {
             struct timespec ts;
             deadline_in(&ts, HTTP_POLL_MS);
             pthread_cond_timedwait(&t->cv, &srv->mu, &ts);
@@ -173,8 +168,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
             }
         }
         bool final = t->done;
-        int ret = ork__srv_stream_events(srv, t, &st->text_off, &st->ids_off, final,
-                                         &st->role_sent, &st->buf, &st->len, &st->cap);
+        int ret = ork__srv_stream_events(srv, t, &st->pos, final, &st->buf, &st->len, &st->cap);
         pthread_mutex_unlock(&srv->mu);
         if (ret < 0)
             return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -196,31 +190,13 @@ static void stream_free(void *cls)
     ork_free(st);
 }
 
-/* ---- generation endpoints ---------------------------------------------------------------- */
+/* ---- generation tasks -------------------------------------------------------------------- */
 
-static enum MHD_Result handle_generate(struct ork_server *srv, struct MHD_Connection *mc,
-                                       enum srv_endpoint ep, const struct conn *c)
+/* Answer a queued generation task (the handler's reference passes here): as a stream, or by
+ * waiting for its result while watching for the client going away. */
+static enum MHD_Result send_task(struct ork_server *srv, struct MHD_Connection *mc,
+                                 struct srv_task *t)
 {
-    struct srv_error err;
-    struct srv_task *t = ork__srv_task_new();
-    if (!t)
-        return send_errorf(srv, mc, 500, "server_error", "out of memory");
-    if (ork__srv_req_parse(ep, c->body, c->len, srv->n_vocab, &t->req, &err) < 0 ||
-        ork__srv_task_prepare(srv, t, &err) < 0) {
-        pthread_mutex_lock(&srv->mu);
-        ork__srv_task_release_locked(srv, t);
-        pthread_mutex_unlock(&srv->mu);
-        return send_error(srv, mc, &err);
-    }
-    int ret = ork__srv_submit(srv, t);
-    if (ret < 0) {
-        pthread_mutex_lock(&srv->mu);
-        ork__srv_task_release_locked(srv, t);
-        pthread_mutex_unlock(&srv->mu);
-        return send_errorf(srv, mc, 503, "unavailable_error",
-                           ret == ORK_EBUSY ? "all slots are busy and the queue is full; retry later"
-                                            : "the server is shutting down");
-    }
     if (t->req.stream) {
         struct stream *st = ork_calloc(1, sizeof(*st));
         struct MHD_Response *r = st ? MHD_create_response_from_callback(
@@ -250,88 +226,32 @@ static enum MHD_Result handle_generate(struct ork_server *srv, struct MHD_Connec
         return q;
     }
 
-    /* Not streaming: wait for the result, watching for the client going away. */
     pthread_mutex_lock(&srv->mu);
-    bool gone = false;
     while (!t->done) {
         struct timespec ts;
         deadline_in(&ts, HTTP_POLL_MS);
         pthread_cond_timedwait(&t->cv, &srv->mu, &ts);
         if (!t->done && client_gone(mc)) {
             cancel_locked(srv, t);
-            gone = true;
-            break;
+            ork__srv_task_release_locked(srv, t);
+            pthread_mutex_unlock(&srv->mu);
+            return MHD_NO;   /* close the connection; nobody is listening */
         }
     }
-    char *body = NULL;
-    unsigned status = MHD_HTTP_OK;
-    if (gone) {
-        ork__srv_task_release_locked(srv, t);
-        pthread_mutex_unlock(&srv->mu);
-        return MHD_NO;   /* close the connection; nobody is listening */
-    }
-    if (t->stop == SRV_STOP_ERROR || (t->stop == SRV_STOP_SHUTDOWN && t->error[0])) {
-        ork__srv_errorf(&err, t->stop == SRV_STOP_ERROR ? 500 : 503,
-                        t->stop == SRV_STOP_ERROR ? "server_error" : "unavailable_error", "%s",
-                        t->error);
-        body = ork__srv_error_json(&err);
-        status = (unsigned)err.status;
-    } else {
-        body = ork__srv_result_json(srv, t);
-    }
+    struct srv_reply rep;
+    ork__srv_task_reply(srv, t, &rep);
     ork__srv_task_release_locked(srv, t);
     pthread_mutex_unlock(&srv->mu);
-    return send_json(srv, mc, status, body);
+    return send_reply(srv, mc, &rep);
 }
 
 /* ---- routing ----------------------------------------------------------------------------- */
 
-enum route_kind { R_GET_JSON, R_GET_TEXT, R_POST_GEN, R_POST_TOK };
-
-struct route {
-    const char *path;
-    const char *method;
-    enum route_kind kind;
-    enum srv_endpoint ep;   /* POST routes */
-    char *(*get)(struct ork_server *srv);   /* GET routes */
-};
-
-static char *get_health(struct ork_server *srv)
-{
-    (void)srv;
-    return ork_strdup("{\"status\":\"ok\"}");
-}
-
-static const struct route routes[] = {
-    { "/health",              "GET",  R_GET_JSON, 0, get_health },
-    { "/v1/health",           "GET",  R_GET_JSON, 0, get_health },
-    { "/props",               "GET",  R_GET_JSON, 0, ork__srv_props_json },
-    { "/slots",               "GET",  R_GET_JSON, 0, ork__srv_slots_json },
-    { "/v1/models",           "GET",  R_GET_JSON, 0, ork__srv_models_json },
-    { "/models",              "GET",  R_GET_JSON, 0, ork__srv_models_json },
-    { "/metrics",             "GET",  R_GET_TEXT, 0, ork__srv_metrics_text },
-    { "/completion",          "POST", R_POST_GEN, SRV_EP_COMPLETION, NULL },
-    { "/completions",         "POST", R_POST_GEN, SRV_EP_COMPLETION, NULL },
-    { "/v1/completions",      "POST", R_POST_GEN, SRV_EP_OAI_COMPLETION, NULL },
-    { "/v1/chat/completions", "POST", R_POST_GEN, SRV_EP_OAI_CHAT, NULL },
-    { "/chat/completions",    "POST", R_POST_GEN, SRV_EP_OAI_CHAT, NULL },
-    { "/tokenize",            "POST", R_POST_TOK, SRV_EP_TOKENIZE, NULL },
-    { "/detokenize",          "POST", R_POST_TOK, SRV_EP_DETOKENIZE, NULL },
-};
-
 static enum MHD_Result dispatch(struct ork_server *srv, struct MHD_Connection *mc, const char *url,
                                 const char *method, const struct conn *c)
 {
-    const struct route *rt = NULL;
-    bool path_known = false;
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
-        if (strcmp(url, routes[i].path))
-            continue;
-        path_known = true;
-        if (!strcmp(method, routes[i].method) ||
-            (!strcmp(method, "HEAD") && !strcmp(routes[i].method, "GET")))
-            rt = &routes[i];
-    }
+    bool path_known;
+    const struct srv_route *rt = ork__srv_route_find(method, url, &path_known);
     if (!rt) {
         char msg[160];
         snprintf(msg, sizeof msg, path_known ? "method %.16s is not allowed on %.100s"
@@ -345,27 +265,11 @@ static enum MHD_Result dispatch(struct ork_server *srv, struct MHD_Connection *m
         snprintf(msg, sizeof msg, "the request body is larger than %zu bytes", srv->p.max_body);
         return send_errorf(srv, mc, 413, "invalid_request_error", msg);
     }
-    switch (rt->kind) {
-    case R_GET_JSON:
-        return send_json(srv, mc, MHD_HTTP_OK, rt->get(srv));
-    case R_GET_TEXT:
-        return send_body(srv, mc, MHD_HTTP_OK, rt->get(srv), "text/plain; version=0.0.4");
-    case R_POST_GEN:
-        return handle_generate(srv, mc, rt->ep, c);
-    case R_POST_TOK: {
-        struct srv_req r;
-        struct srv_error err;
-        char *body = NULL;
-        if (ork__srv_req_parse(rt->ep, c->body, c->len, srv->n_vocab, &r, &err) == 0)
-            body = rt->ep == SRV_EP_TOKENIZE ? ork__srv_tokenize_json(srv, &r, &err)
-                                             : ork__srv_detokenize_json(srv, &r, &err);
-        ork__srv_req_free(&r);
-        if (!body)
-            return send_error(srv, mc, &err);
-        return send_json(srv, mc, MHD_HTTP_OK, body);
-    }
-    }
-    return MHD_NO;
+    struct srv_reply rep = { 0 };
+    rt->handler(srv, rt, c->body, c->len, &rep);
+    if (rep.task)
+        return send_task(srv, mc, rep.task);
+    return send_reply(srv, mc, &rep);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url,

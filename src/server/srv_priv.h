@@ -1,6 +1,7 @@
 /* srv_priv.h -- internal structures of the HTTP server (src/server/ only): parsed requests
- * (request.c), tasks and slots with the scheduler (sched.c), JSON response builders (routes.c)
- * and the libmicrohttpd glue (http.c).
+ * (request.c), tasks and slots with the scheduler (sched.c), the route table and the handlers
+ * that answer each endpoint (routes.c; bodies in routes_native.c and routes_openai.c, their
+ * shared helpers in routes.h) and the libmicrohttpd transport (http.c).
  *
  * Locking: one mutex (srv->mu) guards the queue, every task's shared fields (output, flags,
  * refcount) and the published slot state. A slot's session, sampler, detokenizer and stop
@@ -17,8 +18,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-struct cJSON;
 
 /* ---- requests (request.c) ---------------------------------------------------------------- */
 
@@ -200,9 +199,6 @@ struct ork_server {
     int32_t *batch_tok;
 };
 
-/* Tokenize text (add_special: BOS per model flags); *ids is ork_malloc'd. */
-int ork__srv_tokenize(const struct ork_server *srv, const char *text, bool add_special,
-                      bool parse_special, int32_t **ids, int32_t *n);
 /* Queue a task (takes the scheduler's reference). ORK_EBUSY when the queue is full,
  * ORK_ECANCELED when the server is stopping. Caller holds no lock. */
 int ork__srv_submit(struct ork_server *srv, struct srv_task *t);
@@ -212,30 +208,60 @@ struct srv_task *ork__srv_task_new(void);
 int ork__srv_sched_start(struct ork_server *srv);
 void ork__srv_sched_stop(struct ork_server *srv);
 
-/* ---- responses (routes.c) ---------------------------------------------------------------- */
+/* ---- routes (routes.c) ------------------------------------------------------------------- */
+
+/* What a handler answers. Either a body (status, ork_malloc'd body or NULL for "out of memory",
+ * content type), or for a generation request a task that is already queued: the transport then
+ * streams it (task->req.stream) or waits for it and asks ork__srv_task_reply for the body. */
+struct srv_reply {
+    unsigned status;
+    char *body;
+    const char *ctype;
+    struct srv_task *task;          /* generation: the transport's reference, or NULL */
+};
+
+struct srv_route;
+
+/* Answer one request; body[0..len) is the request body (NUL-terminated; NULL when empty). Runs
+ * on the connection's thread without srv->mu held. Never fails: errors are replies. */
+typedef void (*srv_handler_fn)(struct ork_server *srv, const struct srv_route *rt,
+                               const char *body, size_t len, struct srv_reply *out);
+
+/* One row of the route table (routes.c). */
+struct srv_route {
+    const char *method;             /* "GET" (also answers HEAD) or "POST" */
+    const char *path;               /* exact match */
+    srv_handler_fn handler;
+    enum srv_endpoint ep;           /* POST: the request schema (request.c) and response shape */
+};
+
+/* The route of method and path, or NULL; *path_known then tells a wrong method (405) from an
+ * unknown path (404). */
+const struct srv_route *ork__srv_route_find(const char *method, const char *path,
+                                            bool *path_known);
 
 /* The JSON body of an error in the OpenAI shape {"error": {"code", "message", "type"}}. */
 char *ork__srv_error_json(const struct srv_error *err);
-/* Build the final (non-streaming) response of a finished task. */
-char *ork__srv_result_json(struct ork_server *srv, const struct srv_task *t);
-/* Streaming: append the SSE events for new output (text from *text_off, tokens from *ids_off)
- * to a growable buffer; final adds the closing events. Returns 0 or ORK_ENOMEM. */
-int ork__srv_stream_events(struct ork_server *srv, const struct srv_task *t, size_t *text_off,
-                           int32_t *ids_off, bool final, bool *role_sent, char **buf,
-                           size_t *len, size_t *cap);
-/* GET endpoints and tokenization. Each returns an ork_malloc'd JSON or text body, or NULL with
- * err filled. */
-char *ork__srv_props_json(struct ork_server *srv);
-char *ork__srv_models_json(struct ork_server *srv);
-char *ork__srv_slots_json(struct ork_server *srv);
-char *ork__srv_metrics_text(struct ork_server *srv);
-char *ork__srv_tokenize_json(struct ork_server *srv, const struct srv_req *r, struct srv_error *err);
-char *ork__srv_detokenize_json(struct ork_server *srv, const struct srv_req *r,
-                               struct srv_error *err);
-/* Build the prompt tokens and sampler of a generation request into t (t->req already set). */
-int ork__srv_task_prepare(struct ork_server *srv, struct srv_task *t, struct srv_error *err);
-/* cJSON print into ork_malloc'd memory (frees j). */
-char *ork__srv_json_print(struct cJSON *j);
+/* Fill out with err's status and JSON body. */
+void ork__srv_reply_error(struct srv_reply *out, const struct srv_error *err);
+
+/* Where a stream stands in its task's output. */
+struct srv_stream_pos {
+    size_t text_off;                /* bytes of task->text already sent */
+    int32_t ids_off;                /* tokens of task->ids already sent */
+    bool role_sent;                 /* chat streams: the opening delta with the role */
+};
+
+/* Under srv->mu: the task has output past pos that ork__srv_stream_events would send. */
+bool ork__srv_stream_pending(const struct srv_task *t, const struct srv_stream_pos *pos);
+/* Under srv->mu: append the server-sent events for new output past pos to a growable buffer
+ * and advance pos; final adds the closing events. Returns 0 or ORK_ENOMEM. */
+int ork__srv_stream_events(struct ork_server *srv, const struct srv_task *t,
+                           struct srv_stream_pos *pos, bool final, char **buf, size_t *len,
+                           size_t *cap);
+/* Under srv->mu: the reply (result or error) of a finished, non-streamed task. */
+void ork__srv_task_reply(struct ork_server *srv, const struct srv_task *t,
+                         struct srv_reply *out);
 
 /* ---- HTTP (http.c) ----------------------------------------------------------------------- */
 
