@@ -16,21 +16,22 @@
  * --peak measures the CPU's f32 FMA and int8 dot peaks (kernels/peak.c); with -m, each pp result
  * is also set against them: matmul operations per prompt token (2 x the weights of the layers'
  * matrices, plus 2 x the output matrix once per batch; attention not counted) x tokens/s.
- * Not here: the kernels being measured (src/kernels/), model loading (engine). */
+ * Not here: the tables, JSON and CSV printed from the results (cmd_bench_report.c), the kernels
+ * being measured (src/kernels/), model loading (engine). */
+#include "bench.h"
 #include "cli.h"
 #include "cmd_run.h"
 
 #include <ork-engine/engine.h>
 #include <ork-tooling/membw.h>
 #include <ork-kernels/kernels.h>
-#include <ork-kernels/peak.h>
+#include <ork-tooling/peak.h>
 #include <ork-kernels/pool.h>
-#include <ork-kernels/readbw.h>
+#include <ork-tooling/readbw.h>
 #include <ork-kernels/types.h>
 #include <ork/alloc.h>
 #include <ork/error.h>
 
-#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +41,6 @@
 #include <unistd.h>
 
 #define CMD "bench"
-#define MAX_LIST 32             /* values per -p / -n / -t list, and models */
 #define MAX_TOKENS 65536        /* largest -p / -n */
 #define MAX_THREADS 1024
 #define MAX_REPS 1000
@@ -49,68 +49,10 @@
 #define DEFAULT_REPS 5
 #define WARMUP_TOKENS 8         /* tokens of the untimed warm-up run before each test */
 #define TOKEN_SEED 0x6f726b62656e6368ull    /* fixed seed of the random token ids */
-#define GIB (1024.0 * 1024.0 * 1024.0)
-#define MIB (1024.0 * 1024.0)
 /* Largest read array of the per-test roofline measurement: bounds the memory taken next to the
  * model (4 GiB: beyond any cache by far, and a pass takes ~0.15 s at 30 GB/s). */
 #define ROOF_MAX_BYTES ((size_t)4 << 30)
 #define ROOF_MIN_BYTES ((size_t)1 << 20)    /* ork_membw_reader_create's smallest array */
-#define ROOF_RUNS 5                         /* passes before and after a test: best of */
-/* Before / after readings further apart than this ratio: the host's bandwidth moved during the
- * test (seen on a shared VM: 35.6 then 11.7 GB/s around one test), so its share is flagged as
- * unreliable. 1.25: beyond the +-10 % two readings of a quiet minute differ by here. */
-#define ROOF_DRIFT_RATIO 1.25
-
-enum fmt { FMT_MD, FMT_JSON, FMT_CSV };
-
-struct list {
-    long long v[MAX_LIST];
-    int n;
-};
-
-struct opts {
-    const char *models[MAX_LIST];
-    int n_models;
-    struct list p, n, t;
-    int reps;
-    enum fmt fmt;
-    bool membw;
-    bool peak;                      /* --peak: measure the compute peaks per thread count */
-    int spin_us;                    /* --spin-us: pool spin bound (< 0: default) */
-    bool f32_act;                   /* --no-act-quant: f32 activations (engine.h act_quant) */
-    enum ork_kv_type kv_type;       /* --kv-type */
-    size_t membw_bytes;
-    struct ork_model_params mp;     /* --device etc. (ork_cli_device_opt) */
-};
-
-struct model_desc {
-    char name[96];
-    uint64_t size_bytes;        /* all tensor data */
-    uint64_t n_params;
-    uint64_t bytes_per_token;   /* weights streamed per decoded token */
-    uint64_t layer_mat_params;  /* elements of the layers' weight matrices (blk.*, 2-D) */
-    uint64_t out_params;        /* elements of the output matrix (the embedding when tied) */
-    char backend[16];           /* "CPU", or the NPU backend of the matmuls ("sim", "rknpu") */
-    const char *load;           /* "read" or "mmap" (ork_model_load_name) */
-    int interleaved;            /* matrices interleaved for the CPU kernels at load */
-};
-
-struct result {
-    int model;                  /* index into the model list */
-    int threads;
-    bool pp;
-    int n_tokens;
-    int reps;
-    double avg_ts, sd_ts;
-    double cpu_share;           /* CPU time / (wall time x threads) over the timed runs: well
-                                 * below 1 means the threads did not get their cores */
-    double *samples;            /* reps t/s values */
-    /* --membw with a tg test: the read kernel's best of roof_runs passes over roof_bytes with
-     * the test's threads, right before and right after the timed runs (GB/s; 0: not run) */
-    double read_before, read_after;
-    size_t roof_bytes;
-    int roof_runs;
-};
 
 static void usage(FILE *out)
 {
@@ -541,303 +483,6 @@ out:
     return ret;
 }
 
-/* Bandwidth (GB/s) of a tg test's roofline: the mean of the read kernel's best before and
- * best after the test (the access pattern of weights streaming through a matmul). */
-static double roof_gbps(const struct result *r)
-{
-    return 0.5 * (r->read_before + r->read_after);
-}
-
-/* True when a tg test's two read measurements disagree by more than ROOF_DRIFT_RATIO. */
-static bool roof_drift(const struct result *r)
-{
-    double lo = r->read_before < r->read_after ? r->read_before : r->read_after;
-    double hi = r->read_before < r->read_after ? r->read_after : r->read_before;
-    return lo <= 0 || hi / lo > ROOF_DRIFT_RATIO;
-}
-
-/* Roofline tokens/s of a tg test; 0 when not measured. */
-static double roof_ts(const struct result *r, const struct model_desc *d)
-{
-    if (r->pp || !r->roof_runs || !d->bytes_per_token)
-        return 0.0;
-    return roof_gbps(r) * 1e9 / (double)d->bytes_per_token;
-}
-
-static const struct ork_cpu_peak *peak_for(const struct ork_cpu_peak *pk, int n_pk, int threads)
-{
-    for (int i = 0; i < n_pk; i++)
-        if (pk[i].threads == threads)
-            return &pk[i];
-    return NULL;
-}
-
-/* Matmul operations (2 per multiply-add) per token of a ppP test: every layer matrix for each
- * token, the output matrix once per batch (only the last row's logits are computed). */
-static double pp_ops_per_token(const struct model_desc *d, int p)
-{
-    return 2.0 * (double)d->layer_mat_params + 2.0 * (double)d->out_params / (p > 0 ? p : 1);
-}
-
-/* Measured peaks the results are compared with (--membw, --peak). */
-struct refs {
-    const struct ork_membw_result *bw;
-    int n_bw;
-    const struct ork_cpu_peak *pk;
-    int n_pk;
-};
-
-/* llama-bench style: GiB / MiB, and B / M / K parameters. */
-static void fmt_size(uint64_t b, char *buf, size_t cap)
-{
-    if ((double)b >= GIB)
-        snprintf(buf, cap, "%.2f GiB", (double)b / GIB);
-    else
-        snprintf(buf, cap, "%.2f MiB", (double)b / MIB);
-}
-
-static void fmt_params(uint64_t n, char *buf, size_t cap)
-{
-    if (n >= 1000000000u)
-        snprintf(buf, cap, "%.2f B", (double)n / 1e9);
-    else if (n >= 1000000u)
-        snprintf(buf, cap, "%.2f M", (double)n / 1e6);
-    else
-        snprintf(buf, cap, "%.2f K", (double)n / 1e3);
-}
-
-static void print_md_peak(const struct model_desc *md, const struct result *res, int n_res,
-                          const struct refs *rf)
-{
-    if (!rf->n_pk)
-        return;
-    printf("\n| compute peak | threads | f32 instruction | f32 GFLOP/s | int8 instruction | "
-           "int8 GOP/s |\n| --- | ---: | --- | ---: | --- | ---: |\n");
-    for (int i = 0; i < rf->n_pk; i++) {
-        const struct ork_cpu_peak *k = &rf->pk[i];
-        printf("| measured | %d | %s | %.1f | %s | %.1f |\n", k->threads, k->f32_insn,
-               k->f32_flops / 1e9, k->int8_insn, k->int8_ops / 1e9);
-    }
-    bool any = false;
-    for (int i = 0; i < n_res; i++) {
-        const struct result *r = &res[i];
-        const struct ork_cpu_peak *k = peak_for(rf->pk, rf->n_pk, r->threads);
-        if (!r->pp || !k)
-            continue;
-        const struct model_desc *d = &md[r->model];
-        if (!any) {
-            printf("\n| model | threads | test | GOP/token | t/s | GOP/s | %% of f32 FMA peak | "
-                   "%% of int8 peak |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-            any = true;
-        }
-        double gops = pp_ops_per_token(d, r->n_tokens) * r->avg_ts / 1e9;
-        printf("| %s | %d | pp%d | %.3g | %.2f | %.1f | %.1f%% | %.1f%% |\n", d->name,
-               r->threads, r->n_tokens, pp_ops_per_token(d, r->n_tokens) / 1e9, r->avg_ts, gops,
-               k->f32_flops > 0 ? 100.0 * gops * 1e9 / k->f32_flops : 0.0,
-               k->int8_ops > 0 ? 100.0 * gops * 1e9 / k->int8_ops : 0.0);
-    }
-}
-
-/* The decode roofline of every tg test measured with --membw: both read measurements, so drift
- * during the test shows, and the roofline from their mean. */
-static void print_md_roofline(const struct model_desc *md, const struct result *res, int n_res)
-{
-    bool any = false, drift = false;
-    for (int i = 0; i < n_res; i++) {
-        const struct result *r = &res[i];
-        const struct model_desc *d = &md[r->model];
-        double roof = roof_ts(r, d);
-        if (roof <= 0)
-            continue;
-        drift |= roof_drift(r);
-        if (!any) {
-            printf("\n| model | threads | test | MB/token | read MiB | read GB/s before | "
-                   "read GB/s after | roofline t/s | t/s | %% of roofline |\n"
-                   "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-            any = true;
-        }
-        printf("| %s | %d | tg%d | %.1f | %zu | %.2f | %.2f | %.2f | %.2f | %.1f%%%s |\n",
-               d->name, r->threads, r->n_tokens, (double)d->bytes_per_token / 1e6,
-               r->roof_bytes >> 20, r->read_before, r->read_after, roof, r->avg_ts,
-               100.0 * r->avg_ts / roof, roof_drift(r) ? " (drift)" : "");
-    }
-    if (any)
-        printf("\nread GB/s: best of %d passes of the read kernel (%s) with the test's threads "
-               "over read MiB, right before and right after the test's timed runs; roofline t/s = "
-               "their mean / MB per token.\n", ROOF_RUNS, ork_cpu_read_insn());
-    if (drift)
-        printf("(drift): the two readings differ by more than %.0f %%: the memory bandwidth "
-               "moved during the test, so its share of the roofline is not reliable; run it "
-               "again.\n", 100.0 * (ROOF_DRIFT_RATIO - 1.0));
-}
-
-static void print_md(const struct opts *o, const struct model_desc *md, const struct result *res,
-                     int n_res, const struct refs *rf)
-{
-    const struct ork_membw_result *bw = rf->bw;
-    int n_bw = rf->n_bw;
-    const char *path = ork_kernels_path();
-    if (n_res) {
-        printf("| model | size | params | backend | kernels | threads | test | t/s |\n");
-        printf("| --- | ---: | ---: | --- | --- | ---: | ---: | ---: |\n");
-        for (int i = 0; i < n_res; i++) {
-            const struct result *r = &res[i];
-            const struct model_desc *d = &md[r->model];
-            char size[32], params[32];
-            fmt_size(d->size_bytes, size, sizeof size);
-            fmt_params(d->n_params, params, sizeof params);
-            printf("| %s | %s | %s | %s | %s | %d | %s%d | %.2f ± %.2f |\n", d->name, size,
-                   params, d->backend, path, r->threads, r->pp ? "pp" : "tg", r->n_tokens, r->avg_ts,
-                   r->sd_ts);
-        }
-    }
-    if (n_bw) {
-        printf("%s| memory bandwidth | threads | array MiB |", n_res ? "\n" : "");
-        for (int k = 0; k < ORK_MEMBW_COUNT; k++)
-            printf(" %s GB/s |", ork_membw_kernel_name((enum ork_membw_kernel)k));
-        printf("\n| --- | ---: | ---: |");
-        for (int k = 0; k < ORK_MEMBW_COUNT; k++)
-            printf(" ---: |");
-        printf("\n");
-        for (int i = 0; i < n_bw; i++) {
-            printf("| best of %d | %d | %zu |", bw[i].n_runs, bw[i].n_threads,
-                   bw[i].array_bytes >> 20);
-            for (int k = 0; k < ORK_MEMBW_COUNT; k++)
-                printf(" %.2f |", bw[i].gbps[k]);
-            printf("\n");
-        }
-    }
-    print_md_roofline(md, res, n_res);
-    print_md_peak(md, res, n_res, rf);
-    (void)o;
-}
-
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
-/* The KV cache type of the run, as llama-bench's type_k / type_v. */
-static const char *kv_name(const struct opts *o)
-{
-    return o->kv_type == ORK_KV_F16 ? "f16" : "f32";
-}
-
-static void print_json(const struct opts *o, const struct model_desc *md,
-                       const struct result *res, int n_res, const struct refs *rf)
-{
-    const struct ork_membw_result *bw = rf->bw;
-    int n_bw = rf->n_bw;
-    printf("{\n  \"results\": [");
-    for (int i = 0; i < n_res; i++) {
-        const struct result *r = &res[i];
-        const struct model_desc *d = &md[r->model];
-        printf("%s\n    {\"model\": ", i ? "," : "");
-        json_str(d->name);
-        printf(", \"model_path\": ");
-        json_str(o->models[r->model]);
-        printf(", \"size_bytes\": %" PRIu64 ", \"n_params\": %" PRIu64 ", \"backend\": \"%s\", "
-               "\"load\": \"%s\", \"interleaved\": %d, \"kernels\": ", d->size_bytes,
-               d->n_params, d->backend, d->load, d->interleaved);
-        json_str(ork_kernels_path());
-        printf(", \"type_k\": \"%s\", \"type_v\": \"%s\"", kv_name(o), kv_name(o));
-        printf(", \"threads\": %d, \"test\": \"%s%d\", \"n_prompt\": %d, \"n_gen\": %d, "
-               "\"repetitions\": %d, \"avg_ts\": %.6g, \"stddev_ts\": %.6g, \"samples_ts\": [",
-               r->threads, r->pp ? "pp" : "tg", r->n_tokens, r->pp ? r->n_tokens : 0,
-               r->pp ? 0 : r->n_tokens, r->reps, r->avg_ts, r->sd_ts);
-        for (int k = 0; k < r->reps; k++)
-            printf("%s%.6g", k ? ", " : "", r->samples[k]);
-        printf("], \"cpu_share\": %.4g, \"bytes_per_token\": %" PRIu64, r->cpu_share,
-               d->bytes_per_token);
-        double roof = roof_ts(r, d);
-        if (roof > 0) {
-            printf(", \"read_insn\": ");
-            json_str(ork_cpu_read_insn());
-            printf(", \"read_array_bytes\": %zu, \"read_runs\": %d, \"read_gbps_before\": %.6g, "
-                   "\"read_gbps_after\": %.6g, \"read_gbps\": %.6g, \"roofline_ts\": %.6g, "
-                   "\"roofline_pct\": %.4g, \"read_drift\": %s", r->roof_bytes, r->roof_runs,
-                   r->read_before, r->read_after, roof_gbps(r), roof, 100.0 * r->avg_ts / roof,
-                   roof_drift(r) ? "true" : "false");
-        }
-        const struct ork_cpu_peak *k = peak_for(rf->pk, rf->n_pk, r->threads);
-        if (k && r->pp) {
-            double ops = pp_ops_per_token(d, r->n_tokens) * r->avg_ts;
-            printf(", \"gops\": %.6g, \"f32_peak_pct\": %.4g, \"int8_peak_pct\": %.4g", ops / 1e9,
-                   k->f32_flops > 0 ? 100.0 * ops / k->f32_flops : 0.0,
-                   k->int8_ops > 0 ? 100.0 * ops / k->int8_ops : 0.0);
-        }
-        printf("}");
-    }
-    printf("%s],\n  \"membw\": [", n_res ? "\n  " : "");
-    for (int i = 0; i < n_bw; i++) {
-        printf("%s\n    {\"threads\": %d, \"array_bytes\": %zu, \"runs\": %d, \"read_insn\": ",
-               i ? "," : "", bw[i].n_threads, bw[i].array_bytes, bw[i].n_runs);
-        json_str(ork_cpu_read_insn());
-        for (int k = 0; k < ORK_MEMBW_COUNT; k++)
-            printf(", \"%s_gbps\": %.6g", ork_membw_kernel_name((enum ork_membw_kernel)k),
-                   bw[i].gbps[k]);
-        printf("}");
-    }
-    printf("%s],\n  \"peak\": [", n_bw ? "\n  " : "");
-    for (int i = 0; i < rf->n_pk; i++) {
-        const struct ork_cpu_peak *k = &rf->pk[i];
-        printf("%s\n    {\"threads\": %d, \"f32_insn\": ", i ? "," : "", k->threads);
-        json_str(k->f32_insn);
-        printf(", \"f32_gflops\": %.6g, \"int8_insn\": ", k->f32_flops / 1e9);
-        json_str(k->int8_insn);
-        printf(", \"int8_gops\": %.6g}", k->int8_ops / 1e9);
-    }
-    printf("%s]\n}\n", rf->n_pk ? "\n  " : "");
-}
-
-static void print_csv(const struct opts *o, const struct model_desc *md,
-                      const struct result *res, int n_res, const struct refs *rf)
-{
-    const struct ork_membw_result *bw = rf->bw;
-    int n_bw = rf->n_bw;
-    if (n_res) {
-        printf("model,model_path,size_bytes,n_params,backend,kernels,type_k,type_v,threads,test,n_prompt,"
-               "n_gen,repetitions,avg_ts,stddev_ts,bytes_per_token,read_array_bytes,"
-               "read_gbps_before,read_gbps_after,roofline_ts,roofline_pct\n");
-        for (int i = 0; i < n_res; i++) {
-            const struct result *r = &res[i];
-            const struct model_desc *d = &md[r->model];
-            double roof = roof_ts(r, d);
-            printf("\"%s\",\"%s\",%" PRIu64 ",%" PRIu64 ",%s,%s,%s,%s,%d,%s%d,%d,%d,%d,%.6g,%.6g,%"
-                   PRIu64 ",%zu,%.6g,%.6g,%.6g,%.4g\n", d->name, o->models[r->model],
-                   d->size_bytes, d->n_params, d->backend, ork_kernels_path(), kv_name(o),
-                   kv_name(o), r->threads,
-                   r->pp ? "pp" : "tg", r->n_tokens, r->pp ? r->n_tokens : 0,
-                   r->pp ? 0 : r->n_tokens, r->reps, r->avg_ts, r->sd_ts, d->bytes_per_token,
-                   roof > 0 ? r->roof_bytes : 0, r->read_before, r->read_after, roof,
-                   roof > 0 ? 100.0 * r->avg_ts / roof : 0.0);
-        }
-    }
-    if (n_bw) {
-        printf("%sthreads,array_bytes,runs,read_insn", n_res ? "\n" : "");
-        for (int k = 0; k < ORK_MEMBW_COUNT; k++)
-            printf(",%s_gbps", ork_membw_kernel_name((enum ork_membw_kernel)k));
-        printf("\n");
-        for (int i = 0; i < n_bw; i++) {
-            printf("%d,%zu,%d,\"%s\"", bw[i].n_threads, bw[i].array_bytes, bw[i].n_runs,
-                   ork_cpu_read_insn());
-            for (int k = 0; k < ORK_MEMBW_COUNT; k++)
-                printf(",%.6g", bw[i].gbps[k]);
-            printf("\n");
-        }
-    }
-}
-
 int ork_cmd_bench(int argc, char **argv)
 {
     struct opts o;
@@ -857,7 +502,7 @@ int ork_cmd_bench(int argc, char **argv)
     }
     fprintf(stderr, "ork bench: CPU kernels path: %s, activations %s, KV cache %s\n",
             ork_kernels_path(), o.f32_act ? "f32 (--no-act-quant)" : "quantized for quantized weights",
-            kv_name(&o));
+            ork_cli_bench_kv_name(&o));
     if (o.membw)
         for (int ti = 0; ti < o.t.n; ti++) {
             int ret = ork_membw_measure((int)o.t.v[ti], o.membw_bytes, 0, &bw[n_bw]);
@@ -914,12 +559,8 @@ int ork_cmd_bench(int argc, char **argv)
             goto out;
         }
     }
-    struct refs rf = { .bw = bw, .n_bw = n_bw, .pk = pk, .n_pk = n_pk };
-    switch (o.fmt) {
-    case FMT_MD: print_md(&o, md, res, n_res, &rf); break;
-    case FMT_JSON: print_json(&o, md, res, n_res, &rf); break;
-    case FMT_CSV: print_csv(&o, md, res, n_res, &rf); break;
-    }
+    struct bench_refs rf = { .bw = bw, .n_bw = n_bw, .pk = pk, .n_pk = n_pk };
+    ork_cli_bench_print(&o, md, res, n_res, &rf);
 out:
     if (res)
         for (int i = 0; i < n_res; i++)

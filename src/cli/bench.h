@@ -1,0 +1,87 @@
+/* bench.h -- what `ork bench` measures and prints (src/cli/cmd_bench*.c only): the options,
+ * the models' descriptions and the per-test results that cmd_bench.c fills and
+ * cmd_bench_report.c prints as markdown, JSON or CSV. */
+#ifndef ORK_CLI_BENCH_H
+#define ORK_CLI_BENCH_H
+
+#include <ork-engine/engine.h>
+#include <ork-kernels/peak.h>
+#include <ork-tooling/membw.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MAX_LIST 32                         /* values per -p / -n / -t list, and models */
+#define ROOF_RUNS 5                         /* read passes before and after a test: best of */
+/* Before / after readings further apart than this ratio: the host's bandwidth moved during the
+ * test, so its share is flagged as unreliable. Why 1.25 (quiet readings differ by less):
+ * docs/benchmarks.md, "How to measure", decode roofline. */
+#define ROOF_DRIFT_RATIO 1.25
+
+enum fmt { FMT_MD, FMT_JSON, FMT_CSV };
+
+struct list {
+    long long v[MAX_LIST];
+    int n;
+};
+
+struct opts {
+    const char *models[MAX_LIST];
+    int n_models;
+    struct list p, n, t;
+    int reps;
+    enum fmt fmt;
+    bool membw;
+    bool peak;                      /* --peak: measure the compute peaks per thread count */
+    int spin_us;                    /* --spin-us: pool spin bound (< 0: default) */
+    bool f32_act;                   /* --no-act-quant: f32 activations (engine.h act_quant) */
+    enum ork_kv_type kv_type;       /* --kv-type */
+    size_t membw_bytes;
+    struct ork_model_params mp;     /* --device etc. (ork_cli_device_opt) */
+};
+
+struct model_desc {
+    char name[96];
+    uint64_t size_bytes;        /* all tensor data */
+    uint64_t n_params;
+    uint64_t bytes_per_token;   /* weights streamed per decoded token */
+    uint64_t layer_mat_params;  /* elements of the layers' weight matrices (blk.*, 2-D) */
+    uint64_t out_params;        /* elements of the output matrix (the embedding when tied) */
+    char backend[16];           /* "CPU", or the NPU backend of the matmuls ("sim", "rknpu") */
+    const char *load;           /* "read" or "mmap" (ork_model_load_name) */
+    int interleaved;            /* matrices interleaved for the CPU kernels at load */
+};
+
+struct result {
+    int model;                  /* index into the model list */
+    int threads;
+    bool pp;
+    int n_tokens;
+    int reps;
+    double avg_ts, sd_ts;
+    double cpu_share;           /* CPU time / (wall time x threads) over the timed runs: well
+                                 * below 1 means the threads did not get their cores */
+    double *samples;            /* reps t/s values */
+    /* --membw with a tg test: the read kernel's best of roof_runs passes over roof_bytes with
+     * the test's threads, right before and right after the timed runs (GB/s; 0: not run) */
+    double read_before, read_after;
+    size_t roof_bytes;
+    int roof_runs;
+};
+
+/* Measured peaks the results are compared with (--membw, --peak). */
+struct bench_refs {
+    const struct ork_membw_result *bw;
+    int n_bw;
+    const struct ork_cpu_peak *pk;
+    int n_pk;
+};
+
+/* The KV cache type of the run, as llama-bench's type_k / type_v. */
+const char *ork_cli_bench_kv_name(const struct opts *o);
+/* Print the results, the bandwidth and the peaks to stdout in o->fmt. */
+void ork_cli_bench_print(const struct opts *o, const struct model_desc *md,
+                         const struct result *res, int n_res, const struct bench_refs *rf);
+
+#endif
