@@ -10,7 +10,8 @@
  *                       evaluating and generating allocate nothing per token.
  *
  * Supported architectures: llama, qwen2 (q/k/v biases, NEOX RoPE), qwen3 (per-head q/k RMSNorm,
- * NEOX RoPE, head_dim from attention.key_length). See docs/engine.md.
+ * NEOX RoPE, head_dim from attention.key_length): the descriptors of ork-engine/arch.h. See
+ * docs/engine.md.
  *
  * Errors follow ork/error.h: negative ORK_E* codes with a message naming what was wrong
  * (ork_error_message()). ORK_ECONTEXT means the KV cache is full. */
@@ -21,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <ork-engine/arch.h>
 #include <ork-engine/gguf.h>
 #include <ork-engine/sampler.h>
 #include <ork-engine/tokenizer.h>
@@ -30,12 +32,6 @@ extern "C" {
 #endif
 
 /* ---- model ------------------------------------------------------------------------------- */
-
-enum ork_arch {
-    ORK_ARCH_LLAMA = 0,     /* RoPE on adjacent pairs (the GGUF converter permutes Q/K for it) */
-    ORK_ARCH_QWEN2 = 1,     /* NEOX RoPE, q/k/v biases */
-    ORK_ARCH_QWEN3 = 2,     /* NEOX RoPE, per-head RMSNorm of q and k before RoPE */
-};
 
 /* Hyperparameters, read from "<arch>.*" metadata and checked against the tensors. */
 struct ork_model_config {
@@ -142,6 +138,8 @@ const struct ork_model_config *ork_model_config(const struct ork_model *m);
 /* NULL when loaded with no_tokenizer. */
 const struct ork_tokenizer *ork_model_tokenizer(const struct ork_model *m);
 const struct ork_gguf *ork_model_gguf(const struct ork_model *m);
+/* The model's architecture descriptor (ork-engine/arch.h). */
+const struct ork_arch_desc *ork_model_arch(const struct ork_model *m);
 /* Human-readable one-line summary ("llama, 5 layers, dim 64, ..."), into buf. */
 int ork_model_describe(const struct ork_model *m, char *buf, size_t cap);
 

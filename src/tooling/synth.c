@@ -17,6 +17,7 @@
 #include <ork/alloc.h>
 #include <ork/error.h>
 #include <ork/log.h>
+#include <ork-engine/arch.h>
 #include <ork-engine/gguf.h>
 #include <ork-engine/gguf_write.h>
 #include <ork-tooling/synth.h>
@@ -192,53 +193,60 @@ static uint32_t mat_type(uint32_t want, uint64_t k, uint32_t *n_fallback)
     return ORK_TYPE_Q8_0;
 }
 
-static int build_plan(const struct ork_synth_preset *ps, const char *arch, int32_t n_layers,
-                      int32_t n_vocab, uint32_t type, struct plan *pl, uint32_t *n_fallback)
+/* The size a descriptor dimension stands for in preset ps. */
+static uint64_t synth_dim(const struct ork_synth_preset *ps, enum ork_arch_dim d)
 {
-    uint64_t dim = (uint64_t)ps->dim, ffn = (uint64_t)ps->ffn_dim;
-    uint64_t q_dim = (uint64_t)ps->n_heads * (uint64_t)ps->head_dim;
-    uint64_t kv_dim = (uint64_t)ps->n_kv_heads * (uint64_t)ps->head_dim;
-    bool bias = !strcmp(arch, "qwen2"), qk_norm = !strcmp(arch, "qwen3");
+    switch (d) {
+    case ORK_DIM_Q:
+        return (uint64_t)ps->n_heads * (uint64_t)ps->head_dim;
+    case ORK_DIM_KV:
+        return (uint64_t)ps->n_kv_heads * (uint64_t)ps->head_dim;
+    case ORK_DIM_FFN:
+        return (uint64_t)ps->ffn_dim;
+    case ORK_DIM_HEAD:
+        return (uint64_t)ps->head_dim;
+    case ORK_DIM_MODEL:
+    default:
+        return (uint64_t)ps->dim;
+    }
+}
+
+/* The tensors of the file: the layer tensors the architecture's descriptor requires, in its
+ * order (ork-engine/arch.h; optional ones are left out), between the embedding and the head. */
+static int build_plan(const struct ork_synth_preset *ps, const struct ork_arch_desc *ad,
+                      int32_t n_layers, int32_t n_vocab, uint32_t type, struct plan *pl,
+                      uint32_t *n_fallback)
+{
+    uint64_t dim = (uint64_t)ps->dim;
     char nm[64];
     int ret;
-#define MAT(suffix, k, n)                                                                       \
-    (snprintf(nm, sizeof nm, "blk.%d." suffix, (int)l),                                         \
-     plan_add(pl, nm, 2, (k), (n), mat_type(type, (k), n_fallback), FILL_RANDOM))
-#define VEC(suffix, n, fill)                                                                    \
-    (snprintf(nm, sizeof nm, "blk.%d." suffix, (int)l),                                         \
-     plan_add(pl, nm, 1, (n), 1, ORK_TYPE_F32, (fill)))
     if ((ret = plan_add(pl, "token_embd.weight", 2, dim, (uint64_t)n_vocab,
                         mat_type(type, dim, n_fallback), FILL_RANDOM)) < 0)
         return ret;
     for (int32_t l = 0; l < n_layers; l++) {
-        if ((ret = VEC("attn_norm.weight", dim, FILL_ONES)) < 0 ||
-            (ret = MAT("attn_q.weight", dim, q_dim)) < 0 ||
-            (ret = MAT("attn_k.weight", dim, kv_dim)) < 0 ||
-            (ret = MAT("attn_v.weight", dim, kv_dim)) < 0)
-            return ret;
-        if (bias && ((ret = VEC("attn_q.bias", q_dim, FILL_RANDOM)) < 0 ||
-                     (ret = VEC("attn_k.bias", kv_dim, FILL_RANDOM)) < 0 ||
-                     (ret = VEC("attn_v.bias", kv_dim, FILL_RANDOM)) < 0))
-            return ret;
-        if (qk_norm &&
-            ((ret = VEC("attn_q_norm.weight", (uint64_t)ps->head_dim, FILL_ONES)) < 0 ||
-             (ret = VEC("attn_k_norm.weight", (uint64_t)ps->head_dim, FILL_ONES)) < 0))
-            return ret;
-        if ((ret = MAT("attn_output.weight", q_dim, dim)) < 0 ||
-            (ret = VEC("ffn_norm.weight", dim, FILL_ONES)) < 0 ||
-            (ret = MAT("ffn_gate.weight", dim, ffn)) < 0 ||
-            (ret = MAT("ffn_up.weight", dim, ffn)) < 0 ||
-            (ret = MAT("ffn_down.weight", ffn, dim)) < 0)
-            return ret;
+        for (size_t i = 0; i < ad->n_layer_tensors; i++) {
+            const struct ork_arch_tensor *t = &ad->layer_tensors[i];
+            if (!ork_arch_tensor_required(ad, t))
+                continue;
+            uint64_t rows = synth_dim(ps, t->rows), cols = synth_dim(ps, t->cols);
+            snprintf(nm, sizeof nm, "blk.%d.%s", (int)l, t->suffix);
+            if (t->kind == ORK_TK_MAT)
+                ret = plan_add(pl, nm, 2, cols, rows, mat_type(type, cols, n_fallback),
+                               FILL_RANDOM);
+            else
+                ret = plan_add(pl, nm, 1, rows, 1, ORK_TYPE_F32,
+                               t->kind == ORK_TK_NORM ? FILL_ONES : FILL_RANDOM);
+            if (ret < 0)
+                return ret;
+        }
     }
-#undef MAT
-#undef VEC
     if ((ret = plan_add(pl, "output_norm.weight", 1, dim, 1, ORK_TYPE_F32, FILL_ONES)) < 0)
         return ret;
-    if (!ps->tied && (ret = plan_add(pl, "output.weight", 2, dim, (uint64_t)n_vocab,
-                                     mat_type(type, dim, n_fallback), FILL_RANDOM)) < 0)
+    if (!ps->tied && ad->output != ORK_OUTPUT_TIED &&
+        (ret = plan_add(pl, "output.weight", 2, dim, (uint64_t)n_vocab,
+                        mat_type(type, dim, n_fallback), FILL_RANDOM)) < 0)
         return ret;
-    return 0;
+    return ret;
 }
 
 /* ---- tokenizer -------------------------------------------------------------------------- */
@@ -447,6 +455,9 @@ int ork_synth_write(const struct ork_synth_params *p, struct ork_synth_info *inf
     if (!ps)
         return ork_errorf(ORK_EINVAL, "synth: no preset '%s' for architecture '%s'", p->preset,
                           p->arch);
+    const struct ork_arch_desc *ad = ork_arch_find(p->arch, strlen(p->arch));
+    if (!ad)
+        return ork_errorf(ORK_EINVAL, "synth: architecture '%s' has no descriptor", p->arch);
     if (p->type != ORK_TYPE_F16 && p->type != ORK_TYPE_Q8_0 && p->type != ORK_TYPE_Q4_0 &&
         p->type != ORK_TYPE_Q4_K)
         return ork_errorf(ORK_EINVAL, "synth: weight type %s is not one of F16, Q8_0, Q4_0, Q4_K",
@@ -474,7 +485,7 @@ int ork_synth_write(const struct ork_synth_params *p, struct ork_synth_info *inf
         goto out;
     }
     if ((ret = write_hparams(w, ps, p->arch, n_layers, n_vocab, p->type)) < 0 ||
-        (ret = build_plan(ps, p->arch, n_layers, n_vocab, p->type, &pl, &n_fallback)) < 0)
+        (ret = build_plan(ps, ad, n_layers, n_vocab, p->type, &pl, &n_fallback)) < 0)
         goto out;
     uint64_t total = 0, n_params = 0, max_k = 0;
     size_t max_row = 0;

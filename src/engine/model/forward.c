@@ -200,8 +200,8 @@ static void norm_rope_one(float *v, const float *norm, const struct ork_model *m
     int32_t hd = c->head_dim;
     if (norm)
         ork_rmsnorm(v, v, norm, hd, c->rms_eps);
-    ork_rope_ext(v, hd, c->n_rot, pos, c->rope_base, c->arch != ORK_ARCH_LLAMA, md->w.rope_freqs,
-                 c->rope_freq_scale);
+    ork_rope_ext(v, hd, c->n_rot, pos, c->rope_base, md->arch->rope == ORK_ROPE_NEOX,
+                 md->w.rope_freqs, c->rope_freq_scale);
 }
 
 /* norm_rope_one for heads [h0, h1) of the rows of n_h heads at their positions. */

@@ -1,5 +1,6 @@
-/* model.c -- load a GGUF model: architecture table, hyperparameters from metadata, weight
- * binding (views into the mapping) and validation of every tensor's presence, shape and type.
+/* model.c -- load a GGUF model: the architecture's descriptor (arch.c), hyperparameters from
+ * metadata, weight binding (views into the mapping, the tensors the descriptor lists) and
+ * validation of every tensor's presence, shape and type.
  *
  * This file decides *what* the model is; it computes nothing (forward.c) and holds no run state
  * (model_session.c). Errors name the key or tensor that was wrong. */
@@ -11,6 +12,7 @@
 #include <ork/log.h>
 #include <ork-kernels/types.h>
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,18 +26,22 @@
 #define ORK_MAX_LAYERS 1024
 #define ORK_MAX_DIM (1 << 20)
 
-struct arch_desc {
-    const char *name;
-    enum ork_arch arch;
-    bool qkv_bias;          /* attn_q/k/v.bias required */
-    bool qk_norm;           /* attn_q_norm / attn_k_norm required */
+/* Where each ORK_LT_* tensor of a descriptor's list is bound in the layer weights. */
+#define LT_VEC(field) { offsetof(struct ork_layer_weights, field), false }
+#define LT_MAT(field) { offsetof(struct ork_layer_weights, field), true }
+static const struct {
+    size_t off;
+    bool mat;               /* struct ork_mat (else const float *) */
+} lt_field[ORK_LT_COUNT] = {
+    [ORK_LT_ATTN_NORM] = LT_VEC(attn_norm), [ORK_LT_WQ] = LT_MAT(wq), [ORK_LT_WK] = LT_MAT(wk),
+    [ORK_LT_WV] = LT_MAT(wv), [ORK_LT_BQ] = LT_VEC(bq), [ORK_LT_BK] = LT_VEC(bk),
+    [ORK_LT_BV] = LT_VEC(bv), [ORK_LT_Q_NORM] = LT_VEC(q_norm), [ORK_LT_K_NORM] = LT_VEC(k_norm),
+    [ORK_LT_WO] = LT_MAT(wo), [ORK_LT_FFN_NORM] = LT_VEC(ffn_norm),
+    [ORK_LT_W_GATE] = LT_MAT(w_gate), [ORK_LT_W_UP] = LT_MAT(w_up),
+    [ORK_LT_W_DOWN] = LT_MAT(w_down),
 };
-
-static const struct arch_desc arch_table[] = {
-    { "llama", ORK_ARCH_LLAMA, false, false },
-    { "qwen2", ORK_ARCH_QWEN2, true,  false },
-    { "qwen3", ORK_ARCH_QWEN3, false, true  },
-};
+#undef LT_VEC
+#undef LT_MAT
 
 void ork_model_params_default(struct ork_model_params *p)
 {
@@ -83,8 +89,10 @@ static int get_f32_key(const struct ork_gguf *g, const char *arch, const char *s
  * or "none" leaves them. Others (yarn, longrope...) change the rotation in ways ork does not
  * implement, so they are refused rather than run wrongly. Llama 3.1+ "llama3" scaling is carried
  * by the rope_freqs.weight tensor (bound in bind_weights), not by this key. */
-static int read_rope_scaling(const struct ork_gguf *g, const char *a, struct ork_model_config *c)
+static int read_rope_scaling(const struct ork_gguf *g, const struct ork_arch_desc *d,
+                             struct ork_model_config *c)
 {
+    const char *a = d->name;
     char key[128];
     struct ork_gguf_str s;
     float factor = 0.0f;
@@ -104,6 +112,9 @@ static int read_rope_scaling(const struct ork_gguf *g, const char *a, struct ork
                               "supported (ork supports none and linear)",
                               (int)(s.len > 32 ? 32 : s.len), s.ptr, key);
     }
+    if (linear && !(d->rope_scaling & ORK_ROPE_SCALING_LINEAR))
+        return ork_errorf(ORK_EUNSUPPORTED, "model metadata: linear RoPE scaling (%s) is not "
+                          "supported for architecture '%s'", key, a);
     if (linear) {
         if ((ret = get_f32_key(g, a, "rope.scaling.factor", 1.0f, &factor)) < 0)
             return ret;
@@ -118,7 +129,7 @@ static int read_rope_scaling(const struct ork_gguf *g, const char *a, struct ork
 }
 
 static int read_config(const struct ork_gguf *g, struct ork_model_config *c,
-                       const struct arch_desc **desc)
+                       const struct ork_arch_desc **desc)
 {
     struct ork_gguf_str s;
     int ret = ork_gguf_get_str(g, "general.architecture", &s);
@@ -126,14 +137,17 @@ static int read_config(const struct ork_gguf *g, struct ork_model_config *c,
         return ork_errorf(ORK_EFORMAT, "model metadata: 'general.architecture' is missing");
     if (ret < 0)
         return ret;
-    *desc = NULL;
-    for (size_t i = 0; i < sizeof arch_table / sizeof arch_table[0]; i++)
-        if (strlen(arch_table[i].name) == s.len && !memcmp(arch_table[i].name, s.ptr, s.len))
-            *desc = &arch_table[i];
-    if (!*desc)
-        return ork_errorf(ORK_EUNSUPPORTED,
-                          "architecture '%.*s' is not supported (ork runs llama, qwen2, qwen3)",
-                          (int)(s.len > 64 ? 64 : s.len), s.ptr);
+    *desc = ork_arch_find(s.ptr, s.len);
+    if (!*desc) {
+        char known[128] = "";
+        for (size_t i = 0; i < ork_arch_count(); i++)
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
+                     i ? ", " : "", ork_arch_at(i)->name);
+        return ork_errorf(ORK_EUNSUPPORTED, "architecture '%.*s' is not supported (ork runs %s)",
+                          (int)(s.len > 64 ? 64 : s.len), s.ptr, known);
+    }
+    if ((ret = ork_arch_check(*desc)) < 0)
+        return ret;
     const char *a = (*desc)->name;
     memset(c, 0, sizeof(*c));
     c->arch = (*desc)->arch;
@@ -175,7 +189,7 @@ static int read_config(const struct ork_gguf *g, struct ork_model_config *c,
         (ret = get_f32_key(g, a, "attention.layer_norm_rms_epsilon", ORK_RMS_EPS_DEFAULT,
                            &c->rms_eps)) < 0)
         return ret;
-    if ((ret = read_rope_scaling(g, a, c)) < 0)
+    if ((ret = read_rope_scaling(g, *desc, c)) < 0)
         return ret;
     if (!(c->rope_base > 0.0f))
         return ork_errorf(ORK_EFORMAT, "model metadata: %s.rope.freq_base %g must be > 0", a,
@@ -258,38 +272,53 @@ static int bind_vec(const struct ork_gguf *g, const char *name, int64_t n, bool 
     return 0;
 }
 
+/* The size a descriptor dimension stands for under config c. */
+static int64_t dim_of(const struct ork_model_config *c, enum ork_arch_dim d)
+{
+    switch (d) {
+    case ORK_DIM_Q:
+        return (int64_t)c->n_heads * c->head_dim;
+    case ORK_DIM_KV:
+        return (int64_t)c->n_kv_heads * c->head_dim;
+    case ORK_DIM_FFN:
+        return c->ffn_dim;
+    case ORK_DIM_HEAD:
+        return c->head_dim;
+    case ORK_DIM_MODEL:
+    default:
+        return c->dim;
+    }
+}
+
+/* Layer l's tensors, as the descriptor lists them. */
 static int bind_layer(const struct ork_gguf *g, const struct ork_model_config *c,
-                      const struct arch_desc *d, int32_t l, struct ork_layer_weights *L)
+                      const struct ork_arch_desc *d, int32_t l, struct ork_layer_weights *L)
 {
     char name[96];
-    int64_t q_dim = (int64_t)c->n_heads * c->head_dim;
-    int64_t kv_dim = (int64_t)c->n_kv_heads * c->head_dim;
-    int ret;
-#define TN(suffix) (snprintf(name, sizeof name, "blk.%d." suffix, (int)l), name)
-    if ((ret = bind_vec(g, TN("attn_norm.weight"), c->dim, true, &L->attn_norm)) < 0 ||
-        (ret = bind_mat(g, TN("attn_q.weight"), q_dim, c->dim, &L->wq)) < 0 ||
-        (ret = bind_mat(g, TN("attn_k.weight"), kv_dim, c->dim, &L->wk)) < 0 ||
-        (ret = bind_mat(g, TN("attn_v.weight"), kv_dim, c->dim, &L->wv)) < 0 ||
-        (ret = bind_vec(g, TN("attn_q.bias"), q_dim, d->qkv_bias, &L->bq)) < 0 ||
-        (ret = bind_vec(g, TN("attn_k.bias"), kv_dim, d->qkv_bias, &L->bk)) < 0 ||
-        (ret = bind_vec(g, TN("attn_v.bias"), kv_dim, d->qkv_bias, &L->bv)) < 0 ||
-        (ret = bind_vec(g, TN("attn_q_norm.weight"), c->head_dim, d->qk_norm, &L->q_norm)) < 0 ||
-        (ret = bind_vec(g, TN("attn_k_norm.weight"), c->head_dim, d->qk_norm, &L->k_norm)) < 0 ||
-        (ret = bind_mat(g, TN("attn_output.weight"), c->dim, q_dim, &L->wo)) < 0 ||
-        (ret = bind_vec(g, TN("ffn_norm.weight"), c->dim, true, &L->ffn_norm)) < 0 ||
-        (ret = bind_mat(g, TN("ffn_gate.weight"), c->ffn_dim, c->dim, &L->w_gate)) < 0 ||
-        (ret = bind_mat(g, TN("ffn_up.weight"), c->ffn_dim, c->dim, &L->w_up)) < 0 ||
-        (ret = bind_mat(g, TN("ffn_down.weight"), c->dim, c->ffn_dim, &L->w_down)) < 0)
-        return ret;
-#undef TN
+    for (size_t i = 0; i < d->n_layer_tensors; i++) {
+        const struct ork_arch_tensor *t = &d->layer_tensors[i];
+        char *field = (char *)L + lt_field[t->slot].off;
+        int64_t rows = dim_of(c, t->rows);
+        int ret;
+        snprintf(name, sizeof name, "blk.%d.%s", (int)l, t->suffix);
+        if (lt_field[t->slot].mat)
+            ret = bind_mat(g, name, rows, dim_of(c, t->cols), (struct ork_mat *)(void *)field);
+        else
+            ret = bind_vec(g, name, rows, ork_arch_tensor_required(d, t),
+                           (const float **)(void *)field);
+        if (ret < 0)
+            return ret;
+    }
     if ((L->q_norm == NULL) != (L->k_norm == NULL))
         return ork_errorf(ORK_EFORMAT, "layer %d: attn_q_norm and attn_k_norm must come together",
                           (int)l);
+    if ((L->bq == NULL) != (L->bk == NULL) || (L->bq == NULL) != (L->bv == NULL))
+        return ork_errorf(ORK_EFORMAT, "layer %d: attn_q/k/v.bias must come together", (int)l);
     return 0;
 }
 
 static int bind_weights(const struct ork_gguf *g, struct ork_model_config *c,
-                        const struct arch_desc *d, struct ork_weights *w)
+                        const struct ork_arch_desc *d, struct ork_weights *w)
 {
     const struct ork_gguf_tensor *te;
     int ret = find_tensor(g, "token_embd.weight", true, &te);
@@ -301,7 +330,7 @@ static int bind_weights(const struct ork_gguf *g, struct ork_model_config *c,
     if ((ret = bind_mat(g, "token_embd.weight", c->n_vocab, c->dim, &w->tok_embd)) < 0 ||
         (ret = bind_vec(g, "output_norm.weight", c->dim, true, &w->output_norm)) < 0)
         return ret;
-    if (ork_gguf_tensor_find(g, "output.weight")) {
+    if (d->output == ORK_OUTPUT_TIED_IF_ABSENT && ork_gguf_tensor_find(g, "output.weight")) {
         if ((ret = bind_mat(g, "output.weight", c->n_vocab, c->dim, &w->output)) < 0)
             return ret;
         c->tied_output = false;
@@ -309,7 +338,8 @@ static int bind_weights(const struct ork_gguf *g, struct ork_model_config *c,
         w->output = w->tok_embd;
         c->tied_output = true;
     }
-    if ((ret = bind_vec(g, "rope_freqs.weight", c->n_rot / 2, false, &w->rope_freqs)) < 0)
+    if ((d->rope_scaling & ORK_ROPE_SCALING_FACTORS) &&
+        (ret = bind_vec(g, "rope_freqs.weight", c->n_rot / 2, false, &w->rope_freqs)) < 0)
         return ret;
     c->rope_freq_factors = w->rope_freqs != NULL;
     w->layers = ork_calloc((size_t)c->n_layers, sizeof(*w->layers));
@@ -436,7 +466,7 @@ int ork_model_load(const char *path, const struct ork_model_params *p, struct or
     struct ork_model *m = ork_calloc(1, sizeof(*m));
     if (!m)
         return ORK_ENOMEM;
-    const struct arch_desc *d = NULL;
+    const struct ork_arch_desc *d = NULL;
     enum ork_gguf_mode mode;
     int ret = gguf_mode(path, p, &mode);
     if (ret < 0 || (ret = ork_gguf_open_mode(path, mode, &m->gguf)) < 0)
@@ -445,6 +475,7 @@ int ork_model_load(const char *path, const struct ork_model_params *p, struct or
     if ((ret = read_config(m->gguf, &m->cfg, &d)) < 0 ||
         (ret = bind_weights(m->gguf, &m->cfg, d, &m->w)) < 0)
         goto err_close;
+    m->arch = d;
     if (!p->no_tokenizer) {
         if ((ret = ork_tokenizer_load(m->gguf, &m->tok)) < 0)
             goto err_close;
@@ -500,6 +531,11 @@ const struct ork_tokenizer *ork_model_tokenizer(const struct ork_model *m)
     return m->tok;
 }
 
+const struct ork_arch_desc *ork_model_arch(const struct ork_model *m)
+{
+    return m->arch;
+}
+
 const struct ork_gguf *ork_model_gguf(const struct ork_model *m)
 {
     return m->gguf;
@@ -512,7 +548,7 @@ int ork_model_describe(const struct ork_model *m, char *buf, size_t cap)
                     "%s, %d layers, dim %d, ffn %d, %d heads (%d kv, head_dim %d, rope %d%s), "
                     "vocab %d, ctx %d, weights %s%s",
                     c->arch_name, c->n_layers, c->dim, c->ffn_dim, c->n_heads, c->n_kv_heads,
-                    c->head_dim, c->n_rot, c->arch == ORK_ARCH_LLAMA ? "" : " neox", c->n_vocab,
+                    c->head_dim, c->n_rot, m->arch->rope == ORK_ROPE_NEOX ? " neox" : "", c->n_vocab,
                     c->n_ctx_train, ork_type_name(m->w.layers[0].w_gate.type),
                     c->tied_output ? ", tied output" : "");
 }

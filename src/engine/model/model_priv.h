@@ -44,6 +44,7 @@ struct ork_weights {
 struct ork_model {
     struct ork_gguf *gguf;              /* owned; the weights point into its mapping */
     struct ork_model_config cfg;
+    const struct ork_arch_desc *arch;   /* what the forward pass varies on (arch.c) */
     struct ork_weights w;
     struct ork_tokenizer *tok;          /* owned; NULL with no_tokenizer */
     struct ork__npu_exec *npu;          /* owned; NULL: every matmul on the CPU (npu_exec.c) */
