@@ -40,9 +40,9 @@
 
 #include <ork/error.h>
 #include <ork-kernels/kernels.h>
-#include <ork-kernels/peak.h>
+#include <ork-tooling/peak.h>
 #include <ork-kernels/pool.h>
-#include <ork-kernels/readbw.h>
+#include <ork-tooling/readbw.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>

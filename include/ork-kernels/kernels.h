@@ -116,6 +116,22 @@ const char *ork_kernels_path(void);
 int ork_kernels_set_path(const char *name);
 /* Name of path number i (0, 1, ...), NULL past the last: for listing every path. */
 const char *ork_kernels_path_name(int i);
+/* Instruction sets the path in use runs (for probes that time the same units, e.g. the
+ * tooling's arithmetic peak): ORK_KFEAT_* bits, 0 on the scalar path. */
+#define ORK_KFEAT_AVX2 (1u << 0)        /* AVX2 + FMA + F16C */
+#define ORK_KFEAT_AVXVNNI (1u << 1)     /* AVX-VNNI (256-bit vpdpbusd) */
+#define ORK_KFEAT_AVX512VNNI (1u << 2)  /* AVX-512 F/BW/VL/DQ + VNNI */
+#define ORK_KFEAT_NEON (1u << 3)        /* AArch64 Advanced SIMD */
+#define ORK_KFEAT_DOTPROD (1u << 4)     /* ARMv8.2 dot product (sdot) */
+unsigned ork_kernels_path_features(void);
+/* Sum modulo 2^64 of the native-order 64-bit words at p, p + 8, ..., p + bytes - 1 (the last
+ * bytes % 8 bytes zero-extended to one more word; p needs no alignment), read with the widest
+ * loads of the path in use and several streams side by side: the loop the matmul's read-ahead
+ * pulls the next weights into the caches with. Every path gives the same value. */
+uint64_t ork_kernels_read_sum(const void *p, size_t bytes);
+/* The load instruction ork_kernels_read_sum streams with on the path in use, e.g.
+ * "vmovdqu64 zmm", "vmovdqu ymm", "ld1 v.16b", "scalar". */
+const char *ork_kernels_read_insn(void);
 
 /* Activation handling of a matmul.
  * ORK_ACT_F32: X stays f32; every output is the f32 dot of the dequantized weight row with X

@@ -5,7 +5,7 @@
 #define ORK_CLI_BENCH_H
 
 #include <ork-engine/engine.h>
-#include <ork-kernels/peak.h>
+#include <ork-tooling/peak.h>
 #include <ork-tooling/membw.h>
 
 #include <stdbool.h>

@@ -6,7 +6,7 @@
 #include "bench.h"
 
 #include <ork-kernels/kernels.h>
-#include <ork-kernels/readbw.h>
+#include <ork-tooling/readbw.h>
 
 #include <inttypes.h>
 #include <stdio.h>

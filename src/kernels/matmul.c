@@ -36,7 +36,6 @@
 
 #include <ork/error.h>
 #include <ork-kernels/kernels.h>
-#include <ork-kernels/readbw.h>
 #include <ork-kernels/pool.h>
 
 #include "kern_priv.h"
@@ -245,7 +244,7 @@ static enum xform xform_of(const struct ork_mat *w, enum ork_act act, enum kisa 
         /* else rows read back one at a time */
         return !ork__x16_ok(isa, type) ? XF_NONE : type == ORK_TYPE_Q4_K ? XF_X16K : XF_X16;
     if (type == ORK_TYPE_Q8_0 || type == ORK_TYPE_Q4_0)
-        return ork__gemm_q8_ok(isa) && m >= MM_GEMM_M_MIN ? XF_PACK : XF_Q8_0;
+        return ork__gemm_q8_ok(isa, type) && m >= MM_GEMM_M_MIN ? XF_PACK : XF_Q8_0;
     if (type == ORK_TYPE_Q4_K || type == ORK_TYPE_Q6_K)
         return XF_Q8_K;
     return XF_NONE;
@@ -257,7 +256,7 @@ static enum xform xform_of(const struct ork_mat *w, enum ork_act act, enum kisa 
 static int stream_width(enum kisa isa, enum xform xf, const struct ork_mat *const *w, int n_w)
 {
     if (xf == XF_Q8_0)
-        return ork__q8_wstreams_width(isa);
+        return ork__q8_wstreams_width(isa, w[0]->type);
     if (!xf_interleaved(xf))
         return 0;
     int width = ork__x16_streams_width(isa, w[0]->type);
@@ -595,13 +594,14 @@ static void read_ahead(const struct mm_multi *j, int ith, int nth)
         if (len[t] > MM_AHEAD_BYTES)
             len[t] = MM_AHEAD_BYTES;
     }
+    const struct ork__kern *rk = ork__kern(j->isa);
     uint64_t sum = 0;
     for (size_t o = 0; o < MM_AHEAD_BYTES; o += MM_AHEAD_CHUNK) {
         if (atomic_load_explicit(&j->running, memory_order_relaxed) == 0)
             break;
         for (int t = 0; t < streams; t++)
             if (o < len[t])
-                sum += ork_cpu_read_sum(at[t] + o, len[t] - o < MM_AHEAD_CHUNK ? len[t] - o
+                sum += ork__read_sum(rk, at[t] + o, len[t] - o < MM_AHEAD_CHUNK ? len[t] - o
                                                                                   : MM_AHEAD_CHUNK);
     }
     __asm__ __volatile__("" : : "r"(sum));   /* the sum is live: the loads stay */

@@ -14,7 +14,7 @@
 #include <ork/error.h>
 #include <ork-tooling/membw.h>
 #include <ork-kernels/pool.h>
-#include <ork-kernels/readbw.h>
+#include <ork-tooling/readbw.h>
 
 #define DEFAULT_ARRAY_BYTES (128u << 20)    /* 128 MiB per array: far beyond any L3 */
 #define MIN_ARRAY_BYTES (1u << 20)

@@ -7,7 +7,7 @@
 
 #include <ork/error.h>
 #include <ork-kernels/kernels.h>
-#include <ork-kernels/peak.h>
+#include <ork-tooling/peak.h>
 #include <ork-kernels/pool.h>
 
 #include "ork_test.h"

@@ -10,7 +10,7 @@
 
 #include <ork/alloc.h>
 #include <ork-kernels/kernels.h>
-#include <ork-kernels/readbw.h>
+#include <ork-tooling/readbw.h>
 
 #include "ork_test.h"
 

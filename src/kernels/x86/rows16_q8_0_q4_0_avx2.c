@@ -1,5 +1,6 @@
-/* x16a.c -- the AVX2 kernels of interleaved Q8_0 / Q4_0 matrices (ORK_LAYOUT_X16; the layout,
- * the X form and the entry points are x16.c's, the thread split matmul.c's): decode streams
+/* x86/rows16_q8_0_q4_0_avx2.c -- the AVX2 kernels of interleaved Q8_0 / Q4_0 matrices
+ * (ORK_LAYOUT_X16; the layout, the X form and the drivers are rows16.c's, the thread split
+ * matmul.c's): decode streams
  * and the M > 1 tiles for the `avx2` and `avxvnni` paths.
  *
  * A 256-bit register holds half of a group's 64-byte quant vector: bytes 4i..4i+3 are row
@@ -23,16 +24,15 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "kern_priv.h"
+#include "x86_priv.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
+#ifdef ORK_KERN_X86
 
 #define TGT_X16A __attribute__((target("avx2,fma,f16c")))
 
 #define Q8_0_BYTES 34
 #define Q4_0_BYTES 18
-#define XA_D_BYTES 32           /* a block's 16 f16 scales (x16.c) */
+#define XA_D_BYTES 32           /* a block's 16 f16 scales (rows16.c) */
 #define XA_CHUNK 64             /* one quant vector of the group: 4 bytes of each of 16 rows */
 #define XA_HALF 32              /* ... of which 8 rows fill one ymm */
 #define XA_Q8_CHUNKS 8          /* Q8_0: 32 quants per row, 4 per chunk */
@@ -40,7 +40,7 @@
 #define XA_FLIP 0x80            /* stored Q8_0 quant = q ^ 0x80 */
 #define XA_Q4_HI 16             /* Q4_0: the high nibbles are elements 16 .. 31 */
 #define XA_BIAS_SHIFT 4         /* -128 sum x >> 4 = -8 sum x, Q4_0's offset correction */
-/* No software prefetch, unlike the AVX-512 kernels (x16.c): with theirs (each block's lines
+/* No software prefetch, unlike the AVX-512 kernels (rows16.c): with theirs (each block's lines
  * 1 KiB ahead into L1) the Zen 3 host streamed 0.938-0.957 of the read kernel's bandwidth for
  * Q4_0 and 0.875-0.963 for Q8_0 (medians 0.947, 0.908), without 0.943-0.997 and 0.855-0.988
  * (medians 0.960, 0.934; `kern_probe chain q4_0|q8_0 2 6`, matmul / read whole, 5 runs each,
@@ -169,14 +169,21 @@ static const ork__x16_fn xa_tile_fn[2][ORK_X16_MX] = {
     { xa_q8_g1m1, xa_q8_g1m2, xa_q8_g1m3, xa_q8_g1m4 },
 };
 
-ork__x16_fn ork__x16a_fn(bool q8, bool tile, int n)
+static ork__x16_fn fn_q8(bool tile, int n)
 {
-    return tile ? xa_tile_fn[q8][n - 1] : xa_streams_fn[q8][n - 1];
+    return tile ? xa_tile_fn[1][n - 1] : xa_streams_fn[1][n - 1];
 }
-#else
-ork__x16_fn ork__x16a_fn(bool q8, bool tile, int n)
+
+static ork__x16_fn fn_q4(bool tile, int n)
 {
-    (void)q8, (void)tile, (void)n;
-    return NULL;
+    return tile ? xa_tile_fn[0][n - 1] : xa_streams_fn[0][n - 1];
+}
+
+void ork__fill_rows16_q8_0_q4_0_avx2(struct ork__kern *t)
+{
+    t->t[ORK__KT_Q8_0].x16_fn = fn_q8;
+    t->t[ORK__KT_Q4_0].x16_fn = fn_q4;
+    t->t[ORK__KT_Q8_0].x16_streams = ORK_X16_STREAMS;
+    t->t[ORK__KT_Q4_0].x16_streams = ORK_X16_STREAMS;
 }
 #endif

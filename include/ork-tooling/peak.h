@@ -1,12 +1,12 @@
-/* ork-kernels/peak.h -- the measured arithmetic peak of this CPU: how many f32 FMA flops and
+/* ork-tooling/peak.h -- the measured arithmetic peak of this CPU: how many f32 FMA flops and
  * int8 dot-product operations per second the vector units sustain when nothing but independent
  * register-only chains of one instruction run (no memory traffic). `ork bench --peak` sets
  * prefill results against it, as `--membw` sets decode results against memory bandwidth.
  *
  * Counting: an FMA on L lanes is 2 L flops; an int8 dot step that multiplies P byte pairs and
  * adds them into the accumulator is 2 P operations (the unit a matmul's 2 * M * N * K counts). */
-#ifndef ORK_KERNELS_PEAK_H
-#define ORK_KERNELS_PEAK_H
+#ifndef ORK_TOOLING_PEAK_H
+#define ORK_TOOLING_PEAK_H
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,8 +1,8 @@
-/* x16ka.c -- the AVX2 kernels of interleaved Q4_K matrices (ORK_LAYOUT_X16; the layout and X
- * form are x16k.c's, the entry points x16.c's): decode streams and the M > 1 tiles for the
+/* x86/rows16_q4_k_avx2.c -- the AVX2 kernels of interleaved Q4_K matrices (ORK_LAYOUT_X16;
+ * the layout, X form and drivers are rows16.c's): decode streams and the M > 1 tiles for the
  * `avx2` and `avxvnni` paths.
  *
- * As in x16a.c a 256-bit register holds half of a group's 64-byte chunk (bytes 4i..4i+3: row
+ * As in rows16_q8_0_q4_0_avx2.c a 256-bit register holds half of a group's 64-byte chunk (bytes 4i..4i+3: row
  * 8h + i of half h) and the byte dot is vpmaddubsw (u8 x s8 into saturating int16 pairs):
  *   quants: the nibbles (0..15) by the Q8_K quants (within +-127; -128 only from a NaN input,
  *           still in range): a pair is at most 2 * 15 * 128 = 3840, so a sub-block's 8 chunks
@@ -19,10 +19,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "kern_priv.h"
+#include "x86_priv.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
+#ifdef ORK_KERN_X86
 
 #define TGT_X16KA __attribute__((target("avx2,fma,f16c")))
 
@@ -185,14 +184,14 @@ static const ork__x16_fn xka_streams_fn[ORK_X16K_STREAMS] = { xka_g1m1, xka_g2m1
                                                                xka_g4m1 };
 static const ork__x16_fn xka_tile_fn[ORK_X16_MX] = { xka_g1m1, xka_g1m2, xka_g1m3, xka_g1m4 };
 
-ork__x16_fn ork__x16ka_fn(bool tile, int n)
+static ork__x16_fn fn_q4k(bool tile, int n)
 {
     return tile ? xka_tile_fn[n - 1] : xka_streams_fn[n - 1];
 }
-#else
-ork__x16_fn ork__x16ka_fn(bool tile, int n)
+
+void ork__fill_rows16_q4_k_avx2(struct ork__kern *t)
 {
-    (void)tile, (void)n;
-    return NULL;
+    t->t[ORK__KT_Q4_K].x16_fn = fn_q4k;
+    t->t[ORK__KT_Q4_K].x16_streams = ORK_X16K_STREAMS;
 }
 #endif

@@ -1,9 +1,10 @@
-/* x16.c -- Q8_0 / Q4_0 / Q4_K matrices with their rows interleaved by 16 (ORK_LAYOUT_X16): the
- * layout, packing a matrix into it in place, reading one row back in the GGUF layout, and for
- * Q8_0 / Q4_0 the X form their kernels read and those kernels (AVX-512 VNNI: decode streams and
- * the M > 1 tiles); the entry points also run the AVX2 kernels (x16a.c, x16ka.c) and the Q4_K
- * ones (x16k.c). Not here: the thread split (matmul.c) or the plain-row kernels (gemm_q8.c,
- * qdot.c).
+/* rows16.c -- Q8_0 / Q4_0 / Q4_K matrices with their rows interleaved by 16 (ORK_LAYOUT_X16):
+ * the layout, packing a matrix into it in place, reading one row back in the GGUF layout, the X
+ * forms their kernels read (Q8_0 / Q4_0 and Q4_K), and the decode / GEMM drivers that call the
+ * path's kernels through the table: x86/rows16_q8_0_q4_0_avx512.c, x86/rows16_q8_0_q4_0_avx2.c,
+ * x86/rows16_q4_k_avx512.c, x86/rows16_q4_k_avx2.c (no NEON kernels yet: on AArch64
+ * ork_mat_x16_wanted is false). Not here: the thread split (matmul.c) or the plain-row kernels
+ * (gemm_q8_*.c, qdot*.c).
  *
  * Why: a plain Q8_0 / Q4_0 row keeps one block's 32 quants together, so a 512-bit dot product
  * holds two blocks of one row, and every block needs its own scale widened and its partials
@@ -21,7 +22,7 @@
  *   Q4_0: 4 chunks of 64 bytes: chunk c holds, in bytes 4i..4i+3, row i's quant bytes 4c..4c+3
  *         unchanged (low nibbles: elements 4c..4c+3, high nibbles: elements 16 + 4c ..).
  *   Q4_K: f16 dmin[16], then its scale bytes and quant bytes in 64-byte chunks of words the
- *         same way (x16k.c; x16_types below cuts every type's blocks).
+ *         same way (rows16_q4_k_*.c; x16_types below cuts every type's blocks).
  * Same bytes per block as the plain layout (16 * 34 = 32 + 512, 16 * 18 = 32 + 256,
  * 16 * 144 = 64 + 192 + 2048).
  *
@@ -46,16 +47,9 @@
 #include <ork-kernels/kernels.h>
 
 #include "kern_priv.h"
+#include "qk_block.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define X16_X86 1
-#include <immintrin.h>
-#endif
 
-#define Q8_0_BLOCK 32
-#define Q8_0_BYTES 34
-#define Q4_0_BYTES 18
-#define Q4_K_BYTES 144
 #define X16_D_BYTES 32          /* a block's 16 f16 scales */
 #define X16_CHUNK 64            /* one vector of quants: 4 bytes of each of 16 rows */
 #define X16_U8_OFFSET 128       /* Q8_0 quants stored as q + 128 */
@@ -84,7 +78,7 @@ struct x16_type {
 static const struct x16_type x16_types[] = {
     { ORK_TYPE_Q8_0, Q8_0_BYTES, 2, { { 0, 2, 1, false }, { 2, 4, 8, true } } },
     { ORK_TYPE_Q4_0, Q4_0_BYTES, 2, { { 0, 2, 1, false }, { 2, 4, 4, false } } },
-    /* d, dmin, scales[12] as 3 words, qs[128] as 32 words (x16k.c) */
+    /* d, dmin, scales[12] as 3 words, qs[128] as 32 words (rows16_q4_k_*.c) */
     { ORK_TYPE_Q4_K, Q4_K_BYTES, 4,
       { { 0, 2, 1, false }, { 2, 2, 1, false }, { 4, 4, 3, false }, { 16, 4, 32, false } } },
 };
@@ -219,10 +213,9 @@ size_t ork__x16_xrow_bytes(int64_t k)
 #define X16_PREP_BLOCKS 16
 
 /* The quants written in place; then per block d, the -128 sum bias and the zeros. The decode
- * thread prepares X while the other threads wait, so this is on the token's critical path: one
- * fused AVX-512 pass instead of Q8_0 blocks widened by scalar code took the X preparation of a
- * Qwen3-1.7B-shaped Q4_0 decode from 0.21 to 0.13 ms per token (113 calls, K = 2048 and
- * 6144; TSC-timed in ork bench tg128 at two threads). */
+ * thread prepares X while the other threads wait, so this is on the token's critical path: the
+ * quants and sums come from one fused pass (quant_q8_0_sums; docs/kernels.md "Interleaved
+ * weights: X preparation"). */
 void ork__x16_xprep(enum kisa k, const float *x, int64_t n, uint8_t *dst)
 {
     float d[X16_PREP_BLOCKS];
@@ -241,206 +234,82 @@ void ork__x16_xprep(enum kisa k, const float *x, int64_t n, uint8_t *dst)
     }
 }
 
-/* ---- kernels --------------------------------------------------------------------------------- */
+/* ---- Q4_K X form ------------------------------------------------------------------------
+ * X form (ork__x16k_xprep), per 256-element block, ORK_X16K_XBLOCK bytes: q[256] int8 and f32 d
+ * from ork_quantize_row_q8_k, then each 32-element sum s_j = bsums[2j] + bsums[2j + 1] as
+ * s_j = 128 * a_j + b_j with a[8] and b[8] int8, then zeros. The mins term sum_j mn_j * s_j is
+ * then two pairs of vpdpbusd (mn_j u8 x a_j, mn_j x b_j) and a shift: exact.
+ *
+ * Arithmetic: per row and block the integers S = sum_j sc_j * (sum over sub-block j of q * x)
+ * and M = sum_j mn_j * s_j, exactly those of the row-layout kernels, then the same f32 steps in
+ * the same order as their q4k_block_sum: so every output has the bits of ork__q8k_blocks
+ * (tests/unit/test_kernels_x16.c compares them bit for bit). */
 
-#ifdef X16_X86
+#define QK QK_K                 /* elements per Q4_K / Q8_K block */
+#define XK_SUB 8                /* 32-element sub-blocks per block */
+/* group block offsets (kern_priv.h) */
+#define XK_D ORK_X16K_D
+#define XK_DMIN ORK_X16K_DMIN
+#define XK_SC ORK_X16K_SC       /* 3 chunks */
+#define XK_QS ORK_X16K_QS       /* 32 chunks */
+#define XK_CHUNK 64
+#define XK_GROUP_BYTES (ORK_X16_ROWS * Q4_K_BYTES)
+/* X form offsets */
+#define XKX_D ORK_X16K_XD
+#define XKX_A ORK_X16K_XA
+#define XKX_B ORK_X16K_XB
+#define XKX_END 276
+/* s_j = XK_SPLIT * a_j + b_j with b_j in [-64, 63]: |s_j| <= 32 * 127 = 4064, so a_j is in
+ * [-32, 32] and both fit int8 */
+#define XK_SPLIT 128
+#define XK_SPLIT_SHIFT ORK_X16K_SPLIT_SHIFT
+#define XK_SPLIT_BIAS (32 * XK_SPLIT)   /* keeps the division's operand positive */
 
-static inline int32_t ld32(const uint8_t *p)
+_Static_assert(XKX_END <= ORK_X16K_XBLOCK, "X form block");
+_Static_assert(XK_QS + 32 * XK_CHUNK == XK_GROUP_BYTES, "group block layout");
+
+size_t ork__x16k_xrow_bytes(int64_t k)
 {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
+    return (size_t)(k / QK) * ORK_X16K_XBLOCK;
 }
 
-/* How far ahead of each group's block decode (mx = 1) prefetches into L1. Measured with
- * `tools/kern_probe chain TYPE 2` with a second kernel set in the same binary (each rep timed
- * both ways, medians of per-rep ratios; docs/kernels.md): Q4_0 1 KiB ahead 1.01-1.13x faster
- * over half an hour's minutes, 768 bytes 1.03x, 1.25-1.5 KiB 1.07-1.09x, 2 KiB 1.04-1.06x,
- * 256-512 bytes 0.97-0.98x, 4-16 KiB 0.85-0.95x (the four streams' lines then crowd L1);
- * into L2 only (T1) 0.96-0.97x. Q8_0 1 KiB mostly 1.01-1.04x. */
-#define X16_PF_BYTES 1024
+void ork__x16k_xprep(enum kisa k, const float *x, int64_t n, uint8_t *dst)
+{
+    uint8_t tmp[ORK_Q8_K_BYTES];
+    for (int64_t b = 0; b < n / QK; b++) {
+        uint8_t *o = dst + (size_t)b * ORK_X16K_XBLOCK;
+        ork__quantize_q8_k(k, x + b * QK, tmp, QK);
+        memcpy(o, tmp + ORK_Q8_K_Q, QK);
+        memcpy(o + XKX_D, tmp, 4);
+        for (int j = 0; j < XK_SUB; j++) {
+            int16_t s0, s1;
+            memcpy(&s0, tmp + ORK_Q8_K_BSUMS + 4 * j, 2);
+            memcpy(&s1, tmp + ORK_Q8_K_BSUMS + 4 * j + 2, 2);
+            int s = s0 + s1;
+            int a = (s + XK_SPLIT / 2 + XK_SPLIT_BIAS) / XK_SPLIT - XK_SPLIT_BIAS / XK_SPLIT;
+            o[XKX_A + j] = (uint8_t)(int8_t)a;
+            o[XKX_B + j] = (uint8_t)(int8_t)(s - XK_SPLIT * a);
+        }
+        memset(o + XKX_END, 0, ORK_X16K_XBLOCK - XKX_END);
+    }
+}
+
+/* ---- drivers ------------------------------------------------------------------------------ */
+
+/* Bytes between the prefetches of a stream's start (a cache line). */
 #define X16_LINE 64
-
-/* Accumulators of one kernel call: ng x mx <= 5 for every kernel below (up to five groups
- * against one X row, or one group against up to four). */
-#define X16_ACC_MAX 5
-_Static_assert(ORK_X16_STREAMS_MAX <= X16_ACC_MAX && ORK_X16_MX <= X16_ACC_MAX,
-               "x16_core keeps ng x mx accumulators in X16_ACC_MAX variables");
-
-/* *a[u] += f * sc, with u constant once inlined: a[] points at x16_core's accumulators, which
- * stay separate variables rather than an array (GCC 12 stored each array element once per
- * block; as variables the decode loop has no stores and Q4_0 decode from DRAM ran 1.00-1.02x
- * faster, measured as for dpbusd_bcast). */
-ORK_TGT_X16 static inline __attribute__((always_inline)) void
-acc_fma(int u, __m512 f, __m512 sc, __m512 *const *a)
-{
-    *a[u] = _mm512_fmadd_ps(f, sc, *a[u]);
-}
-
-/* Block b of one group (its bytes at wb) against mx X rows (the block's X at xb, xstride
- * apart): into accumulators s * mx + t. Decode (mx = 1) first prefetches the group's stream
- * X16_PF_BYTES ahead. */
-ORK_TGT_X16 static inline __attribute__((always_inline)) void
-x16_block(bool q8, int s, int mx, const uint8_t *wb, const uint8_t *xb, size_t xstride,
-          __m512i lo, __m512i hi, __m512 *const *a)
-{
-    const size_t gb = ORK_X16_ROWS * (q8 ? Q8_0_BYTES : Q4_0_BYTES);
-    if (mx == 1)
-        for (size_t o = 0; o < gb; o += X16_LINE)
-            _mm_prefetch((const char *)wb + X16_PF_BYTES + o, _MM_HINT_T0);
-    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)wb));
-    __m512i wv[8];
-    if (q8) {
-        for (int c = 0; c < 8; c++)
-            wv[c] = _mm512_loadu_si512(wb + X16_D_BYTES + c * X16_CHUNK);
-    } else {
-        for (int c = 0; c < 4; c++) {
-            const uint8_t *q = wb + X16_D_BYTES + c * X16_CHUNK;
-            wv[c] = ork__and_mem(q, lo);         /* elements 4c .. */
-            wv[c + 4] = ork__and_mem(q, hi);     /* 16 x elements 16 + 4c .. */
-        }
-    }
-    for (int t = 0; t < mx; t++) {
-        const uint8_t *x = xb + (size_t)t * xstride;
-        __m512i i0 = _mm512_set1_epi32(ld32(x + ORK_X16_XB));
-        if (q8) {           /* one chain from the bias */
-            for (int c = 0; c < 8; c++)
-                i0 = ork__dpbusd_bcast(i0, wv[c], x + 4 * c);
-        } else {            /* the high nibbles from the bias, shifted, the low */
-            for (int c = 4; c < 8; c++)
-                i0 = ork__dpbusd_bcast(i0, wv[c], x + 4 * c);
-            i0 = _mm512_srai_epi32(i0, ORK_NIB_HI_SHIFT);
-            for (int c = 0; c < 4; c++)
-                i0 = ork__dpbusd_bcast(i0, wv[c], x + 4 * c);
-        }
-        float dx;
-        memcpy(&dx, x + ORK_X16_XD, 4);
-        acc_fma(s * mx + t, _mm512_cvtepi32_ps(i0), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), a);
-    }
-}
-
-/* Blocks per group the loop takes before moving to the next group: two, so the loop's address
- * and counter arithmetic is paid once per two blocks (227 instead of 2 x 118 instructions per
- * step of the four-group Q4_0 decode kernel). Measured in the real decode with the two loops
- * as two kernel sets of one binary, chosen per token (medians of the pairs' time ratios,
- * Qwen3-1.7B shape, tg128 at two threads): Q8_0 1.008-1.015x faster, Q4_0 0.99-1.01x (either
- * way in different minutes; 1.007-1.014x in an earlier build); taking both groups' first blocks
- * and then their second ones instead: Q4_0 0.969-0.977x. */
-#define X16_UNROLL 2
-
-/* ng groups (g[s] at block 0) x mx X rows (xs, xstride apart): blocks 0 .. nb-1 into acc[s * mx
- * + t] (lane i: row i of group s against X row t), each accumulator's blocks in order. Inlined
- * with constant ng and mx. */
-ORK_TGT_X16 static inline __attribute__((always_inline)) void
-x16_core(bool q8, int ng, int mx, const uint8_t *const *g, const uint8_t *xs, size_t xstride,
-         int64_t nb, __m512 *acc)
-{
-    const size_t gb = ORK_X16_ROWS * (q8 ? Q8_0_BYTES : Q4_0_BYTES);
-    const __m512i lo = _mm512_set1_epi8(ORK_NIB_LO), hi = _mm512_set1_epi8((char)ORK_NIB_HI);
-    const int na = ng * mx;
-    __m512 a0 = acc[0], a1 = _mm512_setzero_ps(), a2 = a1, a3 = a1, a4 = a1;
-    __m512 *const a[X16_ACC_MAX] = { &a0, &a1, &a2, &a3, &a4 };
-#pragma GCC unroll 4
-    for (int i = 1; i < na; i++)
-        *a[i] = acc[i];
-    /* the groups' and X's pointers stepped once per X16_UNROLL blocks (fewer instructions than
-     * indexing them by b); the loops unrolled whole (GCC 12 otherwise kept a loop over s and
-     * picked the accumulator by branches) */
-    const uint8_t *p[ORK_X16_STREAMS_MAX] = { g[0] };
-#pragma GCC unroll 5
-    for (int s = 1; s < ng; s++)
-        p[s] = g[s];
-    const uint8_t *x = xs;
-    int64_t b = 0;
-    for (; b + X16_UNROLL <= nb; b += X16_UNROLL, x += X16_UNROLL * ORK_X16_XBLOCK) {
-#pragma GCC unroll 5
-        for (int s = 0; s < ng; s++) {
-#pragma GCC unroll 2
-            for (int u = 0; u < X16_UNROLL; u++)
-                x16_block(q8, s, mx, p[s] + (size_t)u * gb, x + (size_t)u * ORK_X16_XBLOCK,
-                          xstride, lo, hi, a);
-            p[s] += X16_UNROLL * gb;
-        }
-    }
-    for (; b < nb; b++, x += ORK_X16_XBLOCK)
-#pragma GCC unroll 5
-        for (int s = 0; s < ng; s++) {
-            x16_block(q8, s, mx, p[s], x, xstride, lo, hi, a);
-            p[s] += gb;
-        }
-#pragma GCC unroll 5
-    for (int i = 0; i < na; i++)
-        acc[i] = *a[i];
-}
-
-/* One specialization per (type, ng, mx): the core with constant counts, stores 16 lanes per
- * output row (out[s] + t * ldo). */
-#define X16_KERNEL(NAME, Q8, NG, MX)                                                            \
-    _Static_assert((NG) * (MX) <= X16_ACC_MAX, "too many accumulators for x16_core");         \
-    ORK_X16_KERNEL(NAME, ORK_TGT_X16, x16_core(Q8, NG, MX, g, xs, xstride, nb, acc), NG, MX)
-
-X16_KERNEL(x16_q8_g1m1, true, 1, 1)
-X16_KERNEL(x16_q8_g2m1, true, 2, 1)
-X16_KERNEL(x16_q8_g3m1, true, 3, 1)
-X16_KERNEL(x16_q8_g4m1, true, 4, 1)
-X16_KERNEL(x16_q8_g5m1, true, 5, 1)
-X16_KERNEL(x16_q8_g1m2, true, 1, 2)
-X16_KERNEL(x16_q8_g1m3, true, 1, 3)
-X16_KERNEL(x16_q8_g1m4, true, 1, 4)
-X16_KERNEL(x16_q4_g1m1, false, 1, 1)
-X16_KERNEL(x16_q4_g2m1, false, 2, 1)
-X16_KERNEL(x16_q4_g3m1, false, 3, 1)
-X16_KERNEL(x16_q4_g4m1, false, 4, 1)
-X16_KERNEL(x16_q4_g5m1, false, 5, 1)
-X16_KERNEL(x16_q4_g1m2, false, 1, 2)
-X16_KERNEL(x16_q4_g1m3, false, 1, 3)
-X16_KERNEL(x16_q4_g1m4, false, 1, 4)
-
-/* [q8][ng - 1] with mx = 1, and [q8][mx - 1] with ng = 1 */
-static const ork__x16_fn x16_streams_fn[2][ORK_X16_STREAMS_MAX] = {
-    { x16_q4_g1m1, x16_q4_g2m1, x16_q4_g3m1, x16_q4_g4m1, x16_q4_g5m1 },
-    { x16_q8_g1m1, x16_q8_g2m1, x16_q8_g3m1, x16_q8_g4m1, x16_q8_g5m1 },
-};
-static const ork__x16_fn x16_tile_fn[2][ORK_X16_MX] = {
-    { x16_q4_g1m1, x16_q4_g1m2, x16_q4_g1m3, x16_q4_g1m4 },
-    { x16_q8_g1m1, x16_q8_g1m2, x16_q8_g1m3, x16_q8_g1m4 },
-};
-
-/* Path k's kernel of an interleaved type reading n groups side by side (tile: one group, n X
- * rows); ork__x16_ok(k, type) holds. */
-static ork__x16_fn x16_fn_of(enum kisa k, uint32_t type, bool tile, int n)
-{
-    if (k != KISA_AVX512VNNI)
-        return type == ORK_TYPE_Q4_K ? ork__x16ka_fn(tile, n)
-                                     : ork__x16a_fn(type == ORK_TYPE_Q8_0, tile, n);
-    if (type == ORK_TYPE_Q4_K)
-        return ork__x16k_fn(tile, n);
-    if (tile)
-        return x16_tile_fn[type == ORK_TYPE_Q8_0][n - 1];
-    return x16_streams_fn[type == ORK_TYPE_Q8_0][n - 1];
-}
-#endif
 
 bool ork__x16_ok(enum kisa k, uint32_t type)
 {
-#ifdef X16_X86
-    switch (type) {
-    case ORK_TYPE_Q8_0:
-    case ORK_TYPE_Q4_0:
-    case ORK_TYPE_Q4_K: return k == KISA_AVX2 || k == KISA_AVXVNNI || k == KISA_AVX512VNNI;
-    default: return false;
-    }
-#else
-    (void)k, (void)type;
-    return false;
-#endif
+    const struct ork__type_kern *tk = ork__tkern(k, type);
+    return x16_type_of(type) && tk && tk->x16_fn;
 }
 
 int ork__x16_streams_width(enum kisa k, uint32_t type)
 {
     if (!ork__x16_ok(k, type))
         return 0;
-    return type == ORK_TYPE_Q4_K ? ORK_X16K_STREAMS : ORK_X16_STREAMS;
+    return ork__tkern(k, type)->x16_streams;
 }
 
 /* X rows of one M > 1 pass that stay in L2 while every group of the item meets them: 512 KiB
@@ -450,7 +319,6 @@ int ork__x16_streams_width(enum kisa k, uint32_t type)
 bool ork__x16_streams(enum kisa k, uint32_t type, const struct ork__wstream *s, int ns,
                       size_t row_bytes, const uint8_t *xs)
 {
-#ifdef X16_X86
     const struct x16_type *tt = x16_type_of(type);
     if (!tt || ns < 1 || ns > ork__x16_streams_width(k, type))
         return false;
@@ -461,13 +329,12 @@ bool ork__x16_streams(enum kisa k, uint32_t type, const struct ork__wstream *s, 
         passes = s[t].n / ORK_X16_ROWS > passes ? s[t].n / ORK_X16_ROWS : passes;
     /* the kernels prefetch X16_PF_BYTES ahead of each block, so a stream's first bytes are
      * asked for here: a call that starts a span (the first of a run, or after a steal) has no
-     * call before it that prefetched past its end. Q4_0 decode at two threads, the real decode
-     * with and without on alternate tokens: 1.003-1.004x faster in three runs (the X form
-     * prefetched too: 1.00x). The Q4_K kernels and the AVX2 ones (x16a.c) do not prefetch. */
-    if (type != ORK_TYPE_Q4_K && k == KISA_AVX512VNNI)
-        for (size_t o = 0; o < X16_PF_BYTES; o += X16_LINE)
-            for (int t = 0; t < ns; t++)
-                _mm_prefetch((const char *)s[t].w + o, _MM_HINT_T0);
+     * call before it that prefetched past its end (docs/kernels.md "Interleaved weights:
+     * prefetch"). The Q4_K kernels and the AVX2 ones do not prefetch (x16_prefetch 0). */
+    const struct ork__type_kern *tk = ork__tkern(k, type);
+    for (size_t o = 0; o < (size_t)tk->x16_prefetch; o += X16_LINE)
+        for (int t = 0; t < ns; t++)
+            __builtin_prefetch(s[t].w + o, 0, 3);
     for (int64_t r = 0; r < passes; r++) {
         const uint8_t *g[ORK_X16_STREAMS_MAX];
         float *out[ORK_X16_STREAMS_MAX];
@@ -477,24 +344,20 @@ bool ork__x16_streams(enum kisa k, uint32_t type, const struct ork__wstream *s, 
                 g[n] = s[t].w + (size_t)r * gbytes;
                 out[n++] = s[t].out + r * ORK_X16_ROWS;
             }
-        x16_fn_of(k, type, false, n)(g, xs, 0, nb, out, 0);
+        tk->x16_fn(false, n)(g, xs, 0, nb, out, 0);
     }
     return true;
-#else
-    (void)k, (void)type, (void)s, (void)ns, (void)row_bytes, (void)xs;
-    return false;
-#endif
 }
 
 bool ork__x16_gemm(enum kisa k, uint32_t type, const uint8_t *w, size_t row_bytes, int64_t nr,
                    const uint8_t *xs, size_t xrow, int64_t m, float *y, int64_t ldy)
 {
-#ifdef X16_X86
     const struct x16_type *tt = x16_type_of(type);
     if (!ork__x16_ok(k, type))
         return false;
     const size_t gbytes = ORK_X16_ROWS * row_bytes;
     const int64_t nb = (int64_t)(row_bytes / tt->bytes);
+    ork__x16_fn (*const fn_tile)(bool tile, int n) = ork__tkern(k, type)->x16_fn;
     if (m == 1) {
         /* decode: the rows as the type's streams of whole groups read side by side (a
          * group starts where its first row was) */
@@ -512,15 +375,10 @@ bool ork__x16_gemm(enum kisa k, uint32_t type, const uint8_t *w, size_t row_byte
             for (int64_t t = 0; t < mc; t += ORK_X16_MX) {
                 int mx = mc - t < ORK_X16_MX ? (int)(mc - t) : ORK_X16_MX;
                 float *o = y + (m0 + t) * ldy + r;
-                x16_fn_of(k, type, true, mx)(&g, xs + (size_t)(m0 + t) * xrow, xrow, nb, &o,
+                fn_tile(true, mx)(&g, xs + (size_t)(m0 + t) * xrow, xrow, nb, &o,
                                           (size_t)ldy);
             }
         }
     }
     return true;
-#else
-    (void)k, (void)type, (void)w, (void)row_bytes, (void)nr, (void)xs, (void)xrow, (void)m,
-        (void)y, (void)ldy;
-    return false;
-#endif
 }

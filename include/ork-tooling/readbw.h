@@ -1,11 +1,11 @@
-/* ork-kernels/readbw.h -- the read-only streaming kernel that measures how fast this CPU can
+/* ork-tooling/readbw.h -- the read-only streaming kernel that measures how fast this CPU can
  * pull memory in (the access pattern of a matmul streaming its weights, without the
  * arithmetic): a sum of every 64-bit word, with the widest loads of the kernels' path and
  * enough independent accumulators that the loop is bound by memory, not by the adds.
- * engine/membw.c times it for the "read" bandwidth and the decode roofline of `ork bench`.
+ * src/tooling/membw.c times it for the "read" bandwidth and the decode roofline of `ork bench`.
  * Not here: timing or threading (membw.c splits the array over a pool and times it). */
-#ifndef ORK_KERNELS_READBW_H
-#define ORK_KERNELS_READBW_H
+#ifndef ORK_TOOLING_READBW_H
+#define ORK_TOOLING_READBW_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,7 +1,8 @@
-/* peak.c -- measured arithmetic peak of the CPU (ork-kernels/peak.h): independent chains of one
+/* peak.c -- measured arithmetic peak of the CPU (ork-tooling/peak.h): independent chains of one
  * vector instruction on register operands only, timed on every pool thread at once, so the
  * result is what the execution units sustain with no memory traffic. The instruction set is the
- * one the kernels run (ork__kisa), so "% of peak" compares a kernel with its own hardware.
+ * one the kernels run (ork_kernels_path_features), so "% of peak" compares a kernel with its own
+ * hardware.
  *
  * Not here: what the numbers are compared with (cmd_bench.c computes the prefill share). */
 #include <stdint.h>
@@ -9,10 +10,9 @@
 #include <time.h>
 
 #include <ork/error.h>
-#include <ork-kernels/peak.h>
+#include <ork-kernels/kernels.h>
 #include <ork-kernels/pool.h>
-
-#include "kern_priv.h"
+#include <ork-tooling/peak.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define PK_X86 1
@@ -155,38 +155,32 @@ __attribute__((target("arch=armv8.2-a+dotprod"))) static double i8_sdot(int64_t 
 #endif
 
 /* The loops for the kernels' path; NULL where the path has no such instruction. */
-static void pick(enum kisa k, pk_loop *f32, const char **f32_insn, pk_loop *i8,
+/* The loops of the kernels' path: its widest f32 FMA and int8 dot instructions. */
+static void pick(unsigned feat, pk_loop *f32, const char **f32_insn, pk_loop *i8,
                  const char **i8_insn)
 {
     *f32 = *i8 = NULL;
     *f32_insn = *i8_insn = "none";
-    switch (k) {
 #ifdef PK_X86
-    case KISA_AVX512VNNI:
+    if (feat & ORK_KFEAT_AVX512VNNI) {
         *f32 = f32_zmm, *f32_insn = "vfmadd231ps zmm";
         *i8 = i8_vnni_zmm, *i8_insn = "vpdpbusd zmm";
-        break;
-    case KISA_AVXVNNI:
+    } else if (feat & ORK_KFEAT_AVXVNNI) {
         *f32 = f32_ymm, *f32_insn = "vfmadd231ps ymm";
         *i8 = i8_vnni_ymm, *i8_insn = "vpdpbusd ymm";
-        break;
-    case KISA_AVX2:
+    } else if (feat & ORK_KFEAT_AVX2) {
         *f32 = f32_ymm, *f32_insn = "vfmadd231ps ymm";
         *i8 = i8_ymm, *i8_insn = "vpmaddubsw+vpmaddwd ymm";
-        break;
-#endif
-#ifdef PK_NEON
-    case KISA_NEON_DOT:
-        *i8 = i8_sdot, *i8_insn = "sdot v.4s";
-        *f32 = f32_neon, *f32_insn = "fmla v.4s";
-        break;
-    case KISA_NEON:
-        *f32 = f32_neon, *f32_insn = "fmla v.4s";
-        break;
-#endif
-    default:
-        break;
     }
+#elif defined(PK_NEON)
+    if (feat & ORK_KFEAT_NEON) {
+        *f32 = f32_neon, *f32_insn = "fmla v.4s";
+        if (feat & ORK_KFEAT_DOTPROD)
+            *i8 = i8_sdot, *i8_insn = "sdot v.4s";
+    }
+#else
+    (void)feat;
+#endif
 }
 
 static double now_s(void)
@@ -240,7 +234,7 @@ int ork_cpu_peak_measure(struct ork_pool *pool, int ms_each, struct ork_cpu_peak
     memset(out, 0, sizeof(*out));
     int ms = ms_each > 0 ? ms_each : PK_DEFAULT_MS;
     pk_loop f32, i8;
-    pick(ork__kisa(), &f32, &out->f32_insn, &i8, &out->int8_insn);
+    pick(ork_kernels_path_features(), &f32, &out->f32_insn, &i8, &out->int8_insn);
     out->threads = ork_pool_threads(pool);
     if (f32)
         out->f32_flops = rate(pool, f32, ms);

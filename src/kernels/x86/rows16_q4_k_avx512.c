@@ -1,6 +1,6 @@
-/* x16k.c -- Q4_K matrices with their rows interleaved by 16 (ORK_LAYOUT_X16; the layout and the
- * thread split are x16.c's and matmul.c's): the X form the kernels read and the AVX-512 VNNI
- * kernels, decode streams and M > 1 tiles.
+/* x86/rows16_q4_k_avx512.c -- the AVX-512 VNNI kernels of Q4_K matrices with their rows
+ * interleaved by 16 (ORK_LAYOUT_X16; the layout, the X form (rows16.c documents it) and the
+ * drivers are rows16.c's, the thread split matmul.c's): decode streams and M > 1 tiles.
  *
  * Why: the row-layout Q4_K kernels (qdot.c) unpack one row's 6-bit scales and mins per block and
  * reduce 16 lanes to one sum per row; at two threads decode streamed a Q4_K model at ~60 % of
@@ -8,16 +8,11 @@
  * vector is row i: 16 rows' scales unpack in a few vector operations per block and nothing is
  * reduced across lanes.
  *
- * Layout of a group's block b (x16.c x16_types, 16 * 144 bytes): the 16 rows' f16 d (32 bytes),
+ * Layout of a group's block b (rows16.c x16_types, 16 * 144 bytes): the 16 rows' f16 d (32 bytes),
  * their f16 dmin (32 bytes), 3 chunks of 64 bytes with each row's scale bytes 4c..4c+3 in lane
  * i, then 32 chunks with each row's qs bytes 4c..4c+3 in lane i. qs byte 32p + l holds element
  * 64p + l (low nibble) and 64p + 32 + l (high nibble): chunk 8p + c feeds sub-block 2p (its low
  * nibbles) and 2p + 1 (high) with 4 elements each.
- *
- * X form (ork__x16k_xprep), per 256-element block, ORK_X16K_XBLOCK bytes: q[256] int8 and f32 d
- * from ork_quantize_row_q8_k, then each 32-element sum s_j = bsums[2j] + bsums[2j + 1] as
- * s_j = 128 * a_j + b_j with a[8] and b[8] int8, then zeros. The mins term sum_j mn_j * s_j is
- * then two pairs of vpdpbusd (mn_j u8 x a_j, mn_j x b_j) and a shift: exact.
  *
  * Arithmetic: per row and block the integers S = sum_j sc_j * (sum over sub-block j of q * x)
  * and M = sum_j mn_j * s_j, exactly those of the row-layout kernels, then the same f32 steps in
@@ -29,15 +24,11 @@
 
 #include <ork-kernels/kernels.h>
 
-#include "kern_priv.h"
+#include "x86_priv.h"
+#include "../qk_block.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define XK_X86 1
-#include <immintrin.h>
-#endif
+#ifdef ORK_KERN_X86
 
-#define QK 256                  /* elements per Q4_K / Q8_K block */
-#define Q4_K_BYTES 144
 #define XK_SUB 8                /* 32-element sub-blocks per block */
 /* group block offsets (kern_priv.h) */
 #define XK_D ORK_X16K_D
@@ -59,34 +50,6 @@
 
 _Static_assert(XKX_END <= ORK_X16K_XBLOCK, "X form block");
 _Static_assert(XK_QS + 32 * XK_CHUNK == XK_GROUP_BYTES, "group block layout");
-
-size_t ork__x16k_xrow_bytes(int64_t k)
-{
-    return (size_t)(k / QK) * ORK_X16K_XBLOCK;
-}
-
-void ork__x16k_xprep(enum kisa k, const float *x, int64_t n, uint8_t *dst)
-{
-    uint8_t tmp[ORK_Q8_K_BYTES];
-    for (int64_t b = 0; b < n / QK; b++) {
-        uint8_t *o = dst + (size_t)b * ORK_X16K_XBLOCK;
-        ork__quantize_q8_k(k, x + b * QK, tmp, QK);
-        memcpy(o, tmp + ORK_Q8_K_Q, QK);
-        memcpy(o + XKX_D, tmp, 4);
-        for (int j = 0; j < XK_SUB; j++) {
-            int16_t s0, s1;
-            memcpy(&s0, tmp + ORK_Q8_K_BSUMS + 4 * j, 2);
-            memcpy(&s1, tmp + ORK_Q8_K_BSUMS + 4 * j + 2, 2);
-            int s = s0 + s1;
-            int a = (s + XK_SPLIT / 2 + XK_SPLIT_BIAS) / XK_SPLIT - XK_SPLIT_BIAS / XK_SPLIT;
-            o[XKX_A + j] = (uint8_t)(int8_t)a;
-            o[XKX_B + j] = (uint8_t)(int8_t)(s - XK_SPLIT * a);
-        }
-        memset(o + XKX_END, 0, ORK_X16K_XBLOCK - XKX_END);
-    }
-}
-
-#ifdef XK_X86
 
 ORK_TGT_X16 static inline __m512i bcast32(const uint8_t *p)
 {
@@ -198,16 +161,17 @@ static const ork__x16_fn x16k_streams_fn[ORK_X16K_STREAMS] = { x16k_g1m1, x16k_g
                                                                 x16k_g3m1, x16k_g4m1 };
 static const ork__x16_fn x16k_tile_fn[ORK_X16_MX] = { x16k_g1m1, x16k_g1m2, x16k_g1m3,
                                                        x16k_g1m4 };
-#endif
 
-ork__x16_fn ork__x16k_fn(bool tile, int n)
+static ork__x16_fn fn_q4k(bool tile, int n)
 {
-#ifdef XK_X86
     if (n < 1 || n > (tile ? ORK_X16_MX : ORK_X16K_STREAMS))
         return NULL;
     return tile ? x16k_tile_fn[n - 1] : x16k_streams_fn[n - 1];
-#else
-    (void)tile, (void)n;
-    return NULL;
-#endif
 }
+
+void ork__fill_rows16_q4_k_avx512(struct ork__kern *t)
+{
+    t->t[ORK__KT_Q4_K].x16_fn = fn_q4k;
+    t->t[ORK__KT_Q4_K].x16_streams = ORK_X16K_STREAMS;
+}
+#endif

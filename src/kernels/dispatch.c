@@ -1,6 +1,8 @@
-/* cpu.c -- which instruction-set path the CPU kernels take: detected once per process from
- * CPUID/XGETBV (x86-64) or the auxiliary vector (AArch64), overridable for tests and
- * benchmarks through ork_kernels_set_path(). Not here: the kernels themselves (dot.c, qdot.c). */
+/* dispatch.c -- which instruction-set path the CPU kernels take, and its dispatch table: the
+ * path detected once per process from CPUID/XGETBV (x86-64) or the auxiliary vector (AArch64),
+ * overridable for tests and benchmarks through ork_kernels_set_path() (ORK_DEBUG=scalar forces
+ * the scalar references); the table of every path (struct ork__kern, kern_priv.h) built once
+ * from the fill functions of its kernel files. Not here: the kernels themselves. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -12,10 +14,10 @@
 
 #include "kern_priv.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(ORK_KERN_X86)
 #include <cpuid.h>
 #define CPU_X86 1
-#elif defined(__aarch64__) && defined(__ARM_NEON)
+#elif defined(ORK_KERN_ARM)
 #include <sys/auxv.h>
 #define CPU_ARM64 1
 #endif
@@ -26,6 +28,7 @@ static const char *const kisa_names[KISA_COUNT] = {
 };
 
 static bool g_avail[KISA_COUNT];
+static struct ork__kern g_kern[KISA_COUNT];
 static enum kisa g_best;
 static enum kisa g_cur;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -96,10 +99,61 @@ static void detect(void)
 }
 #endif
 
+/* The files whose fill functions make up each path's table, in order (later ones override). */
+typedef void (*fill_fn)(struct ork__kern *t);
+#define FILLS_MAX 24
+#define FILL_SCALAR ork__fill_dot_scalar, ork__fill_qdot_scalar, ork__fill_quant_act_scalar, \
+                    ork__fill_ops_scalar, ork__fill_read_sum_scalar
+#ifdef ORK_KERN_X86
+#define FILL_AVX2 ork__fill_dot_avx2, ork__fill_kv_rows_avx2, ork__fill_qdot_avx2,        \
+                  ork__fill_quant_act_avx2, ork__fill_gemm_q8_avx2,                     \
+                  ork__fill_rows16_q8_0_q4_0_avx2, ork__fill_rows16_q4_k_avx2,          \
+                  ork__fill_ops_avx2, ork__fill_read_sum_avx2
+#endif
+static const fill_fn path_fills[KISA_COUNT][FILLS_MAX] = {
+    [KISA_SCALAR] = { FILL_SCALAR },
+#ifdef ORK_KERN_X86
+    [KISA_AVX2] = { FILL_SCALAR, FILL_AVX2 },
+    [KISA_AVXVNNI] = { FILL_SCALAR, FILL_AVX2, ork__fill_qdot_avxvnni, ork__fill_gemm_q8_avxvnni },
+    [KISA_AVX512VNNI] = { FILL_SCALAR, FILL_AVX2, ork__fill_kv_rows_avx512,
+                          ork__fill_tile_f16_avx512, ork__fill_qdot_avx512,
+                          ork__fill_quant_act_avx512, ork__fill_gemm_q8_avx512,
+                          ork__fill_rows16_q8_0_q4_0_avx512, ork__fill_rows16_q4_k_avx512,
+                          ork__fill_read_sum_avx512 },
+#endif
+#ifdef ORK_KERN_ARM
+    [KISA_NEON] = { FILL_SCALAR, ork__fill_dot_neon, ork__fill_qdot_neon,
+                    ork__fill_quant_act_neon, ork__fill_ops_neon, ork__fill_read_sum_neon },
+    [KISA_NEON_DOT] = { FILL_SCALAR, ork__fill_dot_neon, ork__fill_qdot_neon,
+                        ork__fill_qdot_neon_dot, ork__fill_quant_act_neon, ork__fill_ops_neon,
+                        ork__fill_read_sum_neon },
+#endif
+};
+
+/* ORK_KFEAT_* of each path (the instruction sets its kernels use). */
+static const unsigned path_features[KISA_COUNT] = {
+    [KISA_AVX2] = ORK_KFEAT_AVX2,
+    [KISA_AVXVNNI] = ORK_KFEAT_AVX2 | ORK_KFEAT_AVXVNNI,
+    [KISA_AVX512VNNI] = ORK_KFEAT_AVX2 | ORK_KFEAT_AVX512VNNI,
+    [KISA_NEON] = ORK_KFEAT_NEON,
+    [KISA_NEON_DOT] = ORK_KFEAT_NEON | ORK_KFEAT_DOTPROD,
+};
+
+static void build(enum kisa k, struct ork__kern *t)
+{
+    memset(t, 0, sizeof *t);
+    t->isa = k;
+    t->features = path_features[k];
+    for (int i = 0; i < FILLS_MAX && path_fills[k][i]; i++)
+        path_fills[k][i](t);
+}
+
 static void init(void)
 {
     g_avail[KISA_SCALAR] = true;
     detect();
+    for (int k = 0; k < KISA_COUNT; k++)
+        build((enum kisa)k, &g_kern[k]);
     /* the best: the highest available level (the enum runs from the most portable up) */
     g_best = KISA_SCALAR;
     for (int k = 0; k < KISA_COUNT; k++)
@@ -112,6 +166,12 @@ enum kisa ork__kisa(void)
 {
     pthread_once(&g_once, init);
     return g_cur;
+}
+
+const struct ork__kern *ork__kern(enum kisa k)
+{
+    pthread_once(&g_once, init);
+    return &g_kern[k >= 0 && k < KISA_COUNT ? k : KISA_SCALAR];
 }
 
 bool ork__kisa_available(enum kisa k)
@@ -128,6 +188,21 @@ const char *ork__kisa_name(enum kisa k)
 const char *ork_kernels_path(void)
 {
     return ork__kisa_name(ork__kisa());
+}
+
+unsigned ork_kernels_path_features(void)
+{
+    return ork__kcur()->features;
+}
+
+uint64_t ork_kernels_read_sum(const void *ptr, size_t bytes)
+{
+    return ork__read_sum(ork__kcur(), ptr, bytes);
+}
+
+const char *ork_kernels_read_insn(void)
+{
+    return ork__kcur()->read_insn;
 }
 
 int ork_kernels_set_path(const char *name)
