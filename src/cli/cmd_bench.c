@@ -8,12 +8,12 @@
  * time x threads)) goes to stderr and JSON: far below 100% means other load took the cores and
  * the numbers understate the code. Every combination of the -p / -n / -t values runs (lists:
  * comma-separated and/or repeated flags).
- * --membw measures STREAM-like bandwidth (engine/membw.c) once per thread count; with -m, each
+ * --membw measures STREAM-like bandwidth (tooling/membw.c) once per thread count; with -m, each
  * tg test is also bracketed by two read-bandwidth measurements (the SIMD read kernel with the
  * test's threads over an array of the model's bytes per token, right before and right after
  * its timed runs: the host's bandwidth drifts from minute to minute) and set against its
  * roofline: the mean of the two / bytes of weights read per decoded token.
- * --peak measures the CPU's f32 FMA and int8 dot peaks (kernels/peak.c); with -m, each pp result
+ * --peak measures the CPU's f32 FMA and int8 dot peaks (tooling/peak.c); with -m, each pp result
  * is also set against them: matmul operations per prompt token (2 x the weights of the layers'
  * matrices, plus 2 x the output matrix once per batch; attention not counted) x tokens/s.
  * Not here: the tables, JSON and CSV printed from the results (cmd_bench_report.c), the kernels
