@@ -393,12 +393,9 @@ static void multi_rows(const struct mm_multi *j, int64_t g0, int64_t g1, uint8_t
 /* Bytes of weights a thread claims per stream at a time. Each claim is a locked
  * compare-and-swap, which the streaming kernel pays for as a pause in its loads: with 64 KiB
  * claims the swap instruction alone held ~2 % of the decode matmul's samples (perf, Q4_0 tg128
- * at two threads). Measured in the real decode, even and odd tokens run with the two sizes
- * (medians of the pairs' time ratios, Qwen3-1.7B shape, two threads; docs/kernels.md
- * "Threads"): 256 KiB against 64 KiB Q4_0 1.017-1.035x faster in four runs, Q8_0 1.006-1.011x,
- * Q4_K 1.00x; 128 KiB 1.016x, 1 MiB 1.014x, and claims shrinking with the span's rest (a
- * quarter of it, 128-256 KiB at most) 1.004-1.017x: the threads' later finish (one claim of
- * the other's at most) costs less than the swaps saved. */
+ * at two threads). 256 KiB claims decoded fastest of the sizes tried (docs/kernels.md
+ * "Measurements behind the code: claim size"): the threads' later finish (one claim of the
+ * other's at most) costs less than the swaps saved. */
 #define MM_CLAIM_BYTES (256u << 10)
 #define MM_SPAN_LINE 64
 /* Spans hold 32-bit row numbers; matrices with more rows take the work items. */
@@ -554,15 +551,13 @@ static bool spans_steal(const struct mm_multi *j, int nth, struct mm_spans *mine
 }
 
 /* Read-ahead. A thread whose rows have all been claimed waits for the others' last claims
- * (up to a claim per stream: the threads finished 3-4 us apart on average in a Qwen3-1.7B Q4_0
- * decode at two threads, 0.3-0.4 ms per token, TSC-timed). Meanwhile it reads the start of its
+ * (up to a claim per stream; docs/kernels.md "Measurements behind the code: read-ahead").
+ * Meanwhile it reads the start of its
  * share of the caller's next matrices, the rows its spans will claim first there (spans_plan's
  * split for that call), into its caches: the cores' memory streams keep going
  * across the call boundary. Up to MM_AHEAD_BYTES per stream, a chunk of MM_AHEAD_CHUNK per
- * stream between two looks at `running`. Measured in the real decode, even and odd tokens
- * with and without (medians of the pairs' time ratios, Qwen3-1.7B shape, tg128, two threads;
- * docs/kernels.md "Threads"): Q4_0 1.005-1.016x faster with 256 KiB per stream, 1.009-1.012x
- * with 128 KiB, Q8_0 1.005x; the same binary without it on both sides 1.000x. */
+ * stream between two looks at `running`. It makes the real decode faster (docs/kernels.md
+ * "Measurements behind the code: read-ahead"). */
 #define MM_AHEAD_BYTES (256u << 10)
 #define MM_AHEAD_CHUNK 1024u
 

@@ -183,8 +183,7 @@ TILE256(tile_avx2, TGT_AVX2, part_avx2, 2)
  * saturation) plus the -8 * sum bias; Q8_0 with |w| by sign(w) * x (no bias). */
 /* X blocks prepared at a time: 256 x 68 bytes = 17 KiB (32 of quants, 32 of bias, the f32
  * scale, broadcast where used: a 32-byte widened scale per block cost L1 room beside the
- * weight stream; kern_probe from DRAM at two threads, alternated, medians of 5: AVX-VNNI Q8_0
- * K = 6144 30.9 -> 35.9 GB/s, AVX2 Q4_0 23.0 -> 24.9, K = 2048 unchanged). */
+ * weight stream; docs/kernels.md "Measurements behind the code: 256-bit decode X blocks"). */
 #define W256_CHUNK 256
 
 TGT_AVX2 static inline __m256i nibbles_avx2(const uint8_t *qs)
@@ -322,9 +321,9 @@ static void tile_vnni(const struct ork__gemm_args *g, int mx)
 #define LINE 64
 
 /* Ask for the next panel's rows (into L2) while the tiles run on this one, so the repacking
- * does not wait for 4 short streams from DRAM. Gain within noise here (kern_probe mm q8_0
- * 6144 2048 512: 157-205 GOP/s with, 149-184 without, alternated), kept as it costs ~140
- * prefetches per panel against ~10^5 vector operations. */
+ * does not wait for 4 short streams from DRAM. The gain was within noise (docs/kernels.md
+ * "Measurements behind the code: GEMM panel prefetch"), kept as it costs ~140 prefetches per
+ * panel against ~10^5 vector operations. */
 static void prefetch_rows(const struct ork_mat *w, int64_t n0, int64_t r1)
 {
     const int64_t n1 = n0 + NW < r1 ? n0 + NW : r1;

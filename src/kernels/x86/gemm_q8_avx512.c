@@ -99,21 +99,11 @@ static void tile512(const struct ork__gemm_args *g, int mx)
  * A pair's loads stay inside its blocks; with !two the odd block is absent and loads as zero
  * quants with a zero scale, as the accumulator layout requires.
  *
- * Measured with tools/kern_probe (one thread, binaries alternated, 8 runs each; "cache":
- * Q4_0 6144 x 2048, best of 50 calls; "DRAM": 131072 x 2048, 151 MB, best of 3):
- *   Q4_0 pair as two 128-bit broadcast loads + one lane insert (below): cache 33.1 GB/s,
- *     DRAM best 23.0;
- *   two 128-bit loads + three lane inserts (the first version): cache 27.1, DRAM 19.5;
- *   one 64-byte load + word permutes: cache 30.8 but DRAM 12.5;
- *   two adjacent rows per pass (two FMA chains): DRAM 7.6 -- two streams in one page defeat
- *     the hardware prefetcher.
- * For Q8_0, one 64-byte load and a two-source permute ran ~2x slower than two 32-byte loads.
- * Each pass takes rows from different parts of the thread's range instead (streams in
- * different pages): same speed from cache, and from DRAM (Q8_0 65536 x 2048, Q4_0 131072 x
- * 2048, medians of 8 alternated runs), two parts against one row at a time: Q8_0 37 against
- * 31 GB/s and Q4_0 27.6 against 25.4 with one thread, 31 against 25 and 28.4 against 25.8
- * with two threads; four parts against two: Q8_0 35.2 against 33.3 (one thread) and 32.7
- * against 29.9 (two), Q4_0 28.9 against 26.8 (two). */
+ * Q4_0 pairs are two 128-bit broadcast loads + one lane insert, Q8_0 pairs two 32-byte loads
+ * (the fastest of the loads tried); each pass takes rows from different parts of the thread's
+ * range (streams in different pages: two adjacent rows per pass defeat the hardware
+ * prefetcher). docs/kernels.md "Measurements behind the code: AVX-512 decode loads" has the
+ * numbers. */
 #define Q8_PAIR_BYTES (2 * Q8_0_BYTES)
 #define Q4_PAIR_BYTES (2 * Q4_0_BYTES)
 #define F16_OFF 0               /* byte offset of a block's f16 scale */
@@ -167,13 +157,9 @@ TGT_AVX512 static inline float reduce_acc512(__m512 a)
  * of quants, two f32 scales) = 9 KiB of stack, in L1 while every weight row meets it.
  * The prepared pair is kept that small on purpose: the X bias (-offset x the group sums) is
  * recomputed per pair from the quants with one vpdpbusd, and the scales are widened to their
- * lanes with one permute, shared by the four rows of a pass. The first version kept the bias
- * and the widened scales as two more 64-byte vectors per pair (192 bytes a pair, 18 KiB at
- * K = 6144), and those lines competed in L1 with the weight streams: from DRAM at two threads
- * (kern_probe mm q8_0 43690 6144 1 2 - 4, binaries alternated, medians of 6 runs) 49.0 GB/s
- * with 192 bytes a pair, 55.5 with the bias recomputed (128 bytes), 60.6 with both (72 bytes);
- * at K = 2048 62.5 / 66.0 / 66.4; Q4_0 at K = 6144 53.6 / 57.8 / 57.5 and at K = 2048 (more
- * arithmetic per byte) 60.3 / 58.9 / 57.7. */
+ * lanes with one permute, shared by the four rows of a pass: larger prepared pairs competed in
+ * L1 with the weight streams (docs/kernels.md "Measurements behind the code: AVX-512 decode X
+ * pairs"). */
 #define WROWS_CHUNK 128
 
 /* The per-pair X operands of step q, shared by the rows of a pass: the bias for the weights'

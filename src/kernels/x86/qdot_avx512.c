@@ -246,10 +246,9 @@ TGT_AVX512 static void q8k_rows512(uint32_t type, const uint8_t *w, const uint8_
 /* One weight row against one X row (decode): blocks in batches of K1_BATCH, their lane sums
  * reduced together (8 vectors to 8 sums) and the batch's f32 steps in the lanes of one ymm;
  * then the blocks' terms are added to the row's sum one by one in block order, as
- * q4k_block_sum / q6k_block_sum do. tools/kern_probe mm q4_k|q6_k 65536 2048 1 1 (151 MB,
- * medians of 8 alternated runs) against the AVX2 one-row kernel: Q4_K 13.5 vs 11.0 GB/s,
- * Q6_K 18.3 vs 17.3 (q8k_rows512 with one X row). Four weight rows per pass (their sums
- * reduced together like the X rows of q8k_rows512) read about half as fast from DRAM. */
+ * q4k_block_sum / q6k_block_sum do: faster from DRAM than the AVX2 one-row kernel and than
+ * q8k_rows512 with one X row; four weight rows per pass read slower (docs/kernels.md
+ * "Measurements behind the code: Q4_K / Q6_K decode on AVX-512"). */
 #define K1_BATCH 8
 
 /* Lane t of the result: the sum of the 8 int32 lanes of v[t] (exact). */

@@ -145,10 +145,9 @@ xka_block(const uint8_t *wb, const uint8_t *x, __m256 *t)
 
 /* ng groups (g[s] at block 0) x mx X rows (xs, xstride apart): blocks 0 .. nb-1 into
  * acc[(s * mx + t) * 2 + h], each accumulator's blocks in order. Inlined with constant ng, mx.
- * No software prefetch (as the AVX-512 Q4_K kernels): each block's lines 1 KiB ahead into L1 at
- * its start streamed 0.71-0.77 of the read kernel's bandwidth at two threads against 0.78-0.81
- * without (`kern_probe chain q4_k 2 6`, matmul / read whole, medians of per-rep ratios; 2.3 or
- * 4.6 KiB ahead: 0.44-0.66); the real decode measured the same either way (docs/kernels.md). */
+ * No software prefetch (as the AVX-512 Q4_K kernels): it streamed a smaller share of the read
+ * kernel's bandwidth than none (docs/kernels.md "Measurements behind the code: Q4_K interleaved
+ * prefetch"). */
 TGT_X16KA static inline __attribute__((always_inline)) void
 xka_core(int ng, int mx, const uint8_t *const *g, const uint8_t *xs, size_t xstride, int64_t nb,
          __m256 *acc)

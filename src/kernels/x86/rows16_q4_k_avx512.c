@@ -60,9 +60,8 @@ ORK_TGT_X16 static inline __m512i bcast32(const uint8_t *p)
 
 /* ng groups x mx X rows, blocks 0 .. nb-1 into acc[s * mx + t]. Inlined with constant ng, mx.
  * Per block, every group's scales first, then the quants 512 bytes (one sub-block pair) of each
- * group in turn: a Qwen3-1.7B-shaped Q4_K model decoded at 51-52 t/s at two threads against
- * 41-42 with each group's whole block in turn (44-45 with that order and two groups; ork bench
- * tg64 t=2, binaries alternated, 3 runs each). */
+ * group in turn, which decoded faster than each group's whole block in turn (docs/kernels.md
+ * "Measurements behind the code: Q4_K interleaved block order"). */
 ORK_TGT_X16 static inline __attribute__((always_inline)) void
 x16k_core(int ng, int mx, const uint8_t *const *g, const uint8_t *xs, size_t xstride, int64_t nb,
           __m512 *acc)

@@ -40,11 +40,9 @@
 #define XA_FLIP 0x80            /* stored Q8_0 quant = q ^ 0x80 */
 #define XA_Q4_HI 16             /* Q4_0: the high nibbles are elements 16 .. 31 */
 #define XA_BIAS_SHIFT 4         /* -128 sum x >> 4 = -8 sum x, Q4_0's offset correction */
-/* No software prefetch, unlike the AVX-512 kernels (rows16.c): with theirs (each block's lines
- * 1 KiB ahead into L1) the Zen 3 host streamed 0.938-0.957 of the read kernel's bandwidth for
- * Q4_0 and 0.875-0.963 for Q8_0 (medians 0.947, 0.908), without 0.943-0.997 and 0.855-0.988
- * (medians 0.960, 0.934; `kern_probe chain q4_0|q8_0 2 6`, matmul / read whole, 5 runs each,
- * the builds alternated). */
+/* No software prefetch, unlike the AVX-512 kernels: on the Zen 3 host theirs streamed a smaller
+ * share of the read kernel's bandwidth than none (docs/kernels.md "Measurements behind the code:
+ * AVX2 interleaved prefetch"). */
 
 TGT_X16A static inline __m256i xa_bcast(const uint8_t *p)
 {
@@ -55,9 +53,9 @@ TGT_X16A static inline __m256i xa_bcast(const uint8_t *p)
 
 /* The integer dots of 8 rows (half h of a block: its chunks from q, XA_CHUNK apart) with mx X
  * blocks (x, xstride apart) into i[t]. Q4_0 unpacks the chunks again for each X row (from L1):
- * unpacking once for all four rows of a tile kept more values live and ran at 98-100 against
- * 119-120 GOP/s (kern_probe mm q4_0 6144 2048 512 1 - 3 --x16, alternated twice); Q8_0 takes
- * each chunk's |w| once for all rows (75 -> 100-103 GOP/s, same probe). */
+ * unpacking once for all four rows of a tile kept more values live and ran slower; Q8_0 takes
+ * each chunk's |w| once for all rows, which ran faster (docs/kernels.md "Measurements behind
+ * the code: AVX2 interleaved tiles"). */
 TGT_X16A static inline __attribute__((always_inline)) void
 xa_q4_half(int mx, const uint8_t *q, const uint8_t *x, size_t xstride, __m256i nib,
            __m256i ones, __m256i *i)
@@ -94,8 +92,7 @@ xa_q8_half(int mx, const uint8_t *q, const uint8_t *x, size_t xstride, __m256i f
             const __m256i p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xb, w));
             i[t] = _mm256_add_epi32(i[t], _mm256_madd_epi16(p, ones));
             /* one chain: GCC 12 otherwise adds the 8 chunks as a tree, more values live at
-             * once (kern_probe mm q8_0 6144 2048 1 1 - 20 --x16, 3 alternations: 48.3-48.6
-             * against 45.9-46.4 GB/s; the same for Q4_0 measured no change) */
+             * once (docs/kernels.md "Measurements behind the code: AVX2 interleaved tiles") */
             __asm__("" : "+x"(i[t]));
         }
     }
