@@ -2,8 +2,7 @@
  * (dispatch.c), the dispatch table each path fills once at start (struct ork__kern: one
  * struct ork__type_kern per weight type, plus the type-independent slots), and the layouts and
  * accumulators the kernel files share. Not a public header: the engine uses
- * include/ork-kernels/kernels.h only. The x86 files add x86/x86_priv.h, the AArch64 ones
- * arm/arm_priv.h. */
+ * include/ork-kernels/kernels.h only. The x86 files add x86/x86_priv.h. */
 #ifndef ORK_KERNELS_KERN_PRIV_H
 #define ORK_KERNELS_KERN_PRIV_H
 
