@@ -4,15 +4,17 @@
  * act_quant), so a weight matrix streams once per batch. Attention is causal over the KV cache
  * (kv.c) and split over the thread pool by (token, KV head).
  *
- * Per layer, as in the published models (llama; qwen2 adds q/k/v biases; qwen3 adds per-head
- * RMSNorm of q and k before RoPE; qwen2/3 rotate NEOX-style halves, llama adjacent pairs):
- *   h  = x + Wo * attn(rope(Wq*n(x) [+bq]), rope(Wk*n(x) [+bk]), Wv*n(x) [+bv])
+ * Per layer, as the architecture's descriptor says (model/arch.c, ork-engine/arch.h: biases
+ * and q/k norms when bound, the RoPE style, the gated SiLU FFN; settings with no op here are
+ * refused at load):
+ *   h  = x + Wo * attn(rope(qn(Wq*n(x) [+bq])), rope(kn(Wk*n(x) [+bk])), Wv*n(x) [+bv])
  *   x' = h + Wdown * (silu(Wgate*n(h)) * Wup*n(h))
  * then logits = Wout * rmsnorm(x).
  *
- * With the NPU executor (npu_exec.c) each projection group is offered to it first; when it
- * splits the O projection by heads, attention runs in two head ranges around the asynchronous
- * submit of the first O half, so the second range is computed while that half is on the NPU.
+ * Every projection group is one op of the layer plan (model_priv.h, npu/plan.c) run through
+ * exec_proj: the NPU executor when it holds the op, else the CPU. When the executor splits the
+ * O projection by heads, attention runs in two head ranges around the asynchronous submit of
+ * the first O half, so the second range is computed while that half is on the NPU.
  *
  * Not here: weight binding (model.c), cache storage (kv.c), sampling (generate.c). Activations
  * come from the session's arena, reset per batch: nothing is allocated per token. */
@@ -29,13 +31,11 @@
 
 /* Below this many multiply-adds an operation runs on the calling thread: waking the pool and
  * waiting for it costs on the order of 10 us (more when the cores are shared), which is about
- * 64K multiply-adds of the SIMD dot products. Measured on stories260K decode: dispatching its
- * 4K..32K-MAC matmuls to 2 threads made decode 2-4x slower than one thread. */
+ * 64K multiply-adds of the SIMD dot products (measurement: docs/engine.md "Threads"). */
 #define FWD_MIN_PARALLEL_MACS (1 << 16)
 /* Query heads of a GQA group that attention computes in one pass over the KV head's keys and
- * values (ork__kv_scores / ork__kv_weighted_sum with two queries, the same bits per head):
- * decode attention at 512 tokens (Qwen3-1.7B shape, t=2): 1.97-2.01 -> 1.70-1.80 ms per token,
- * tg128 0.67-0.70 -> 0.61-0.63 (docs/engine.md "KV cache layout"). */
+ * values (ork__kv_scores / ork__kv_weighted_sum with two queries, the same bits per head): the
+ * keys and values stream once for both (measurement: docs/engine.md "KV cache layout"). */
 #define FWD_ATTN_PAIR 2
 
 /* Number of arena allocations per batch (for the alignment slack in the size estimate). */
@@ -193,7 +193,8 @@ static void rmsnorm_rows(float *out, const float *x, const float *w, int32_t m, 
         ork_rmsnorm(out + (size_t)i * n, x + (size_t)i * n, w, n, eps);
 }
 
-/* Per-head RMSNorm (qwen3, when norm is set) then RoPE of one head at position pos. */
+/* Per-head RMSNorm (when norm is set: the descriptor's qk_norm) then RoPE of one head at
+ * position pos, in the descriptor's style. */
 static void norm_rope_one(float *v, const float *norm, const struct ork_model *md, int32_t pos)
 {
     const struct ork_model_config *c = &md->cfg;
@@ -225,189 +226,204 @@ static bool attn_prep_in_items(const struct fwd_rows *r)
     return r->n == 1 || r->kv != NULL;
 }
 
-#define ALLOC_F(ptr, count)                                                                 \
-    do {                                                                                    \
-        (ptr) = ork_arena_alloc(s->arena, (size_t)(count) * sizeof(float));                 \
-        if (!(ptr))                                                                         \
-            return ork_errorf(ORK_ENOMEM, "forward: scratch arena exhausted (%s)", #ptr);   \
-    } while (0)
-
 /* The pool for an operation of `macs` multiply-adds, or NULL (calling thread) when small. */
 static struct ork_pool *pool_for(const struct ork_session *s, double macs)
 {
     return macs >= (double)FWD_MIN_PARALLEL_MACS ? s->pool : NULL;
 }
 
-/* Matrices sharing the input `in` (Q/K/V, gate/up; or one) in one call: the input is
- * quantised once and one pool dispatch covers all their rows (ork_matmul_act_multi; same bits
- * as one call per matrix). `next` (n_next matrices) is the call after this one: a decode
- * thread out of rows reads ahead into it (ork_matmul_act_multi_next). */
-#define MATMUL_MULTI(ws, n_w, in, rows, outs, next, n_next)                                 \
-    do {                                                                                    \
-        double macs_ = 0;                                                                   \
-        for (int q_ = 0; q_ < (n_w); q_++)                                                  \
-            macs_ += (double)(ws)[q_]->n_rows * (double)(ws)[q_]->n_cols * (rows);          \
-        int64_t t_ = phase_begin(s);                                                        \
-        int r_ = ork_matmul_act_multi_next(pool_for(s, macs_), (ws), (n_w), (in), (rows),   \
-                                           (outs), act, (next), (n_next));                  \
-        phase_end(s, t_, &ph->matmul_ns);                                                   \
-        if (r_ < 0)                                                                         \
-            return r_;                                                                      \
-    } while (0)
+/* One forward batch: the session, its model, the rows and the activations (arena). */
+struct fwd {
+    struct ork_session *s;
+    const struct ork_model *md;
+    const struct fwd_rows *r;
+    enum ork_act act;
+    struct ork__phases *ph;
+    bool to_head;                       /* the batch ends with the LM head (logits wanted) */
+    float *x, *xb;                      /* (n, dim) residual stream; block input / output */
+    float *q, *att;                     /* (n, q_dim) queries; attention output */
+    float *k, *v;                       /* (n, kv_dim) */
+    float *hb, *hb2;                    /* (n, ffn_dim) gate, up */
+    float *scores;                      /* (nth, FWD_ATTN_PAIR, ctx) */
+    struct attn_job job;
+    struct ork_pool *attn_pool;
+};
 
-#define MATMUL(w, in, rows, out, next, n_next)                                              \
-    MATMUL_MULTI((const struct ork_mat *const[]){ &(w) }, 1, in, rows,                     \
-                 (float *const[]){ (out) }, next, n_next)
+static int alloc_f(struct ork_session *s, size_t count, const char *what, float **out)
+{
+    *out = ork_arena_alloc(s->arena, count * sizeof(float));
+    if (!*out)
+        return ork_errorf(ORK_ENOMEM, "forward: scratch arena exhausted (%s)", what);
+    return 0;
+}
 
-/* The NPU executor takes op (with its outputs) when it holds it: sets npu_done to 1 when
- * done there, 0 when the CPU must run it; returns on errors. */
-#define NPU_RUN(op, layer, in, rows, ...)                                                   \
-    do {                                                                                    \
-        npu_done = ork__npu_exec_run(md->npu, (op), (layer), (in), (rows),                  \
-                                     (float *const[]){ __VA_ARGS__ });                      \
-        if (npu_done < 0)                                                                   \
-            return npu_done;                                                                \
-    } while (0)
+/* One projection of the layer plan (model_priv.h): op's matrices at layer for `rows` rows of
+ * `in` into outs (one per matrix). The NPU executor runs it when it holds the op; else the CPU
+ * runs all the op's matrices in one call, the input quantised once and one pool dispatch over
+ * all their rows (ork_matmul_act_multi; same bits as one call per matrix), while a decode
+ * thread out of rows reads ahead into the next op's matrices (ork_matmul_act_multi_next). */
+static int exec_proj(const struct fwd *f, enum ork__npu_op op, int32_t layer, const float *in,
+                     int32_t rows, float *const *outs)
+{
+    int ret = ork__npu_exec_run(f->md->npu, op, layer, in, rows, outs);
+    if (ret != 0)
+        return ret < 0 ? ret : 0;
+    const struct ork_mat *ws[3], *next[3];
+    enum ork__npu_op next_op;
+    int32_t next_layer;
+    int n_w = ork__layer_op_mats(f->md, op, layer, ws);
+    ork__layer_op_next(f->md, op, layer, f->to_head, &next_op, &next_layer);
+    int n_next = ork__layer_op_mats(f->md, next_op, next_layer, next);
+    double macs = 0;
+    for (int i = 0; i < n_w; i++)
+        macs += (double)ws[i]->n_rows * (double)ws[i]->n_cols * rows;
+    int64_t t0 = phase_begin(f->s);
+    ret = ork_matmul_act_multi_next(pool_for(f->s, macs), ws, n_w, in, rows, outs, f->act, next,
+                                    n_next);
+    phase_end(f->s, t0, &f->ph->matmul_ns);
+    return ret;
+}
 
-/* ---- one batch --------------------------------------------------------------------------- */
+static int fwd_init(struct fwd *f, struct ork_session *s, const struct fwd_rows *r, bool to_head)
+{
+    const struct ork_model_config *c = &s->m->cfg;
+    size_t n = (size_t)r->n, q_dim = (size_t)c->n_heads * c->head_dim;
+    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
+    int ret;
+    memset(f, 0, sizeof(*f));
+    f->s = s;
+    f->md = s->m;
+    f->r = r;
+    f->act = s->p.act_quant ? ORK_ACT_QUANT : ORK_ACT_F32;
+    f->ph = &s->phases[r->n > 1];
+    f->to_head = to_head;
+    ork_arena_reset(s->arena);
+    if ((ret = alloc_f(s, n * c->dim, "x", &f->x)) < 0 ||
+        (ret = alloc_f(s, n * c->dim, "xb", &f->xb)) < 0 ||
+        (ret = alloc_f(s, n * q_dim, "q", &f->q)) < 0 ||
+        (ret = alloc_f(s, n * q_dim, "att", &f->att)) < 0 ||
+        (ret = alloc_f(s, n * kv_dim, "k", &f->k)) < 0 ||
+        (ret = alloc_f(s, n * kv_dim, "v", &f->v)) < 0 ||
+        (ret = alloc_f(s, n * c->ffn_dim, "hb", &f->hb)) < 0 ||
+        (ret = alloc_f(s, n * c->ffn_dim, "hb2", &f->hb2)) < 0 ||
+        (ret = alloc_f(s, (size_t)ork_pool_threads(s->pool) * FWD_ATTN_PAIR * s->kv.ctx,
+                       "scores", &f->scores)) < 0)
+        return ret;
+    f->job = (struct attn_job){
+        .rows = r, .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads,
+        .head_dim = c->head_dim, .q = f->q, .out = f->att, .scores = f->scores,
+        .ctx = s->kv.ctx, .scale = 1.0f / sqrtf((float)c->head_dim), .k = f->k, .v = f->v,
+        .md = f->md,
+    };
+    /* attention: rows x n_heads x (pos + 1 keys) x head_dim, twice (scores, weighted sum) */
+    double keys = 0;
+    for (int32_t i = 0; i < r->n; i++)
+        keys += (double)row_pos(r, i) + 1;
+    f->attn_pool = pool_for(s, 2.0 * keys * c->n_heads * c->head_dim);
+    return 0;
+}
+
+/* x += attention(norm(x)) for layer l: QKV, biases, q/k norms and RoPE, KV store, attention,
+ * O. When the NPU executor splits the O projection by heads, attention runs in two head ranges
+ * around the asynchronous submit of the first O half. */
+static int attn_block(struct fwd *f, int32_t l)
+{
+    const struct ork_model *md = f->md;
+    const struct ork_model_config *c = &md->cfg;
+    const struct ork_layer_weights *L = &md->w.layers[l];
+    const struct fwd_rows *r = f->r;
+    int32_t n = r->n, dim = c->dim;
+    int32_t q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+    struct attn_job *job = &f->job;
+    int ret;
+    rmsnorm_rows(f->xb, f->x, L->attn_norm, n, dim, c->rms_eps);
+    if ((ret = exec_proj(f, ORK__NPU_QKV, l, f->xb, n, (float *const[]){ f->q, f->k, f->v })) < 0)
+        return ret;
+    if (L->bq) {
+        add_rows(f->q, L->bq, n, q_dim);
+        add_rows(f->k, L->bk, n, kv_dim);
+        add_rows(f->v, L->bv, n, kv_dim);
+    }
+    /* heads of the O projection's first half when the NPU executor overlaps it with the
+     * second half's attention (0: one O projection after all heads) */
+    int32_t ha = ork__npu_exec_o_split(md->npu, l, n, c->n_heads);
+    job->layer = l;
+    job->h0 = 0;
+    job->h1 = ha ? ha : c->n_heads;
+    job->prep = !ha && attn_prep_in_items(r);
+    job->q_norm = L->q_norm;
+    job->k_norm = L->k_norm;
+    if (!job->prep) {
+        norm_rope_heads(f->k, c->n_kv_heads, 0, c->n_kv_heads, L->k_norm, md, r);
+        for (int32_t i = 0; i < n; i++)
+            ork__kv_store(row_kv(r, i), l, row_pos(r, i), f->k + (size_t)i * kv_dim,
+                          f->v + (size_t)i * kv_dim);
+        norm_rope_heads(f->q, c->n_heads, job->h0, job->h1, L->q_norm, md, r);
+    }
+    attention(job, f->attn_pool, f->s, &f->ph->attn_ns);
+    if (ha) {
+        if ((ret = ork__npu_exec_o_submit(md->npu, l, f->att, n)) < 0)
+            return ret;
+        /* the other heads while the first half's O projection runs on the NPU */
+        job->h0 = ha;
+        job->h1 = c->n_heads;
+        norm_rope_heads(f->q, c->n_heads, job->h0, job->h1, L->q_norm, md, r);
+        attention(job, f->attn_pool, f->s, &f->ph->attn_ns);
+        if ((ret = ork__npu_exec_o_finish(md->npu, l, f->att, n, f->xb)) < 0)
+            return ret;
+    } else if ((ret = exec_proj(f, ORK__NPU_O, l, f->att, n, (float *const[]){ f->xb })) < 0) {
+        return ret;
+    }
+    for (size_t i = 0; i < (size_t)n * dim; i++)
+        f->x[i] += f->xb[i];
+    return 0;
+}
+
+/* x += W_down (act(W_gate norm(x)) * W_up norm(x)) for layer l: the gated FFN of the
+ * descriptor (SiLU; arch.c refuses the activations not implemented here). */
+static int ffn_block(struct fwd *f, int32_t l)
+{
+    const struct ork_model_config *c = &f->md->cfg;
+    const struct ork_layer_weights *L = &f->md->w.layers[l];
+    int32_t n = f->r->n;
+    int ret;
+    rmsnorm_rows(f->xb, f->x, L->ffn_norm, n, c->dim, c->rms_eps);
+    if ((ret = exec_proj(f, ORK__NPU_GATE_UP, l, f->xb, n, (float *const[]){ f->hb, f->hb2 })) < 0)
+        return ret;
+    ork_silu_mul(f->hb, f->hb2, (int64_t)n * c->ffn_dim);
+    if ((ret = exec_proj(f, ORK__NPU_DOWN, l, f->hb, n, (float *const[]){ f->xb })) < 0)
+        return ret;
+    for (size_t i = 0; i < (size_t)n * c->dim; i++)
+        f->x[i] += f->xb[i];
+    return 0;
+}
 
 /* One batch of rows through the model, with the pool, arena and options of session s. */
 static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, float *logits,
                             bool all)
 {
-    int32_t n = r->n;
-    const int32_t *tokens = r->tokens;
     const struct ork_model *md = s->m;
     const struct ork_model_config *c = &md->cfg;
     const struct ork_weights *w = &md->w;
-    int32_t dim = c->dim, q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-    int32_t nth = ork_pool_threads(s->pool);
-    enum ork_act act = s->p.act_quant ? ORK_ACT_QUANT : ORK_ACT_F32;
-    struct ork__phases *ph = &s->phases[n > 1];
-    float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *scores;
-    int npu_done;
-
-    ork_arena_reset(s->arena);
-    ALLOC_F(x, (size_t)n * dim);
-    ALLOC_F(xb, (size_t)n * dim);
-    ALLOC_F(q, (size_t)n * q_dim);
-    ALLOC_F(att, (size_t)n * q_dim);
-    ALLOC_F(k, (size_t)n * kv_dim);
-    ALLOC_F(v, (size_t)n * kv_dim);
-    ALLOC_F(hb, (size_t)n * c->ffn_dim);
-    ALLOC_F(hb2, (size_t)n * c->ffn_dim);
-    ALLOC_F(scores, (size_t)nth * FWD_ATTN_PAIR * s->kv.ctx);
-
-    for (int32_t i = 0; i < n; i++) {
-        int ret = ork_get_row(&w->tok_embd, tokens[i], x + (size_t)i * dim);
-        if (ret < 0)
-            return ret;
-    }
-
-    struct attn_job job = {
-        .rows = r, .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads,
-        .head_dim = c->head_dim, .q = q, .out = att, .scores = scores, .ctx = s->kv.ctx,
-        .scale = 1.0f / sqrtf((float)c->head_dim), .k = k, .v = v, .md = md,
-    };
-
-    /* attention: rows x n_heads x (pos + 1 keys) x head_dim, twice (scores, weighted sum) */
-    double keys = 0;
+    int32_t n = r->n, dim = c->dim;
+    struct fwd f;
+    int ret = fwd_init(&f, s, r, logits != NULL);
+    if (ret < 0)
+        return ret;
     for (int32_t i = 0; i < n; i++)
-        keys += (double)row_pos(r, i) + 1;
-    struct ork_pool *attn_pool = pool_for(s, 2.0 * keys * c->n_heads * c->head_dim);
-
-    for (int32_t l = 0; l < c->n_layers; l++) {
-        const struct ork_layer_weights *L = &w->layers[l];
-
-        /* attention block */
-        rmsnorm_rows(xb, x, L->attn_norm, n, dim, c->rms_eps);
-        NPU_RUN(ORK__NPU_QKV, l, xb, n, q, k, v);
-        if (!npu_done) {
-            const struct ork_mat *const qkv[] = { &L->wq, &L->wk, &L->wv };
-            float *const qkv_out[] = { q, k, v };
-            const struct ork_mat *const o[] = { &L->wo };
-            MATMUL_MULTI(qkv, 3, xb, n, qkv_out, o, 1);
-        }
-        if (L->bq) {
-            add_rows(q, L->bq, n, q_dim);
-            add_rows(k, L->bk, n, kv_dim);
-            add_rows(v, L->bv, n, kv_dim);
-        }
-        /* heads of the O projection's first half when the NPU executor overlaps it with the
-         * second half's attention (0: one O projection after all heads) */
-        int32_t ha = ork__npu_exec_o_split(md->npu, l, n, c->n_heads);
-        job.layer = l;
-        job.h0 = 0;
-        job.h1 = ha ? ha : c->n_heads;
-        job.prep = !ha && attn_prep_in_items(r);
-        job.q_norm = L->q_norm;
-        job.k_norm = L->k_norm;
-        if (!job.prep) {
-            norm_rope_heads(k, c->n_kv_heads, 0, c->n_kv_heads, L->k_norm, md, r);
-            for (int32_t i = 0; i < n; i++)
-                ork__kv_store(row_kv(r, i), l, row_pos(r, i), k + (size_t)i * kv_dim,
-                              v + (size_t)i * kv_dim);
-            norm_rope_heads(q, c->n_heads, job.h0, job.h1, L->q_norm, md, r);
-        }
-        attention(&job, attn_pool, s, &ph->attn_ns);
-        if (ha) {
-            int ret = ork__npu_exec_o_submit(md->npu, l, att, n);
-            if (ret < 0)
-                return ret;
-            /* the other heads while the first half's O projection runs on the NPU */
-            job.h0 = ha;
-            job.h1 = c->n_heads;
-            norm_rope_heads(q, c->n_heads, job.h0, job.h1, L->q_norm, md, r);
-            attention(&job, attn_pool, s, &ph->attn_ns);
-            if ((ret = ork__npu_exec_o_finish(md->npu, l, att, n, xb)) < 0)
-                return ret;
-        } else {
-            NPU_RUN(ORK__NPU_O, l, att, n, xb);
-            const struct ork_mat *const ffn_in[] = { &L->w_gate, &L->w_up };
-            if (!npu_done)
-                MATMUL(L->wo, att, n, xb, ffn_in, 2);
-        }
-        for (size_t i = 0; i < (size_t)n * dim; i++)
-            x[i] += xb[i];
-
-        /* feed-forward block (SwiGLU) */
-        rmsnorm_rows(xb, x, L->ffn_norm, n, dim, c->rms_eps);
-        NPU_RUN(ORK__NPU_GATE_UP, l, xb, n, hb, hb2);
-        if (!npu_done) {
-            const struct ork_mat *const gate_up[] = { &L->w_gate, &L->w_up };
-            float *const gate_up_out[] = { hb, hb2 };
-            const struct ork_mat *const down[] = { &L->w_down };
-            MATMUL_MULTI(gate_up, 2, xb, n, gate_up_out, down, 1);
-        }
-        ork_silu_mul(hb, hb2, (int64_t)n * c->ffn_dim);
-        NPU_RUN(ORK__NPU_DOWN, l, hb, n, xb);
-        /* after the last layer: the LM head, or the first layer of the next batch */
-        const struct ork_layer_weights *L1 = &w->layers[l + 1 < c->n_layers ? l + 1 : 0];
-        const struct ork_mat *const after_down[] = { &L1->wq, &L1->wk, &L1->wv };
-        const struct ork_mat *const lm_head[] = { &w->output };
-        bool to_head = l + 1 == c->n_layers && logits;
-        if (!npu_done)
-            MATMUL(L->w_down, hb, n, xb, to_head ? lm_head : after_down, to_head ? 1 : 3);
-        for (size_t i = 0; i < (size_t)n * dim; i++)
-            x[i] += xb[i];
-    }
-
+        if ((ret = ork_get_row(&w->tok_embd, r->tokens[i], f.x + (size_t)i * dim)) < 0)
+            return ret;
+    for (int32_t l = 0; l < c->n_layers; l++)
+        if ((ret = attn_block(&f, l)) < 0 || (ret = ffn_block(&f, l)) < 0)
+            return ret;
     if (!logits)
         return 0;
-    const struct ork_mat *const first[] = { &w->layers[0].wq, &w->layers[0].wk,
-                                            &w->layers[0].wv };
     if (all) {
-        rmsnorm_rows(xb, x, w->output_norm, n, dim, c->rms_eps);
-        NPU_RUN(ORK__NPU_LM_HEAD, 0, xb, n, logits);
-        if (!npu_done)
-            MATMUL(w->output, xb, n, logits, first, 3);
-    } else {
-        ork_rmsnorm(xb, x + (size_t)(n - 1) * dim, w->output_norm, dim, c->rms_eps);
-        NPU_RUN(ORK__NPU_LM_HEAD, 0, xb, 1, logits);
-        if (!npu_done)
-            MATMUL(w->output, xb, 1, logits, first, 3);
+        rmsnorm_rows(f.xb, f.x, w->output_norm, n, dim, c->rms_eps);
+        return exec_proj(&f, ORK__NPU_LM_HEAD, 0, f.xb, n, (float *const[]){ logits });
     }
-    return 0;
+    ork_rmsnorm(f.xb, f.x + (size_t)(n - 1) * dim, w->output_norm, dim, c->rms_eps);
+    return exec_proj(&f, ORK__NPU_LM_HEAD, 0, f.xb, 1, (float *const[]){ logits });
 }
 
 /* forward_rows_run bracketed for the NPU executor's counters (no-op on the CPU). */

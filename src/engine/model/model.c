@@ -272,6 +272,13 @@ static int bind_vec(const struct ork_gguf *g, const char *name, int64_t n, bool 
     return 0;
 }
 
+const struct ork_mat *ork__layer_mat(const struct ork_layer_weights *L, enum ork_layer_tensor t)
+{
+    if ((unsigned)t >= ORK_LT_COUNT || !lt_field[t].mat)
+        return NULL;
+    return (const struct ork_mat *)(const void *)((const char *)L + lt_field[t].off);
+}
+
 /* The size a descriptor dimension stands for under config c. */
 static int64_t dim_of(const struct ork_model_config *c, enum ork_arch_dim d)
 {

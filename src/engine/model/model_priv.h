@@ -47,22 +47,45 @@ struct ork_model {
     const struct ork_arch_desc *arch;   /* what the forward pass varies on (arch.c) */
     struct ork_weights w;
     struct ork_tokenizer *tok;          /* owned; NULL with no_tokenizer */
-    struct ork__npu_exec *npu;          /* owned; NULL: every matmul on the CPU (npu_exec.c) */
+    struct ork__npu_exec *npu;          /* owned; NULL: every matmul on the CPU (npu/) */
     bool read_in;                       /* file read into memory (else mapped) */
     int32_t n_interleaved;              /* matrices in ORK_LAYOUT_X16 (interleave, model.c) */
 };
 
-/* ---- NPU executor (npu_exec.c) ----------------------------------------------------------- */
+/* ---- the layer plan (npu/plan.c) ---------------------------------------------------------
+ * The matmul groups (ops) of a layer, in forward order: X(id, name). npu/plan.c's table says
+ * per op which model matrices it takes (stacked by rows, in output order), its input and
+ * outputs and its pack tensors; the executor plans (fused, per-matmul) say how each op runs.
+ * forward.c runs every op through one call (exec_proj: the NPU when the executor holds it,
+ * else the CPU). */
+#define ORK__LAYER_OPS(X)                                                                     \
+    X(QKV, "qkv")               /* outs q, k, v from the attention input */                   \
+    X(O, "o")                   /* out: attention output projection */                        \
+    X(GATE_UP, "gate_up")       /* outs gate, up from the FFN input */                        \
+    X(DOWN, "down")             /* out: FFN down projection */
 
-/* The matmul groups of a layer the NPU executor may take, in forward order. */
 enum ork__npu_op {
-    ORK__NPU_QKV = 0,           /* outs q, k, v from the attention input */
-    ORK__NPU_O,                 /* out: attention output projection */
-    ORK__NPU_GATE_UP,           /* outs gate, up from the FFN input */
-    ORK__NPU_DOWN,              /* out: FFN down projection */
+#define ORK__OP_ENUM(id, name) ORK__NPU_##id,
+    ORK__LAYER_OPS(ORK__OP_ENUM)
+#undef ORK__OP_ENUM
     ORK__NPU_LM_HEAD,           /* out: logits (layer ignored) */
     ORK__NPU_N_OPS,
 };
+#define ORK__OPS_PER_LAYER ((int)ORK__NPU_LM_HEAD)
+
+/* The model matrices of op at layer (the LM head: the output matrix), in output order, into
+ * mats[0..3); returns how many (1..3). */
+int ork__layer_op_mats(const struct ork_model *m, enum ork__npu_op op, int32_t layer,
+                       const struct ork_mat **mats);
+/* The op that follows (op, layer) in a forward batch: the next op of the layer, the next
+ * layer's first, after the last layer the LM head when to_head (else layer 0's first), after
+ * the LM head layer 0's first (the next batch). */
+void ork__layer_op_next(const struct ork_model *m, enum ork__npu_op op, int32_t layer,
+                        bool to_head, enum ork__npu_op *next_op, int32_t *next_layer);
+/* Layer weight t (ork-engine/arch.h ORK_LT_*) of L when it is a matrix, else NULL (model.c). */
+const struct ork_mat *ork__layer_mat(const struct ork_layer_weights *L, enum ork_layer_tensor t);
+
+/* ---- NPU executor (npu/) ------------------------------------------------------------------ */
 
 /* Build the executor for m (device per p->device; NULL *out for the CPU). */
 int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork_model_params *p,
@@ -72,7 +95,7 @@ void ork__npu_exec_destroy(struct ork__npu_exec *ex);
  * caller must run it on the CPU, or a negative error. */
 int ork__npu_exec_run(struct ork__npu_exec *ex, enum ork__npu_op op, int32_t layer,
                       const float *x, int32_t m, float *const *outs);
-/* Decode overlap of the O projection, split along its input by attention heads (npu_exec.c):
+/* Decode overlap of the O projection, split along its input by attention heads (npu/run.c):
  * _o_split gives the heads of the first half (0: the op is not split, not on the NPU or m is
  * more rows than one plan run takes; run ORK__NPU_O as usual then). _o_submit quantises that
  * half of att (m rows of n_heads * head_dim) and submits it asynchronously; the caller computes

@@ -1,0 +1,163 @@
+/* npu_priv.h -- private to the engine's NPU backend (src/engine/npu/): the executor plans and
+ * the pack slots derived from them (plan.c), building and checking a model's .orkpack
+ * (pack_build.c), devices and the placement of ops on them (placement.c), running ops and
+ * the statistics (run.c). The rest of the engine sees ork__npu_exec_* (model/model_priv.h).
+ *
+ * The NPU backend: w8a8 matmuls of a model on libork (int8 activations with a per-row scale,
+ * int8 weights with per-output-channel scales, int32 results dequantised on the CPU);
+ * everything else stays on the CPU (model/forward.c). docs/npu-inference.md describes it. */
+#ifndef ORK_ENGINE_NPU_PRIV_H
+#define ORK_ENGINE_NPU_PRIV_H
+
+#include "model/model_priv.h"
+
+#include <ork-engine/orkpack.h>
+#include <ork/npu.h>
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define NPU_MAX_DOMAINS 16              /* RKNPU_MAX_IOMMU_DOMAIN_NUM (spec §13) */
+#define NPU_DEFAULT_MAX_M 64            /* prefill rows per NPU matmul (M-tile cap at K=3072..4096
+                                         * is 64, docs/npu.md) */
+
+/* ---- plans (plan.c) ----------------------------------------------------------------------- */
+
+/* How one executor plan runs one op of the layer. */
+struct npu_step {
+    uint8_t n_slots;        /* pack tensors of the op: 1, or 2 = its input split in two along
+                             * K by attention heads (the halves of npu_opmat.k_split) */
+    bool fused;             /* the op's matrices stacked by rows into one NPU matrix (one
+                             * submit); else one NPU matrix per model matrix */
+    bool overlap;           /* the first half may be in flight while the caller computes the
+                             * rest of its input (ork__npu_exec_o_submit / _o_finish) */
+};
+
+/* An executor plan: the steps of one layer, then the LM head. */
+struct npu_plan {
+    const char *name;       /* "fused", "per-matmul" */
+    const char *summary;    /* for the placement report */
+    uint32_t cores;         /* NPU cores per matmul: 0 = libork's budget picks per shape */
+    bool pack;              /* weights may come from the .orkpack (else quantised in memory) */
+    struct npu_step step[ORK__NPU_N_OPS];
+};
+
+/* The plan for executor flags (ORK_NPU_EXEC_PER_MATMUL: the per-matmul baseline). */
+const struct npu_plan *ork__npu_plan_for(uint32_t flags);
+/* The plan the .orkpack is laid out for. */
+const struct npu_plan *ork__npu_plan_pack(void);
+/* Pack slots per layer, and the first slot of op within a layer (the LM head: slot 0 of the
+ * "layer" n_layers). */
+uint32_t ork__npu_plan_slots_per_layer(const struct npu_plan *p);
+uint32_t ork__npu_plan_op_slot(const struct npu_plan *p, enum ork__npu_op op);
+/* Slots of the whole model: n_layers * per layer + 1. */
+uint32_t ork__npu_plan_n_slots(const struct npu_plan *p, const struct ork_model *m);
+/* "npu qkv", ...: the op's name on the trace timeline. */
+const char *ork__npu_op_trace_name(enum ork__npu_op op);
+
+/* What one pack slot holds: the stacked rows of 1..3 model matrices, columns [c0, c0 + k) of
+ * each, for op `op` at `layer`; `half` is 1 for the second of a K-split op. ns = 0: no such
+ * tensor for this model. */
+struct pack_src {
+    int ns;
+    const struct ork_mat *src[3];
+    uint32_t c0, k, n;
+    enum ork__npu_op op;
+    int32_t layer;
+    int half;
+};
+
+/* Pack slot t of model m under plan p into *ps, and its name (blk.<l>.<tensor>[.a|.b]). */
+void ork__npu_pack_source(const struct npu_plan *p, const struct ork_model *m, uint32_t t,
+                     struct pack_src *ps, char *name, size_t cap);
+/* Quantise columns [c0, c0 + k) of the rows of ps's sources (stacked) into q [n][k] and
+ * scales [n]; row holds one whole source row. */
+int ork__npu_quantize_sources(const struct pack_src *ps, float *row, int8_t *q, float *scales);
+/* Tensors the pack of m holds (slots with a tensor). */
+uint32_t ork__npu_pack_n_tensors(const struct npu_plan *p, const struct ork_model *m);
+/* Largest rows x cols, rows, cols and whole source row over the slots (scratch sizing). */
+void ork__npu_pack_max_dims(const struct npu_plan *p, const struct ork_model *m, size_t *max_q,
+                       size_t *max_n, size_t *max_k, size_t *max_row);
+
+/* ---- pack (pack_build.c) ------------------------------------------------------------------ */
+
+/* A progress bar on stderr (show: draw it; *last: the percentage last drawn, -1 first). */
+void ork__npu_progress(bool show, const char *what, uint64_t done, uint64_t total, int *last);
+/* A status line beside the progress bar (the pack being built, the placement report): on
+ * stderr unless quiet, like the bar. */
+void ork__npu_status(bool show, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Open the pack of model m (at pack_path, or beside path), building it when it is missing,
+ * stale, foreign, of another version or corrupt (the reason is logged and put in *found). */
+int ork__npu_pack_ensure(const struct ork_model *m, const char *path, const char *pack_path,
+                    uint32_t flags, struct ork_npu *npu, uint32_t max_m,
+                    struct ork_orkpack **out, enum ork_orkpack_problem *found);
+
+/* ---- the executor (placement.c, run.c) ---------------------------------------------------- */
+
+/* One NPU matrix (a pack tensor, or in the baseline a row range of one) with its plans. */
+struct npu_mat {
+    struct ork_npu_weights *w;
+    struct ork_npu_matmul *dec;         /* M = 1 */
+    struct ork_npu_matmul *pre;         /* M = max_m; NULL when max_m == 1 (dec serves) */
+    uint32_t n, k;
+    int dev;                            /* device (domain) index */
+    uint32_t c0;                        /* first input column (the second half: its K offset) */
+    const float *scales;                /* (n) */
+    struct ork_npu_matmul_info dinfo, pinfo;
+};
+
+/* One op of one layer: 1..3 matrices whose outputs are split into parts (q, k, v). */
+struct npu_opmat {
+    int n_mats;
+    struct npu_mat mat[3];
+    int n_parts;
+    uint32_t part_n[3];                 /* output columns of each part (sum = total rows) */
+    bool k_split;                       /* mat[0], mat[1] = the op's input columns split in two
+                                         * (the O projection by heads): y = sum of both */
+    bool on_npu;
+};
+
+struct ork__npu_exec {
+    const struct npu_plan *plan;
+    int n_dev;
+    struct ork_npu *dev[NPU_MAX_DOMAINS];
+    uint64_t dev_bytes[NPU_MAX_DOMAINS];
+    uint32_t max_m;
+    uint32_t flags;
+    int32_t n_layers;
+    struct npu_opmat *ops;              /* (n_layers * ORK__OPS_PER_LAYER + 1): per layer its
+                                         * ops in plan order; then the LM head */
+    /* scratch, sized at load for the largest op */
+    int8_t *a8;                         /* (max_m, max_k) */
+    float *a_scales;                    /* (2, max_m): double-buffered for the prefill pipeline */
+    int32_t *c32;                       /* (2, max_m, max_n) */
+    size_t c32_half;                    /* elements of one c32 buffer */
+    pthread_mutex_t lock;               /* one forward at a time (plans are single-user) */
+    struct ork_npu_exec_stats st;
+    int64_t batch_t0;
+    double batch_npu_ms;
+    int last_dev;                       /* domain of the last submit */
+    uint64_t n_domain_switches;
+    /* modelled clocks of the devices at load or the last stats reset (sim only) */
+    struct ork_npu_model_time model_base[NPU_MAX_DOMAINS];
+    uint64_t switches_base;
+    bool is_sim;                        /* the devices are simulators (modelled clocks) */
+    /* the O projection's first half in flight (ork__npu_exec_o_submit .. _o_finish) */
+    struct ork_npu_job *o_job;
+    int64_t o_sub_ns;                   /* wall clock when the submit returned */
+    int64_t o_model0_ns;                /* its device's model clock before the submit */
+};
+
+static inline struct npu_opmat *npu_op_at(struct ork__npu_exec *ex, enum ork__npu_op op,
+                                          int32_t layer)
+{
+    if (op == ORK__NPU_LM_HEAD)
+        return &ex->ops[(size_t)ex->n_layers * ORK__OPS_PER_LAYER];
+    return &ex->ops[(size_t)layer * ORK__OPS_PER_LAYER + (size_t)op];
+}
+
+/* Take the devices' modelled clocks as the zero of the statistics (run.c). */
+void ork__npu_model_base_reset(struct ork__npu_exec *ex);
+
+#endif

@@ -1,0 +1,449 @@
+/* placement.c -- loading the NPU executor: the devices (one per IOMMU domain, each a <= 4 GiB
+ * 32-bit IOVA window), the weights of each op (tiled from the .orkpack, pack_build.c, or
+ * quantised and tiled here), made resident once, each layer in the domain that still has room
+ * (a new domain per ~3.8 GiB, at layer boundaries), and every plan of every matrix created now
+ * (a decode plan of M = 1 and a prefill plan of M = max_m), its programs at fixed addresses,
+ * split across the cores by libork's budget. How each op is laid out (fused or one matrix per
+ * model matrix, K-split halves) comes from the executor plan (plan.c); running is run.c. */
+#include "npu_priv.h"
+
+#include <ork/alloc.h>
+#include <ork/error.h>
+#include <ork/log.h>
+#include <ork/npu.h>
+#include <ork/sched.h>
+#include <ork/sim.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Bytes of resident weights per domain: the simulator's and the project's 3900 MiB guard
+ * (spec §13) less room for the plans' A, C and program buffers. */
+#define NPU_DOMAIN_BUDGET ((uint64_t)3900 << 20)
+#define NPU_DOMAIN_MARGIN ((uint64_t)128 << 20)
+
+static int open_device(struct ork__npu_exec *ex, const char *device, int32_t sim_timing,
+                       uint64_t domain_bytes)
+{
+    if (ex->n_dev >= NPU_MAX_DOMAINS)
+        return ork_errorf(ORK_ENOMEM, "NPU: the resident weights need more than %d IOMMU "
+                          "domains", NPU_MAX_DOMAINS);
+    struct ork_sim_opts so = { .struct_size = sizeof so,
+                               .timing = (enum ork_sim_timing)sim_timing,
+                               .domain_limit = domain_bytes };
+    struct ork_npu_opts o = { .struct_size = sizeof o, .device = device, .sim = &so,
+                              .domain = (uint32_t)ex->n_dev };
+    int ret = ork_npu_open(&o, &ex->dev[ex->n_dev]);
+    if (ret < 0)
+        return ret;
+    ex->n_dev++;
+    return 0;
+}
+
+/* Device bytes of an int8 [n][k] matrix with its two plans (docs/npu.md tiling rules): the
+ * weights padded (K to 512 for prefill plans, else 32; N to 32), and per plan of m rows the A
+ * buffer, one int32 C block per K-slice (slices <= 4096 when max_m > 1) and the programs
+ * (896 bytes each, one per K-slice x N-slice x M-tile), all rounded up to pages. */
+#define EST_PROGRAM_BYTES 896u
+#define EST_PAGE 4096u
+static uint64_t est_bytes(uint32_t n, uint32_t k, uint32_t max_m)
+{
+    uint64_t ka = max_m > 1 ? 512 : 32;
+    uint64_t kp = ((uint64_t)k + ka - 1) / ka * ka, np = ((uint64_t)n + 31) / 32 * 32;
+    uint64_t kslices = max_m > 1 ? (kp + 4095) / 4096 : (kp + 8191) / 8192;
+    uint64_t nslices = (np + 8191) / 8192;
+    uint64_t total = np * kp;
+    uint32_t ms[2] = { 1, max_m };
+    for (int i = 0; i < (max_m > 1 ? 2 : 1); i++) {
+        uint64_t m = ms[i], mtiles = (m + 63) / 64;
+        total += m * kp + m * np * 4 * kslices +
+                 kslices * nslices * mtiles * 3 * EST_PROGRAM_BYTES + 4 * EST_PAGE;
+    }
+    return total;
+}
+
+/* Weights from int8 rows q (tiled here), or, when tiled is not NULL, from the pack's tiled
+ * bytes as they are. */
+static int make_mat(struct ork__npu_exec *ex, struct npu_mat *mt, int dev, const int8_t *q,
+                    const void *tiled, uint64_t tiled_bytes, const float *scales, uint32_t n,
+                    uint32_t k, uint32_t cores)
+{
+    struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8, .k = k,
+                                       .n = n, .w = q, .scales = scales, .max_m = ex->max_m };
+    int ret = tiled ? ork_npu_weights_create_packed(ex->dev[dev], &wd, tiled, tiled_bytes, &mt->w)
+                    : ork_npu_weights_create(ex->dev[dev], &wd, &mt->w);
+    if (ret < 0)
+        return ret;
+    mt->n = n;
+    mt->k = k;
+    mt->dev = dev;
+    mt->scales = ork_npu_weights_scales(mt->w);
+    ex->dev_bytes[dev] += ork_npu_weights_bytes(mt->w);
+    ex->st.resident_bytes += ork_npu_weights_bytes(mt->w);
+    struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = 1, .cores = cores,
+                                      .flags = ORK_NPU_MATMUL_ONE_JOB };
+    if ((ret = ork_npu_matmul_create(mt->w, &md, &mt->dec)) < 0)
+        return ret;
+    ork_npu_matmul_get_info(mt->dec, &mt->dinfo);
+    if (ex->max_m > 1) {
+        md.m = ex->max_m;
+        if ((ret = ork_npu_matmul_create(mt->w, &md, &mt->pre)) < 0)
+            return ret;
+        ork_npu_matmul_get_info(mt->pre, &mt->pinfo);
+    }
+    return 0;
+}
+
+static void free_mat(struct npu_mat *mt)
+{
+    ork_npu_matmul_destroy(mt->pre);
+    ork_npu_matmul_destroy(mt->dec);
+    ork_npu_weights_destroy(mt->w);
+    memset(mt, 0, sizeof(*mt));
+}
+
+/* Undo a partly placed op. */
+static void drop_op(struct ork__npu_exec *ex, struct npu_opmat *o)
+{
+    for (int i = 0; i < 3; i++)
+        if (o->mat[i].w) {
+            uint64_t b = ork_npu_weights_bytes(o->mat[i].w);
+            ex->dev_bytes[o->mat[i].dev] -= b;
+            ex->st.resident_bytes -= b;
+            free_mat(&o->mat[i]);
+        }
+    o->on_npu = false;
+    o->n_mats = 0;
+}
+
+/* Place pack tensor ps (rows q [n][k], or the pack's tiled bytes) into op o on device dev:
+ * a fused step makes it o->mat[ps->half] (the two halves of a K-split op are two matrices of
+ * one op); an unfused step cuts it into one matrix per source. */
+static int place_op(struct ork__npu_exec *ex, const struct pack_src *ps, struct npu_opmat *o,
+                    int dev, const int8_t *q, const void *tiled, uint64_t tiled_bytes,
+                    const float *scales)
+{
+    uint32_t k = ps->k;
+    o->n_parts = ps->ns;
+    for (int i = 0; i < ps->ns; i++)
+        o->part_n[i] = (uint32_t)ps->src[i]->n_rows;
+    /* cores: 0 lets libork's core budget pick per shape (sched.h); the plan may fix it. Split
+     * plans run as one job with a task range per core (ORK_NPU_MATMUL_ONE_JOB): one submit
+     * per matmul, not one per core. */
+    uint32_t cores = ex->plan->cores;
+    int ret;
+    if (!ex->plan->step[ps->op].fused) {
+        o->n_mats = ps->ns;
+        size_t r0 = 0;
+        for (int i = 0; i < ps->ns; i++) {
+            if ((ret = make_mat(ex, &o->mat[i], dev, q + r0 * k, NULL, 0, scales + r0,
+                                o->part_n[i], k, cores)) < 0)
+                return ret;
+            r0 += o->part_n[i];
+        }
+    } else {
+        /* a K-split half gets the cores the budget picks for the whole matrix: on its own
+         * shape it may pick fewer (half the bytes per run), and the halves run one after the
+         * other, so each would then stream at a single core's bandwidth */
+        if (!cores && ps->k < (uint32_t)ps->src[0]->n_cols)
+            cores = ork_npu_budget_pick(ORK_NPU_I8, 1, (uint32_t)ps->src[0]->n_cols, ps->n,
+                                        ORK_NPU_MODEL_MAX_CORES);
+        o->n_mats = ps->half + 1;
+        o->k_split = ps->half > 0;
+        if ((ret = make_mat(ex, &o->mat[ps->half], dev, tiled ? NULL : q, tiled, tiled_bytes,
+                            scales, ps->n, k, cores)) < 0)
+            return ret;
+        o->mat[ps->half].c0 = ps->c0;
+    }
+    o->on_npu = true;
+    return 0;
+}
+
+/* Place the pack tensors of one op, slots [t0, t0 + nt), on device dev: from the pack's tiled
+ * bytes, or quantised here into qbuf/sbuf. */
+static int place_tensors(struct ork__npu_exec *ex, const struct ork_model *m, uint32_t t0,
+                         uint32_t nt, struct ork_orkpack *pack, int dev, int8_t *qbuf,
+                         float *sbuf, float *row)
+{
+    int ret = 0;
+    for (uint32_t t = t0; t < t0 + nt; t++) {
+        struct pack_src ps;
+        char name[ORK_ORKPACK_NAME_MAX];
+        ork__npu_pack_source(ex->plan, m, t, &ps, name, sizeof name);
+        if (!ps.ns)
+            continue;
+        struct npu_opmat *o = npu_op_at(ex, ps.op, ps.layer);
+        const int8_t *q = NULL;
+        const void *tiled = NULL;
+        uint64_t tiled_bytes = 0;
+        const float *sc;
+        if (pack) {
+            struct ork_orkpack_tensor pt;
+            if ((ret = ork_orkpack_tensor_find(pack, name, &pt)) < 0)
+                return ret;
+            if (pt.n != ps.n || pt.k != ps.k)
+                return ork_errorf(ORK_EFORMAT, "orkpack tensor '%s' is %ux%u, the model "
+                                  "wants %ux%u", name, pt.n, pt.k, ps.n, ps.k);
+            tiled = pt.q;
+            tiled_bytes = pt.q_bytes;
+            sc = pt.scales;
+        } else {
+            if ((ret = ork__npu_quantize_sources(&ps, row, qbuf, sbuf)) < 0)
+                return ret;
+            q = qbuf;
+            sc = sbuf;
+        }
+        if ((ret = place_op(ex, &ps, o, dev, q, tiled, tiled_bytes, sc)) < 0)
+            return ret;
+    }
+    return 0;
+}
+
+static int resolve_device(const char *want, const char **dev)
+{
+    if (!want || !strcmp(want, "cpu")) {
+        *dev = NULL;
+        return 0;
+    }
+    if (!strcmp(want, "sim")) {
+        *dev = "sim";
+        return 0;
+    }
+    if (!strcmp(want, "npu")) {
+        *dev = "auto";
+        return 0;
+    }
+    if (!strcmp(want, "auto")) {
+        *dev = "auto";
+        return 1;       /* fall back to the CPU without a device */
+    }
+    return ork_errorf(ORK_EINVAL, "unknown device '%s' (cpu, npu, sim or auto)", want);
+}
+
+/* Where the weights come from and the scratch of the placement: the pack's tiled bytes, or
+ * rows quantised here into q/scales (row: one whole source row). */
+struct place_src {
+    struct ork_orkpack *pack;
+    int8_t *q;
+    float *scales, *row;
+};
+
+/* Placement state: the device of the current domain and its estimated use. */
+struct placer {
+    const char *dev_name;
+    int32_t sim_timing;
+    uint64_t domain_bytes;              /* the caller's, 0: default (for the simulator) */
+    uint64_t cap;                       /* estimated bytes a domain may take */
+    int cur;
+    uint64_t used;
+    int n_fallback;
+    char fb_names[256];
+};
+
+static int new_domain(struct ork__npu_exec *ex, struct placer *pc)
+{
+    int ret = open_device(ex, pc->dev_name, pc->sim_timing, pc->domain_bytes);
+    if (ret < 0)
+        return ret;
+    pc->cur = ex->n_dev - 1;
+    pc->used = 0;
+    return 0;
+}
+
+/* Estimated device bytes of layer l's slots (l = n_layers: the LM head). */
+static uint64_t layer_need(const struct ork__npu_exec *ex, const struct ork_model *m, int32_t l)
+{
+    uint32_t spl = ork__npu_plan_slots_per_layer(ex->plan), t0 = (uint32_t)l * spl;
+    uint32_t t1 = l == m->cfg.n_layers ? t0 + 1 : t0 + spl;
+    uint64_t need = 0;
+    for (uint32_t t = t0; t < t1; t++) {
+        struct pack_src ps;
+        char name[ORK_ORKPACK_NAME_MAX];
+        ork__npu_pack_source(ex->plan, m, t, &ps, name, sizeof name);
+        need += ps.ns ? est_bytes(ps.n, ps.k, ex->max_m) : 0;
+    }
+    return need;
+}
+
+/* Place op of layer l in the current domain (a new one when the estimate was short); shapes or
+ * memory the NPU cannot take leave the op on the CPU. Errors: a pack that does not fit the
+ * model, or a device that cannot be opened. */
+static int place_one(struct ork__npu_exec *ex, const struct ork_model *m, struct placer *pc,
+                     const struct place_src *src, enum ork__npu_op op, int32_t l, uint64_t need)
+{
+    uint32_t spl = ork__npu_plan_slots_per_layer(ex->plan);
+    uint32_t ts = (uint32_t)l * spl + ork__npu_plan_op_slot(ex->plan, op);
+    uint32_t tn = ex->plan->step[op].n_slots;
+    struct npu_opmat *o = npu_op_at(ex, op, l);
+    struct pack_src ps;
+    char name[ORK_ORKPACK_NAME_MAX];
+    ork__npu_pack_source(ex->plan, m, ts, &ps, name, sizeof name);
+    int ret = place_tensors(ex, m, ts, tn, src->pack, pc->cur, src->q, src->scales, src->row);
+    if (ret == ORK_ENOMEM && ex->dev_bytes[pc->cur] > 0) {
+        /* the estimate was short and the domain is full: this op (and the rest of the layer)
+         * starts a new domain */
+        drop_op(ex, o);
+        if ((ret = new_domain(ex, pc)) < 0)
+            return ret;
+        pc->used = need;
+        ret = place_tensors(ex, m, ts, tn, src->pack, pc->cur, src->q, src->scales, src->row);
+    }
+    if (ret == ORK_EFORMAT || (src->pack && ret == ORK_ENOENT))
+        return ret;     /* a pack that does not fit the model */
+    if (ret < 0) {
+        /* shapes or memory the NPU cannot take: this op stays on the CPU */
+        drop_op(ex, o);
+        size_t at = strlen(pc->fb_names);
+        if (pc->n_fallback++ < 4)
+            snprintf(pc->fb_names + at, sizeof pc->fb_names - at, "%s%s (%s)",
+                     pc->n_fallback > 1 ? ", " : "", name, ork_error_message());
+        ex->st.n_cpu_mats += ps.ns;
+    } else {
+        ex->st.n_npu_mats += ps.ns;
+    }
+    return 0;
+}
+
+/* Placement: layer by layer, a new domain when the next layer does not fit. */
+static int place_all(struct ork__npu_exec *ex, const struct ork_model *m,
+                     const struct ork_model_params *p, const char *dev_name,
+                     const struct place_src *src)
+{
+    uint64_t dom_bytes = p->npu_domain_bytes ? p->npu_domain_bytes : NPU_DOMAIN_BUDGET;
+    /* the margin covers what est_bytes does not see; small test domains keep 1/8 */
+    uint64_t margin = dom_bytes / 8 < NPU_DOMAIN_MARGIN ? dom_bytes / 8 : NPU_DOMAIN_MARGIN;
+    struct placer pc = { .dev_name = dev_name, .sim_timing = p->sim_timing,
+                         .domain_bytes = p->npu_domain_bytes, .cap = dom_bytes - margin };
+    bool show = !(ex->flags & ORK_NPU_EXEC_QUIET);
+    int last = -1, ret;
+    for (int32_t l = 0; l <= m->cfg.n_layers; l++) {
+        bool head = l == m->cfg.n_layers;
+        uint64_t need = layer_need(ex, m, l);
+        if (pc.used > 0 && pc.used + need > pc.cap && (ret = new_domain(ex, &pc)) < 0)
+            return ret;
+        pc.used += need;
+        for (int op = head ? ORK__NPU_LM_HEAD : 0; op < (head ? ORK__NPU_N_OPS : ORK__OPS_PER_LAYER);
+             op++)
+            if ((ret = place_one(ex, m, &pc, src, (enum ork__npu_op)op, l, need)) < 0)
+                return ret;
+        ork__npu_progress(show, "loading NPU weights", (uint64_t)l + 1,
+                          (uint64_t)m->cfg.n_layers + 1, &last);
+    }
+    if (pc.n_fallback)
+        ORK_LOGW("NPU: %d op(s) run on the CPU: %s%s", pc.n_fallback, pc.fb_names,
+                 pc.n_fallback > 4 ? ", ..." : "");
+    return 0;
+}
+
+/* Scratch: the quantisation buffers when there is no pack, the executor's A, scales and C. */
+static int alloc_scratch(struct ork__npu_exec *ex, const struct ork_model *m,
+                         struct place_src *src)
+{
+    size_t max_q, max_n, max_k, max_row;
+    ork__npu_pack_max_dims(ex->plan, m, &max_q, &max_n, &max_k, &max_row);
+    if (!src->pack) {
+        src->q = ork_malloc(max_q);
+        src->scales = ork_malloc(max_n * sizeof(float));
+        src->row = ork_malloc(max_row * sizeof(float));
+        if (!src->q || !src->scales || !src->row)
+            return ORK_ENOMEM;
+    }
+    ex->a8 = ork_malloc((size_t)ex->max_m * max_k);
+    ex->a_scales = ork_malloc(2 * (size_t)ex->max_m * sizeof(float));
+    ex->c32_half = (size_t)ex->max_m * max_n;
+    ex->c32 = ork_malloc(2 * ex->c32_half * sizeof(int32_t));
+    if (!ex->a8 || !ex->a_scales || !ex->c32)
+        return ORK_ENOMEM;
+    return 0;
+}
+
+static void place_src_fini(struct place_src *src)
+{
+    ork_orkpack_close(src->pack);
+    ork_free(src->q);
+    ork_free(src->scales);
+    ork_free(src->row);
+}
+
+int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork_model_params *p,
+                         struct ork__npu_exec **out)
+{
+    *out = NULL;
+    const char *dev_name;
+    int soft = resolve_device(p->device, &dev_name);
+    if (soft < 0)
+        return soft;
+    if (!dev_name)
+        return 0;
+    struct ork__npu_exec *ex = ork_calloc(1, sizeof(*ex));
+    if (!ex)
+        return ORK_ENOMEM;
+    pthread_mutex_init(&ex->lock, NULL);
+    ex->flags = p->npu_flags;
+    ex->plan = ork__npu_plan_for(ex->flags);
+    ex->max_m = p->npu_max_m > 0 ? (uint32_t)p->npu_max_m : NPU_DEFAULT_MAX_M;
+    ex->n_layers = m->cfg.n_layers;
+    bool show = !(ex->flags & ORK_NPU_EXEC_QUIET);
+    struct place_src src = { 0 };
+    int ret = open_device(ex, dev_name, p->sim_timing, p->npu_domain_bytes);
+    if (ret < 0) {
+        if (soft && ret == ORK_ENOENT) {
+            if (show)
+                ORK_LOGW("device auto: no NPU found, running on the CPU");
+            ork__npu_exec_destroy(ex);
+            return 0;
+        }
+        goto err;
+    }
+    ex->ops = ork_calloc((size_t)m->cfg.n_layers * ORK__OPS_PER_LAYER + 1, sizeof(*ex->ops));
+    if (!ex->ops) {
+        ret = ORK_ENOMEM;
+        goto err;
+    }
+    /* weights: tiled from the pack (built or rebuilt when needed), or quantised and tiled here */
+    if (ex->plan->pack && !(ex->flags & ORK_NPU_EXEC_NO_PACK) &&
+        ork__npu_pack_ensure(m, path, p->npu_pack_path, ex->flags, ex->dev[0], ex->max_m,
+                             &src.pack, NULL) < 0) {
+        ORK_LOGW("%s; quantising for the NPU in memory", ork_error_message());
+        src.pack = NULL;
+    }
+    if ((ret = alloc_scratch(ex, m, &src)) < 0 || (ret = place_all(ex, m, p, dev_name, &src)) < 0)
+        goto err;
+    snprintf(ex->st.backend, sizeof ex->st.backend, "%s", ork_npu_backend(ex->dev[0]));
+    ex->is_sim = !strcmp(ex->st.backend, "sim");
+    ork__npu_model_base_reset(ex);
+    ex->st.n_domains = ex->n_dev;
+    ork__npu_status(show, "NPU (%s): %d matrices resident (%.1f MiB in %d IOMMU domain%s), %d "
+                    "on the CPU; executor: %s", ex->st.backend, ex->st.n_npu_mats,
+                    (double)ex->st.resident_bytes / (1 << 20), ex->n_dev,
+                    ex->n_dev > 1 ? "s" : "", ex->st.n_cpu_mats, ex->plan->summary);
+    place_src_fini(&src);
+    *out = ex;
+    return 0;
+err:
+    place_src_fini(&src);
+    ork__npu_exec_destroy(ex);
+    return ret;
+}
+
+void ork__npu_exec_destroy(struct ork__npu_exec *ex)
+{
+    if (!ex)
+        return;
+    if (ex->ops) {
+        uint32_t nt = (uint32_t)ex->n_layers * ORK__OPS_PER_LAYER + 1;
+        for (uint32_t t = 0; t < nt; t++)
+            for (int i = 0; i < 3; i++)
+                if (ex->ops[t].mat[i].w)
+                    free_mat(&ex->ops[t].mat[i]);
+        ork_free(ex->ops);
+    }
+    for (int d = 0; d < ex->n_dev; d++)
+        ork_npu_close(ex->dev[d]);
+    ork_free(ex->a8);
+    ork_free(ex->a_scales);
+    ork_free(ex->c32);
+    pthread_mutex_destroy(&ex->lock);
+    ork_free(ex);
+}

@@ -1,0 +1,422 @@
+/* run.c -- running the ops of the NPU executor per forward batch: each op quantises its
+ * input into fixed scratch, runs its plan (M = 1 decode, M = max_m prefill) and dequantises
+ * into the caller's rows; more rows than one plan run takes are M-chunks pipelined on the
+ * async worker; the K-split O projection (its first half asynchronous in decode, so the
+ * caller computes the other heads' attention meanwhile); the statistics, with modelled NPU
+ * time on the simulator (ork_npu_model_time, docs/sim.md "Timing model": a time per token
+ * that does not depend on the machine running the simulator; one device is one IOMMU domain,
+ * so switches between domains are counted here and charged at the simulator's domain-switch
+ * cost; hardware backends have no modelled clock: zeros).
+ *
+ * Nothing is synthesised or allocated here: programs, buffers and scratch come from
+ * placement.c at load. */
+#include "npu_priv.h"
+
+#include <ork/error.h>
+#include <ork/npu.h>
+#include <ork/sched.h>
+#include <ork/trace.h>
+
+#include <pthread.h>
+#include <string.h>
+
+/* ork_npu_exec_stats.sect_ms: one entry per op, then the CPU rest of the batch. */
+_Static_assert(sizeof(((struct ork_npu_exec_stats *)0)->sect_ms) ==
+               (ORK__NPU_N_OPS + 1) * sizeof(double), "sect_ms: one per op, then the CPU rest");
+
+/* ---- run --------------------------------------------------------------------------------- */
+
+/* Caller phases on the trace timeline (ork/trace.h; a clock read when tracing is off). */
+static int ork_npu_exec_traced(const char *name)
+{
+    if (ork_trace_enabled())
+        ork_trace_begin(name);
+    return 0;
+}
+
+static void ork_npu_exec_untraced(void)
+{
+    if (ork_trace_enabled())
+        ork_trace_end();
+}
+
+/* y = dequantised C columns [c0, c0 + n) of rows [0, m) (C row stride ldc). */
+static void dequant_part(const int32_t *c, uint32_t ldc, uint32_t c0, uint32_t n, uint32_t m,
+                         const float *a_s, const float *w_s, float *y)
+{
+    for (uint32_t i = 0; i < m; i++) {
+        const int32_t *ci = c + (size_t)i * ldc + c0;
+        float *yi = y + (size_t)i * n;
+        float as = a_s[i];
+        for (uint32_t j = 0; j < n; j++)
+            yi[j] = (float)ci[j] * as * w_s[c0 + j];
+    }
+}
+
+static void count_run(struct ork__npu_exec *ex, const struct ork_npu_matmul_info *in, uint32_t m,
+                      int dev)
+{
+    (void)m;
+    if (dev != ex->last_dev) {
+        ex->last_dev = dev;
+        ex->n_domain_switches++;
+    }
+    ex->st.n_submits += in->n_submits ? in->n_submits : 1;
+}
+
+/* Dequantise rows [r0, r0 + mr) of a fused op from C (row stride mt->n) into its parts. */
+static void scatter_parts(const struct npu_opmat *o, const int32_t *c, const float *a_s,
+                          uint32_t mr, int32_t r0, float *const *outs)
+{
+    const struct npu_mat *mt = &o->mat[0];
+    uint32_t c0 = 0;
+    for (int pi = 0; pi < o->n_parts; pi++) {
+        dequant_part(c, mt->n, c0, o->part_n[pi], mr, a_s, mt->scales,
+                     outs[pi] + (size_t)r0 * o->part_n[pi]);
+        c0 += o->part_n[pi];
+    }
+}
+
+/* A fused op over more rows than one plan run takes (prefill): M-chunks pipelined on the async
+ * worker, so the CPU quantises chunk i+1 and dequantises chunk i-1 while the NPU runs chunk i.
+ * A is copied in at submit, so one A buffer serves; C and the row scales are double-buffered. */
+static int run_pipelined(struct ork__npu_exec *ex, struct npu_opmat *o, const float *x, int32_t m,
+                         float *const *outs)
+{
+    struct npu_mat *mt = &o->mat[0];
+    struct ork_npu_matmul *plan = mt->pre ? mt->pre : mt->dec;
+    const struct ork_npu_matmul_info *in = mt->pre ? &mt->pinfo : &mt->dinfo;
+    uint32_t k = mt->k, mm = ex->max_m;
+    int32_t nc = (int32_t)((m + (int32_t)mm - 1) / (int32_t)mm);
+    struct ork_npu_job *job = NULL;
+    int ret;
+    uint32_t mr0 = (uint32_t)(m < (int32_t)mm ? m : (int32_t)mm);
+    if ((ret = ork_npu_quantize_rows_i8(x, mr0, k, ex->a8, ex->a_scales)) < 0 ||
+        (ret = ork_npu_matmul_submit_async(plan, ex->a8, mr0, ex->c32, &job)) < 0)
+        return ret;
+    for (int32_t i = 0; i < nc; i++) {
+        int32_t r0 = i * (int32_t)mm;
+        uint32_t mr = (uint32_t)(m - r0 < (int32_t)mm ? m - r0 : (int32_t)mm);
+        int32_t r1 = r0 + (int32_t)mm;
+        uint32_t mr1 = i + 1 < nc ? (uint32_t)(m - r1 < (int32_t)mm ? m - r1 : (int32_t)mm) : 0;
+        float *as_next = ex->a_scales + (size_t)((i + 1) & 1) * mm;
+        int qret = 0;
+        if (mr1)        /* overlaps chunk i on the NPU */
+            qret = ork_npu_quantize_rows_i8(x + (size_t)r1 * k, mr1, k, ex->a8, as_next);
+        if ((ret = ork_npu_job_wait(job)) < 0)
+            return ret;
+        if (qret < 0)
+            return qret;
+        count_run(ex, in, mr, mt->dev);
+        if (mr1 && (ret = ork_npu_matmul_submit_async(plan, ex->a8, mr1,
+                                                      ex->c32 + (size_t)((i + 1) & 1) * ex->c32_half,
+                                                      &job)) < 0)
+            return ret;
+        /* overlaps chunk i+1 on the NPU */
+        scatter_parts(o, ex->c32 + (size_t)(i & 1) * ex->c32_half,
+                      ex->a_scales + (size_t)(i & 1) * mm, mr, r0, outs);
+    }
+    return 0;
+}
+
+static int run_mat(struct ork__npu_exec *ex, struct npu_mat *mt, uint32_t m)
+{
+    bool dec = m == 1 || !mt->pre;
+    struct ork_npu_matmul *plan = dec ? mt->dec : mt->pre;
+    const struct ork_npu_matmul_info *in = dec ? &mt->dinfo : &mt->pinfo;
+    int ret = ork_npu_matmul_run_i8(plan, ex->a8, m, ex->c32);
+    if (ret < 0)
+        return ret;
+    count_run(ex, in, m, mt->dev);
+    return 0;
+}
+
+/* ---- the K-split O projection ------------------------------------------------------------
+ * The O projection's input (the attention output, head-major) is split by heads into columns
+ * [0, ka) and [ka, K). Each half is its own int8 matrix with per-output-channel scales ws_h,
+ * and each row of each half of the input is quantised with its own scale as_h, so
+ *   y[i][j] = sum_h as_h[i] * ws_h[j] * C_h[i][j],  C_h = A_h . W_h^T (int32, exact),
+ * which is the same w8a8 formula applied to two shorter dot products and then summed in f32:
+ * each half is quantised over its own range (at least as fine as one scale over the row). */
+
+/* Quantise columns [c0, c0 + k) of rows [0, mr) of x (row stride ldx) into dense a8 [mr][k]. */
+static int quantize_cols(const float *x, uint32_t ldx, uint32_t c0, uint32_t k, uint32_t mr,
+                         int8_t *a8, float *a_s)
+{
+    for (uint32_t i = 0; i < mr; i++) {
+        int ret = ork_npu_quantize_rows_i8(x + (size_t)i * ldx + c0, 1, k, a8 + (size_t)i * k,
+                                           a_s + i);
+        if (ret < 0)
+            return ret;
+    }
+    return 0;
+}
+
+/* y (+)= dequantised C [m][n] (add: accumulate into y). */
+static void dequant_add(const int32_t *c, uint32_t n, uint32_t m, const float *a_s,
+                        const float *w_s, float *y, bool add)
+{
+    for (uint32_t i = 0; i < m; i++) {
+        const int32_t *ci = c + (size_t)i * n;
+        float *yi = y + (size_t)i * n;
+        float as = a_s[i];
+        if (add)
+            for (uint32_t j = 0; j < n; j++)
+                yi[j] += (float)ci[j] * as * w_s[j];
+        else
+            for (uint32_t j = 0; j < n; j++)
+                yi[j] = (float)ci[j] * as * w_s[j];
+    }
+}
+
+/* A K-split op over m rows, synchronously: per M-chunk, each half quantised, run and summed. */
+static int run_ksplit(struct ork__npu_exec *ex, struct npu_opmat *o, const float *x, int32_t m,
+                      float *y)
+{
+    uint32_t kx = o->mat[0].k + o->mat[1].k, n = o->mat[0].n;
+    for (int32_t r0 = 0; r0 < m; r0 += (int32_t)ex->max_m) {
+        uint32_t mr = (uint32_t)(m - r0 < (int32_t)ex->max_m ? m - r0 : (int32_t)ex->max_m);
+        for (int h = 0; h < 2; h++) {
+            struct npu_mat *mt = &o->mat[h];
+            int ret = quantize_cols(x + (size_t)r0 * kx, kx, mt->c0, mt->k, mr, ex->a8,
+                                    ex->a_scales);
+            if (ret < 0 || (ret = run_mat(ex, mt, mr)) < 0)
+                return ret;
+            dequant_add(ex->c32, n, mr, ex->a_scales, mt->scales, y + (size_t)r0 * n, h > 0);
+        }
+    }
+    return 0;
+}
+
+/* Model clock of device dev (0 on hardware). */
+static int64_t model_now(const struct ork__npu_exec *ex, int dev)
+{
+    struct ork_npu_model_time t;
+    if (!ex->is_sim || ork_npu_model_time(ex->dev[dev], &t) < 0)
+        return 0;
+    return t.now_ns;
+}
+
+int32_t ork__npu_exec_o_split(struct ork__npu_exec *ex, int32_t layer, int32_t m,
+                              int32_t n_heads)
+{
+    if (!ex || m < 1 || m > (int32_t)ex->max_m)
+        return 0;
+    const struct npu_opmat *o = npu_op_at(ex, ORK__NPU_O, layer);
+    if (!o->on_npu || !o->k_split || !ex->plan->step[ORK__NPU_O].overlap)
+        return 0;
+    uint32_t kx = o->mat[0].k + o->mat[1].k;
+    return (int32_t)((uint64_t)o->mat[0].k * (uint64_t)n_heads / kx);
+}
+
+int ork__npu_exec_o_submit(struct ork__npu_exec *ex, int32_t layer, const float *att, int32_t m)
+{
+    struct npu_opmat *o = npu_op_at(ex, ORK__NPU_O, layer);
+    struct npu_mat *mt = &o->mat[0];
+    uint32_t kx = mt->k + o->mat[1].k;
+    int64_t t0 = ork__now_ns();
+    ork_npu_exec_traced("npu o_a (async)");
+    bool dec = m == 1 || !mt->pre;
+    int ret = quantize_cols(att, kx, mt->c0, mt->k, (uint32_t)m, ex->a8, ex->a_scales);
+    ex->o_model0_ns = model_now(ex, mt->dev);
+    if (ret == 0)
+        ret = ork_npu_matmul_submit_async(dec ? mt->dec : mt->pre, ex->a8, (uint32_t)m, ex->c32,
+                                          &ex->o_job);
+    ork_npu_exec_untraced();
+    if (ret < 0) {
+        ex->o_job = NULL;
+        return ret;
+    }
+    count_run(ex, dec ? &mt->dinfo : &mt->pinfo, (uint32_t)m, mt->dev);
+    ex->o_sub_ns = ork__now_ns();
+    double ms = (double)(ex->o_sub_ns - t0) / 1e6;
+    ex->st.npu_wall_ms += ms;
+    ex->batch_npu_ms += ms;
+    ex->st.sect_ms[ORK__NPU_O] += ms;
+    /* the caller's work from here to _o_finish runs while the first half is on the NPU */
+    ork_npu_exec_traced("cpu overlapped (o_a in flight)");
+    return 0;
+}
+
+/* Wait for the first O half; account the caller's CPU time since its submit as overlapped,
+ * up to the submit's modelled duration. */
+static int o_wait_first(struct ork__npu_exec *ex, const struct npu_mat *mt)
+{
+    int64_t t = ork__now_ns();
+    ork_npu_exec_untraced();
+    int ret = ork_npu_job_wait(ex->o_job);
+    ex->o_job = NULL;
+    double cpu_ms = (double)(t - ex->o_sub_ns) / 1e6;
+    double npu_ms = (double)(model_now(ex, mt->dev) - ex->o_model0_ns) / 1e6;
+    ex->st.n_overlapped++;
+    ex->st.cpu_inflight_ms += cpu_ms;
+    ex->st.cpu_overlap_ms += cpu_ms < npu_ms ? cpu_ms : npu_ms;
+    return ret;
+}
+
+int ork__npu_exec_o_finish(struct ork__npu_exec *ex, int32_t layer, const float *att, int32_t m,
+                           float *y)
+{
+    struct npu_opmat *o = npu_op_at(ex, ORK__NPU_O, layer);
+    struct npu_mat *ma = &o->mat[0], *mb = &o->mat[1];
+    uint32_t kx = ma->k + mb->k, n = ma->n, mr = (uint32_t)m;
+    int ret = o_wait_first(ex, ma);
+    int64_t t0 = ork__now_ns();
+    ork_npu_exec_traced("npu o_b");
+    /* the second half, synchronously (nothing is left to overlap it with but the first
+     * half's dequantisation, which is not worth a hand-off to the async worker): its own row
+     * scales and C buffer */
+    float *as_b = ex->a_scales + ex->max_m;
+    int32_t *c_b = ex->c32 + ex->c32_half;
+    bool dec = m == 1 || !mb->pre;
+    if (ret == 0)
+        ret = quantize_cols(att, kx, mb->c0, mb->k, mr, ex->a8, as_b);
+    if (ret == 0)
+        ret = ork_npu_matmul_run_i8(dec ? mb->dec : mb->pre, ex->a8, mr, c_b);
+    if (ret == 0) {
+        count_run(ex, dec ? &mb->dinfo : &mb->pinfo, mr, mb->dev);
+        dequant_add(ex->c32, n, mr, ex->a_scales, ma->scales, y, false);
+        dequant_add(c_b, n, mr, as_b, mb->scales, y, true);
+    }
+    ork_npu_exec_untraced();
+    double ms = (double)(ork__now_ns() - t0) / 1e6;
+    ex->st.npu_wall_ms += ms;
+    ex->batch_npu_ms += ms;
+    ex->st.sect_ms[ORK__NPU_O] += ms;
+    return ret;
+}
+
+int ork__npu_exec_run(struct ork__npu_exec *ex, enum ork__npu_op op, int32_t layer,
+                      const float *x, int32_t m, float *const *outs)
+{
+    if (!ex)
+        return 0;
+    struct npu_opmat *o = npu_op_at(ex, op, layer);
+    if (!o->on_npu)
+        return 0;
+    int64_t t0 = ork__now_ns();
+    uint32_t k = o->mat[0].k;
+    int ret = ork_npu_exec_traced(ork__npu_op_trace_name(op));
+    if (o->k_split) {
+        ret = run_ksplit(ex, o, x, m, outs[0]);
+        m = 0;      /* done */
+    }
+    if (o->n_mats == 1 && m > (int32_t)ex->max_m) {
+        ret = run_pipelined(ex, o, x, m, outs);
+        m = 0;      /* done */
+    }
+    for (int32_t r0 = 0; r0 < m; r0 += (int32_t)ex->max_m) {
+        uint32_t mr = (uint32_t)(m - r0 < (int32_t)ex->max_m ? m - r0 : (int32_t)ex->max_m);
+        if ((ret = ork_npu_quantize_rows_i8(x + (size_t)r0 * k, mr, k, ex->a8, ex->a_scales)) < 0)
+            break;
+        if (o->n_mats == 1) {
+            if ((ret = run_mat(ex, &o->mat[0], mr)) < 0)
+                break;
+            scatter_parts(o, ex->c32, ex->a_scales, mr, r0, outs);
+        } else {
+            for (int pi = 0; pi < o->n_mats; pi++) {
+                struct npu_mat *mt = &o->mat[pi];
+                if ((ret = run_mat(ex, mt, mr)) < 0)
+                    break;
+                dequant_part(ex->c32, mt->n, 0, mt->n, mr, ex->a_scales, mt->scales,
+                             outs[pi] + (size_t)r0 * mt->n);
+            }
+            if (ret < 0)
+                break;
+        }
+    }
+    ork_npu_exec_untraced();
+    if (ret < 0)
+        return ret;
+    double ms = (double)(ork__now_ns() - t0) / 1e6;
+    ex->st.npu_wall_ms += ms;
+    ex->batch_npu_ms += ms;
+    ex->st.sect_ms[op] += ms;
+    return 1;
+}
+
+void ork__npu_exec_batch_begin(struct ork__npu_exec *ex)
+{
+    if (!ex)
+        return;
+    pthread_mutex_lock(&ex->lock);
+    ork_npu_exec_traced("forward");
+    ex->batch_t0 = ork__now_ns();
+    ex->batch_npu_ms = 0;
+}
+
+void ork__npu_exec_batch_end(struct ork__npu_exec *ex, int32_t m)
+{
+    if (!ex)
+        return;
+    if (ex->o_job) {        /* a forward that failed between _o_submit and _o_finish */
+        ork_npu_exec_untraced();
+        ork_npu_job_wait(ex->o_job);
+        ex->o_job = NULL;
+    }
+    double wall = (double)(ork__now_ns() - ex->batch_t0) / 1e6;
+    ex->st.wall_ms += wall;
+    ex->st.sect_ms[ORK__NPU_N_OPS] += wall - ex->batch_npu_ms;    /* the CPU rest */
+    ex->st.n_forward++;
+    ex->st.n_rows += (uint64_t)m;
+    ork_npu_exec_untraced();
+    pthread_mutex_unlock(&ex->lock);
+}
+
+/* ---- public ------------------------------------------------------------------------------ */
+
+void ork__npu_model_base_reset(struct ork__npu_exec *ex)
+{
+    if (!ex->is_sim)
+        return;
+    for (int d = 0; d < ex->n_dev; d++)
+        if (ork_npu_model_time(ex->dev[d], &ex->model_base[d]) < 0)
+            memset(&ex->model_base[d], 0, sizeof ex->model_base[d]);
+    ex->switches_base = ex->n_domain_switches;
+}
+
+int ork_model_npu_stats(const struct ork_model *m, struct ork_npu_exec_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!m || !m->npu)
+        return ORK_ENOENT;
+    const struct ork__npu_exec *ex = m->npu;
+    *out = ex->st;
+    /* modelled time: the simulators' clocks since the base, plus the domain switches */
+    bool modelled = false;
+    int64_t switch_ns = 0;
+    for (int d = 0; ex->is_sim && d < ex->n_dev; d++) {
+        struct ork_npu_model_time t;
+        if (ork_npu_model_time(ex->dev[d], &t) < 0)
+            continue;
+        const struct ork_npu_model_time *b = &ex->model_base[d];
+        modelled = true;
+        switch_ns = t.domain_switch_ns;
+        out->model_npu_ms += (double)(t.now_ns - b->now_ns) / 1e6;
+        for (uint32_t c = 0; c < t.n_cores && c < 3; c++)
+            out->model_core_busy_ms[c] += (double)(t.core_busy_ns[c] - b->core_busy_ns[c]) / 1e6;
+    }
+    if (modelled)
+        out->model_npu_ms += (double)(ex->n_domain_switches - ex->switches_base) *
+                             (double)switch_ns / 1e6;
+    return 0;
+}
+
+void ork_model_npu_stats_reset(struct ork_model *m)
+{
+    if (!m || !m->npu)
+        return;
+    struct ork_npu_exec_stats *s = &m->npu->st;
+    s->n_forward = s->n_rows = s->n_submits = 0;
+    s->wall_ms = s->npu_wall_ms = s->model_npu_ms = 0;
+    s->n_overlapped = 0;
+    s->cpu_inflight_ms = s->cpu_overlap_ms = 0;
+    memset(s->model_core_busy_ms, 0, sizeof s->model_core_busy_ms);
+    memset(s->sect_ms, 0, sizeof s->sect_ms);
+    ork__npu_model_base_reset(m->npu);
+}
+
+const char *ork_model_device(const struct ork_model *m)
+{
+    return m && m->npu ? m->npu->st.backend : "cpu";
+}
