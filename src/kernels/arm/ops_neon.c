@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../kern_priv.h"
-#include "../vexp.h"
+#include "kern_priv.h"
+#include "vexp.h"
 
 #ifdef ORK_KERN_ARM
 #include <arm_neon.h>

@@ -8,8 +8,8 @@
 
 #include <ork-kernels/kernels.h>
 
-#include "../kern_priv.h"
-#include "../qk_block.h"
+#include "kern_priv.h"
+#include "qk_block.h"
 
 #ifdef ORK_KERN_ARM
 #include <arm_neon.h>

@@ -4,8 +4,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../kern_priv.h"
-#include "../qk_block.h"
+#include "kern_priv.h"
+#include "qk_block.h"
 
 #ifdef ORK_KERN_ARM
 #include <arm_neon.h>

@@ -3,8 +3,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../kern_priv.h"
-#include "../read_sum.h"
+#include "kern_priv.h"
+#include "read_sum.h"
 
 #ifdef ORK_KERN_ARM
 #include <arm_neon.h>

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "x86_priv.h"
-#include "../vexp.h"
+#include "vexp.h"
 
 #ifdef ORK_KERN_X86
 

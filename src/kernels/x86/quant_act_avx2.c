@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "x86_priv.h"
-#include "../qk_block.h"
+#include "qk_block.h"
 
 #ifdef ORK_KERN_X86
 

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "x86_priv.h"
-#include "../read_sum.h"
+#include "read_sum.h"
 
 #ifdef ORK_KERN_X86
 

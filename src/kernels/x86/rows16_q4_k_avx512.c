@@ -25,7 +25,7 @@
 #include <ork-kernels/kernels.h>
 
 #include "x86_priv.h"
-#include "../qk_block.h"
+#include "qk_block.h"
 
 #ifdef ORK_KERN_X86
 

@@ -5,7 +5,7 @@
 #ifndef ORK_KERNELS_X86_PRIV_H
 #define ORK_KERNELS_X86_PRIV_H
 
-#include "../kern_priv.h"
+#include "kern_priv.h"
 
 #ifdef ORK_KERN_X86
 #include <immintrin.h>
