@@ -98,6 +98,13 @@ int ork_npu_weights_create_packed(struct ork_npu *npu, const struct ork_npu_weig
 /* Copy the tiled bytes of w (ork_npu_weights_bytes of them) into buf: ORK_ENOSPC if cap is
  * smaller. */
 int ork_npu_weights_export(const struct ork_npu_weights *w, void *buf, uint64_t cap);
+/* Device bytes of weights of dtype, n x k, made for plans of up to max_m rows, together with the
+ * plans an executor makes on them (M = 1 and, when max_m > 1, M = max_m), sliced as libork
+ * slices them (page rounding included; N-slices counted for the most cores a plan may take).
+ * No device needed; 0 for shapes libork cannot plan. For placing weights into IOMMU domains
+ * before creating them (src/libork/estimate.c). */
+uint64_t ork_npu_weights_estimate_bytes(enum ork_npu_dtype dtype, uint32_t n, uint32_t k,
+                                        uint32_t max_m);
 
 /* ---- matmul plans ----------------------------------------------------------------------- */
 

@@ -41,28 +41,6 @@ static int open_device(struct ork__npu_exec *ex, const char *device, int32_t sim
     return 0;
 }
 
-/* Device bytes of an int8 [n][k] matrix with its two plans (docs/npu.md tiling rules): the
- * weights padded (K to 512 for prefill plans, else 32; N to 32), and per plan of m rows the A
- * buffer, one int32 C block per K-slice (slices <= 4096 when max_m > 1) and the programs
- * (896 bytes each, one per K-slice x N-slice x M-tile), all rounded up to pages. */
-#define EST_PROGRAM_BYTES 896u
-#define EST_PAGE 4096u
-static uint64_t est_bytes(uint32_t n, uint32_t k, uint32_t max_m)
-{
-    uint64_t ka = max_m > 1 ? 512 : 32;
-    uint64_t kp = ((uint64_t)k + ka - 1) / ka * ka, np = ((uint64_t)n + 31) / 32 * 32;
-    uint64_t kslices = max_m > 1 ? (kp + 4095) / 4096 : (kp + 8191) / 8192;
-    uint64_t nslices = (np + 8191) / 8192;
-    uint64_t total = np * kp;
-    uint32_t ms[2] = { 1, max_m };
-    for (int i = 0; i < (max_m > 1 ? 2 : 1); i++) {
-        uint64_t m = ms[i], mtiles = (m + 63) / 64;
-        total += m * kp + m * np * 4 * kslices +
-                 kslices * nslices * mtiles * 3 * EST_PROGRAM_BYTES + 4 * EST_PAGE;
-    }
-    return total;
-}
-
 /* Weights from int8 rows q (tiled here), or, when tiled is not NULL, from the pack's tiled
  * bytes as they are. */
 static int make_mat(struct ork__npu_exec *ex, struct npu_mat *mt, int dev, const int8_t *q,
@@ -251,7 +229,8 @@ static int new_domain(struct ork__npu_exec *ex, struct placer *pc)
     return 0;
 }
 
-/* Estimated device bytes of layer l's slots (l = n_layers: the LM head). */
+/* Estimated device bytes of layer l's slots (l = n_layers: the LM head): libork's estimate of
+ * each tensor's weights and plans (ork_npu_weights_estimate_bytes). */
 static uint64_t layer_need(const struct ork__npu_exec *ex, const struct ork_model *m, int32_t l)
 {
     uint32_t spl = ork__npu_plan_slots_per_layer(ex->plan), t0 = (uint32_t)l * spl;
@@ -261,7 +240,8 @@ static uint64_t layer_need(const struct ork__npu_exec *ex, const struct ork_mode
         struct pack_src ps;
         char name[ORK_ORKPACK_NAME_MAX];
         ork__npu_pack_source(ex->plan, m, t, &ps, name, sizeof name);
-        need += ps.ns ? est_bytes(ps.n, ps.k, ex->max_m) : 0;
+        if (ps.ns)
+            need += ork_npu_weights_estimate_bytes(ORK_NPU_I8, ps.n, ps.k, ex->max_m);
     }
     return need;
 }
@@ -311,7 +291,8 @@ static int place_all(struct ork__npu_exec *ex, const struct ork_model *m,
                      const struct place_src *src)
 {
     uint64_t dom_bytes = p->npu_domain_bytes ? p->npu_domain_bytes : NPU_DOMAIN_BUDGET;
-    /* the margin covers what est_bytes does not see; small test domains keep 1/8 */
+    /* the margin covers what the estimate does not see (the kernel's own mappings, a plan
+     * taking fewer cores than the most); small test domains keep 1/8 */
     uint64_t margin = dom_bytes / 8 < NPU_DOMAIN_MARGIN ? dom_bytes / 8 : NPU_DOMAIN_MARGIN;
     struct placer pc = { .dev_name = dev_name, .sim_timing = p->sim_timing,
                          .domain_bytes = p->npu_domain_bytes, .cap = dom_bytes - margin };
