@@ -1,5 +1,6 @@
 /* gguf.c -- GGUF v2/v3 reader: parse and validate the header, metadata and tensor table of a
- * mapped (or borrowed) buffer, and answer lookups.
+ * mapped (or borrowed) buffer, and index the names for lookups. Opening a file is gguf_open.c,
+ * the accessors and typed getters gguf_get.c.
  *
  * What it is: a bounds-checked, single-pass parser. Every count, length and offset is checked
  * against the bytes that remain before it is used or allocated for; any inconsistency yields
@@ -18,6 +19,8 @@
  * data section starts at the next multiple of general.alignment (u32, default 32). Version 1 used
  * u32 counts and lengths and is not supported; versions 2 and 3 share the layout (3 only adds
  * big-endian files, which are marked by a byte-swapped version). */
+#include "gguf_priv.h"
+
 #include <ork-engine/gguf.h>
 
 #include <ork-kernels/types.h>
@@ -56,35 +59,6 @@
 #define GGUF_MSG_NAME_MAX 80
 /* Elements of a tensor must fit ggml's int64_t element count. */
 #define GGUF_MAX_NELEMENTS ((uint64_t)INT64_MAX)
-
-/* Every allocation made while parsing is chained through this header and freed at close. */
-typedef union gguf_block {
-    union gguf_block *next;
-    max_align_t align_;
-} gguf_block;
-
-struct ork_gguf {
-    const uint8_t *base;        /* first byte of the file (mapping or borrowed buffer) */
-    uint64_t size;              /* file size in bytes */
-    void *map;                  /* mmap'd region to unmap at close; NULL for open_mem */
-    size_t map_len;
-    uint32_t version;
-    uint32_t alignment;
-    uint64_t data_offset;       /* start of the data section (== size when past the end) */
-
-    struct ork_gguf_kv *kvs;    /* (n_kv) */
-    uint64_t n_kv;
-    struct ork_gguf_tensor *tensors;  /* (n_tensors) */
-    uint64_t n_tensors;
-
-    uint32_t *kv_hash;          /* open addressing: index + 1, 0 = empty; (kv_mask + 1) slots */
-    uint64_t kv_mask;
-    uint32_t *tensor_hash;
-    uint64_t tensor_mask;
-    uint64_t hash_seed;
-
-    gguf_block *blocks;         /* names, string-array indexes, nested-array item tables */
-};
 
 /* --- allocation ---------------------------------------------------------------------------- */
 
@@ -174,7 +148,7 @@ const char *ork_gguf_type_name(enum ork_gguf_type t)
 }
 
 /* Encoded size of a fixed-size value type; 0 for STRING and ARRAY. */
-static unsigned scalar_size(enum ork_gguf_type t)
+unsigned ork__gguf_scalar_size(enum ork_gguf_type t)
 {
     switch (t) {
     case ORK_GGUF_UINT8: case ORK_GGUF_INT8: case ORK_GGUF_BOOL:
@@ -190,21 +164,12 @@ static unsigned scalar_size(enum ork_gguf_type t)
     }
 }
 
-static bool type_is_signed(enum ork_gguf_type t)
-{
-    return t == ORK_GGUF_INT8 || t == ORK_GGUF_INT16 || t == ORK_GGUF_INT32 || t == ORK_GGUF_INT64;
-}
 
-static bool type_is_unsigned(enum ork_gguf_type t)
-{
-    return t == ORK_GGUF_UINT8 || t == ORK_GGUF_UINT16 || t == ORK_GGUF_UINT32 ||
-           t == ORK_GGUF_UINT64;
-}
 
 /* Decode one fixed-size element from packed little-endian bytes into a value. */
-static void decode_scalar(enum ork_gguf_type t, const uint8_t *p, struct ork_gguf_value *v)
+void ork__gguf_decode_scalar(enum ork_gguf_type t, const uint8_t *p, struct ork_gguf_value *v)
 {
-    uint64_t bits = le_load(p, scalar_size(t));
+    uint64_t bits = le_load(p, ork__gguf_scalar_size(t));
     v->type = t;
     switch (t) {
     case ORK_GGUF_INT8:
@@ -267,12 +232,12 @@ static int read_value(struct ork_gguf *g, struct reader *r, enum ork_gguf_type t
         v->type = t;
         return read_array(g, r, &v->v.arr, 1, what);
     }
-    unsigned sz = scalar_size(t);
+    unsigned sz = ork__gguf_scalar_size(t);
     if (rd_left(r) < sz)
         return ork_errorf(ORK_EFORMAT, "gguf: truncated reading %s value (%s at offset %llu, file %llu bytes)",
                           what, ork_gguf_type_name(t), (unsigned long long)r->off,
                           (unsigned long long)r->size);
-    decode_scalar(t, r->p + r->off, v);
+    ork__gguf_decode_scalar(t, r->p + r->off, v);
     if (t == ORK_GGUF_BOOL && v->v.u64 > 1)
         return ork_errorf(ORK_EFORMAT, "gguf: %s: bool value %llu is not 0 or 1 (offset %llu)", what,
                           (unsigned long long)v->v.u64, (unsigned long long)r->off);
@@ -363,7 +328,7 @@ static int read_array(struct ork_gguf *g, struct reader *r, struct ork_gguf_arra
         return 0;
     }
 
-    unsigned esz = scalar_size(a->type);
+    unsigned esz = ork__gguf_scalar_size(a->type);
     if (n > rd_left(r) / esz)
         return ork_errorf(ORK_EFORMAT, "gguf: %s: array of %llu %s (%u bytes each) exceeds the remaining %llu bytes",
                           what, (unsigned long long)n, ork_gguf_type_name(a->type), esz,
@@ -739,7 +704,7 @@ static int parse_tensors(struct ork_gguf *g, struct reader *r, uint64_t n_tensor
     return check_overlaps(g);
 }
 
-static int parse(struct ork_gguf *g)
+int ork__gguf_parse(struct ork_gguf *g)
 {
     struct reader r = { .p = g->base, .size = g->size, .off = 0 };
     uint64_t n_tensors = 0, n_kv = 0;
@@ -753,221 +718,24 @@ static int parse(struct ork_gguf *g)
     return parse_tensors(g, &r, n_tensors);
 }
 
-/* --- open / close ---------------------------------------------------------------------------- */
-
-void ork_gguf_close(struct ork_gguf *g)
+void ork__gguf_free_tables(struct ork_gguf *g)
 {
-    if (!g)
-        return;
     g_free_all(g);
     ork_free(g->kvs);
     ork_free(g->tensors);
     ork_free(g->kv_hash);
     ork_free(g->tensor_hash);
-    if (g->map)
-        munmap(g->map, g->map_len);
-    ork_free(g);
+    g->kvs = NULL;
+    g->tensors = NULL;
+    g->kv_hash = g->tensor_hash = NULL;
 }
 
-static int open_buffer(const void *data, size_t size, void *map, struct ork_gguf **out)
+uint64_t ork__gguf_hash_seed(const struct ork_gguf *g)
 {
-    struct ork_gguf *g = ork_calloc(1, sizeof(*g));
-    if (!g)
-        return ork_errorf(ORK_ENOMEM, "gguf: out of memory");
-    g->base = data;
-    g->size = size;
-    g->map = map;
-    g->map_len = size;
-    g->alignment = ORK_GGUF_DEFAULT_ALIGNMENT;
-    g->hash_seed = ((uint64_t)(uintptr_t)g * FNV64_PRIME) ^ ((uint64_t)(uintptr_t)&g >> 4);
-    int ret = parse(g);
-    if (ret < 0) {
-        g->map = NULL;      /* the caller owns the mapping until we succeed */
-        ork_gguf_close(g);
-        return ret;
-    }
-    *out = g;
-    return 0;
+    return ((uint64_t)(uintptr_t)g * FNV64_PRIME) ^ ((uint64_t)(uintptr_t)&g >> 4);
 }
 
-int ork_gguf_open_mem(const void *data, size_t size, struct ork_gguf **out)
-{
-    if (!out || (!data && size))
-        return ork_errorf(ORK_EINVAL, "gguf: open_mem: NULL argument");
-    *out = NULL;
-    static const uint8_t empty;
-    return open_buffer(data ? data : &empty, size, NULL, out);
-}
-
-/* Reading a file into memory: anonymous pages aligned to and advised as transparent huge
- * pages (2 MiB on x86-64 and on AArch64 with 4 KiB pages), so a decode step's weight streams
- * cross no 4 KiB page walks; read in pieces of at most GGUF_READ_CHUNK. */
-#define GGUF_HUGE_ALIGN ((size_t)2 << 20)
-#define GGUF_READ_CHUNK ((size_t)1 << 30)
-
-/* len bytes of anonymous memory starting on a GGUF_HUGE_ALIGN boundary (unmapped with
- * munmap(p, len)); NULL when refused. */
-static void *anon_huge(size_t len)
-{
-    if (len > SIZE_MAX - GGUF_HUGE_ALIGN)
-        return NULL;
-    size_t span = len + GGUF_HUGE_ALIGN;
-    uint8_t *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED)
-        return NULL;
-    uintptr_t a = ((uintptr_t)raw + GGUF_HUGE_ALIGN - 1) & ~(uintptr_t)(GGUF_HUGE_ALIGN - 1);
-    uint8_t *p = (uint8_t *)a;
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    size_t used = (len + page - 1) / page * page;
-    if (p > raw)
-        munmap(raw, (size_t)(p - raw));
-    if (p + used < raw + span)
-        munmap(p + used, (size_t)(raw + span - (p + used)));
-#ifdef MADV_HUGEPAGE
-    (void)madvise(p, used, MADV_HUGEPAGE);     /* a hint: refused means ordinary pages */
-#endif
-    return p;
-}
-
-/* Where the data section starts in memory when the file is read: a multiple of this, the cache
- * line and the widest vector, so the weights' vector loads do not straddle lines. Files put
- * their data section on a multiple of general.alignment (32 by default) from the file's start;
- * at an offset of 32 modulo 64 the read kernel streamed a 1.8 GB model's weights at 55-59 GB/s
- * at two threads where a fresh 64-aligned buffer of the same size read 74-76 (measured). */
-#define GGUF_DATA_ALIGN 64
-
-/* The file read into anonymous memory at `shift` bytes past a huge-page boundary: *region
- * (region_len = len + shift bytes, to unmap) and the file's first byte in *out; or an error. */
-static int read_whole(int fd, const char *path, size_t len, size_t shift, void **region,
-                      void **out)
-{
-    uint8_t *r = len <= SIZE_MAX - shift ? anon_huge(len + shift) : NULL;
-    if (!r)
-        return ork_errorf(ORK_ENOMEM, "gguf: no memory to read '%s' (%zu bytes); map it instead "
-                          "(--mmap)", path, len);
-    uint8_t *p = r + shift;
-    for (size_t got = 0; got < len;) {
-        size_t want = len - got < GGUF_READ_CHUNK ? len - got : GGUF_READ_CHUNK;
-        ssize_t n = pread(fd, p + got, want, (off_t)got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            int e = n < 0 ? errno : 0;
-            munmap(r, len + shift);
-            return ork_errorf(ORK_EIO, "gguf: reading '%s' at byte %zu of %zu: %s", path, got,
-                              len, e ? strerror(e) : "unexpected end of file");
-        }
-        got += (size_t)n;
-    }
-    /* Left writable: making it read-only (mprotect) cost the first pass over the weights
-     * 4-7x (146 against 36 ms over the layers of a 1.8 GB model, measured), and the reader only
-     * hands out const pointers. */
-    *region = r;
-    *out = p;
-    return 0;
-}
-
-/* Bytes to place the file past a GGUF_DATA_ALIGN boundary so that its data section starts on
- * one, in *shift: the header parsed from a mapping of the file (a few ms). A file that does
- * not parse gets 0 (the parse of the copy then reports the problem); running out of memory is
- * an error. */
-static int data_shift(int fd, size_t len, size_t *shift)
-{
-    *shift = 0;
-    void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED)
-        return 0;
-    struct ork_gguf *h;
-    int ret = open_buffer(m, len, NULL, &h);
-    if (ret == 0) {
-        *shift = (size_t)((GGUF_DATA_ALIGN - h->data_offset % GGUF_DATA_ALIGN) %
-                          GGUF_DATA_ALIGN);
-        ork_gguf_close(h);
-    }
-    munmap(m, len);
-    if (ret == ORK_ENOMEM)
-        return ret;
-    ork_error_clear();
-    return 0;
-}
-
-int ork_gguf_open_mode(const char *path, enum ork_gguf_mode mode, struct ork_gguf **out)
-{
-    if (!path || !out)
-        return ork_errorf(ORK_EINVAL, "gguf: open: NULL argument");
-    if (mode != ORK_GGUF_MMAP && mode != ORK_GGUF_READ)
-        return ork_errorf(ORK_EINVAL, "gguf: open: unknown mode %d", (int)mode);
-    *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return ork_errorf(ORK_EIO, "gguf: cannot open '%s': %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return ork_errorf(ORK_EIO, "gguf: cannot stat '%s': %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return ork_errorf(ORK_EIO, "gguf: '%s' is not a regular file", path);
-    }
-    if (st.st_size == 0) {
-        close(fd);
-        return ork_errorf(ORK_EFORMAT, "gguf: '%s' is empty", path);
-    }
-    if ((uint64_t)st.st_size > SIZE_MAX) {
-        close(fd);
-        return ork_errorf(ORK_EIO, "gguf: '%s' is too large to map", path);
-    }
-    size_t len = (size_t)st.st_size, region_len = len;
-    void *map = NULL, *region = NULL;
-    if (mode == ORK_GGUF_READ) {
-        size_t shift;
-        int ret = data_shift(fd, len, &shift);
-        if (ret == 0)
-            ret = read_whole(fd, path, len, shift, &region, &map);
-        close(fd);
-        if (ret < 0)
-            return ret;
-        region_len = len + shift;
-    } else {
-        map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-        int e = errno;
-        close(fd);
-        if (map == MAP_FAILED)
-            return ork_errorf(ORK_EIO, "gguf: cannot map '%s' (%zu bytes): %s", path, len,
-                              strerror(e));
-    }
-    if (!region)
-        region = map;
-    int ret = open_buffer(map, len, region, out);
-    if (ret < 0) {
-        munmap(region, region_len);
-        return ret;
-    }
-    (*out)->map_len = region_len;
-    return 0;
-}
-
-int ork_gguf_open(const char *path, struct ork_gguf **out)
-{
-    return ork_gguf_open_mode(path, ORK_GGUF_MMAP, out);
-}
-
-/* --- accessors ------------------------------------------------------------------------------- */
-
-uint32_t ork_gguf_version(const struct ork_gguf *g) { return g->version; }
-uint32_t ork_gguf_alignment(const struct ork_gguf *g) { return g->alignment; }
-uint64_t ork_gguf_file_size(const struct ork_gguf *g) { return g->size; }
-uint64_t ork_gguf_data_offset(const struct ork_gguf *g) { return g->data_offset; }
-const void *ork_gguf_base(const struct ork_gguf *g) { return g->base; }
-uint64_t ork_gguf_n_kv(const struct ork_gguf *g) { return g->n_kv; }
-uint64_t ork_gguf_n_tensors(const struct ork_gguf *g) { return g->n_tensors; }
-
-const struct ork_gguf_kv *ork_gguf_kv_at(const struct ork_gguf *g, uint64_t i)
-{
-    return g && i < g->n_kv ? &g->kvs[i] : NULL;
-}
+/* --- lookups --------------------------------------------------------------------------------- */
 
 const struct ork_gguf_kv *ork_gguf_kv_find(const struct ork_gguf *g, const char *key)
 {
@@ -977,171 +745,10 @@ const struct ork_gguf_kv *ork_gguf_kv_find(const struct ork_gguf *g, const char 
     return i == UINT64_MAX ? NULL : &g->kvs[i];
 }
 
-const struct ork_gguf_tensor *ork_gguf_tensor_at(const struct ork_gguf *g, uint64_t i)
-{
-    return g && i < g->n_tensors ? &g->tensors[i] : NULL;
-}
-
 const struct ork_gguf_tensor *ork_gguf_tensor_find(const struct ork_gguf *g, const char *name)
 {
     if (!g)
         return NULL;
     uint64_t i = index_lookup(g, g->tensor_hash, g->tensor_mask, tensor_name_at, name);
     return i == UINT64_MAX ? NULL : &g->tensors[i];
-}
-
-/* --- typed getters --------------------------------------------------------------------------- */
-
-static int lookup(const struct ork_gguf *g, const char *key, const struct ork_gguf_kv **kv)
-{
-    if (!g || !key)
-        return ork_errorf(ORK_EINVAL, "gguf: get: NULL argument");
-    *kv = ork_gguf_kv_find(g, key);
-    return *kv ? 0 : ORK_ENOENT;
-}
-
-/* Integer getter core: accept any integer type whose value lies in [lo, hi]. */
-static int get_int(const struct ork_gguf *g, const char *key, int64_t lo, uint64_t hi,
-                   const char *want, uint64_t *uout, int64_t *iout)
-{
-    const struct ork_gguf_kv *kv = NULL;
-    int ret = lookup(g, key, &kv);
-    if (ret < 0)
-        return ret;
-    enum ork_gguf_type t = kv->value.type;
-    if (type_is_unsigned(t)) {
-        uint64_t v = kv->value.v.u64;
-        if (v > hi)
-            return ork_errorf(ORK_EFORMAT, "gguf: key '%s': value %llu (%s) does not fit in %s", key,
-                              (unsigned long long)v, ork_gguf_type_name(t), want);
-        *uout = v;
-        *iout = (int64_t)v;  /* hi <= INT64_MAX for signed callers */
-        return 0;
-    }
-    if (type_is_signed(t)) {
-        int64_t v = kv->value.v.i64;
-        if (v < lo || (v >= 0 && (uint64_t)v > hi))
-            return ork_errorf(ORK_EFORMAT, "gguf: key '%s': value %lld (%s) does not fit in %s", key,
-                              (long long)v, ork_gguf_type_name(t), want);
-        *uout = (uint64_t)v;
-        *iout = v;
-        return 0;
-    }
-    return ork_errorf(ORK_EFORMAT, "gguf: key '%s' has type %s, expected an integer (%s)", key,
-                      ork_gguf_type_name(t), want);
-}
-
-int ork_gguf_get_u32(const struct ork_gguf *g, const char *key, uint32_t *out)
-{
-    uint64_t u = 0;
-    int64_t i = 0;
-    int ret = get_int(g, key, 0, UINT32_MAX, "u32", &u, &i);
-    if (ret == 0)
-        *out = (uint32_t)u;
-    return ret;
-}
-
-int ork_gguf_get_u64(const struct ork_gguf *g, const char *key, uint64_t *out)
-{
-    uint64_t u = 0;
-    int64_t i = 0;
-    int ret = get_int(g, key, 0, UINT64_MAX, "u64", &u, &i);
-    if (ret == 0)
-        *out = u;
-    return ret;
-}
-
-int ork_gguf_get_i32(const struct ork_gguf *g, const char *key, int32_t *out)
-{
-    uint64_t u = 0;
-    int64_t i = 0;
-    int ret = get_int(g, key, INT32_MIN, INT32_MAX, "i32", &u, &i);
-    if (ret == 0)
-        *out = (int32_t)i;
-    return ret;
-}
-
-int ork_gguf_get_f32(const struct ork_gguf *g, const char *key, float *out)
-{
-    const struct ork_gguf_kv *kv = NULL;
-    int ret = lookup(g, key, &kv);
-    if (ret < 0)
-        return ret;
-    if (kv->value.type != ORK_GGUF_FLOAT32 && kv->value.type != ORK_GGUF_FLOAT64)
-        return ork_errorf(ORK_EFORMAT, "gguf: key '%s' has type %s, expected f32 or f64", key,
-                          ork_gguf_type_name(kv->value.type));
-    *out = (float)kv->value.v.f64;
-    return 0;
-}
-
-int ork_gguf_get_bool(const struct ork_gguf *g, const char *key, bool *out)
-{
-    const struct ork_gguf_kv *kv = NULL;
-    int ret = lookup(g, key, &kv);
-    if (ret < 0)
-        return ret;
-    if (kv->value.type != ORK_GGUF_BOOL)
-        return ork_errorf(ORK_EFORMAT, "gguf: key '%s' has type %s, expected bool", key,
-                          ork_gguf_type_name(kv->value.type));
-    *out = kv->value.v.u64 != 0;
-    return 0;
-}
-
-int ork_gguf_get_str(const struct ork_gguf *g, const char *key, struct ork_gguf_str *out)
-{
-    const struct ork_gguf_kv *kv = NULL;
-    int ret = lookup(g, key, &kv);
-    if (ret < 0)
-        return ret;
-    if (kv->value.type != ORK_GGUF_STRING)
-        return ork_errorf(ORK_EFORMAT, "gguf: key '%s' has type %s, expected str", key,
-                          ork_gguf_type_name(kv->value.type));
-    *out = kv->value.v.str;
-    return 0;
-}
-
-int ork_gguf_get_arr(const struct ork_gguf *g, const char *key, enum ork_gguf_type want,
-                     const struct ork_gguf_array **out)
-{
-    const struct ork_gguf_kv *kv = NULL;
-    int ret = lookup(g, key, &kv);
-    if (ret < 0)
-        return ret;
-    if (kv->value.type != ORK_GGUF_ARRAY)
-        return ork_errorf(ORK_EFORMAT, "gguf: key '%s' has type %s, expected an array%s%s", key,
-                          ork_gguf_type_name(kv->value.type), want == ORK_GGUF_TYPE_COUNT ? "" : " of ",
-                          want == ORK_GGUF_TYPE_COUNT ? "" : ork_gguf_type_name(want));
-    if (want != ORK_GGUF_TYPE_COUNT && kv->value.v.arr.type != want)
-        return ork_errorf(ORK_EFORMAT, "gguf: key '%s' is an array of %s, expected an array of %s",
-                          key, ork_gguf_type_name(kv->value.v.arr.type), ork_gguf_type_name(want));
-    *out = &kv->value.v.arr;
-    return 0;
-}
-
-/* --- array element readers ------------------------------------------------------------------- */
-
-int64_t ork_gguf_arr_i64(const struct ork_gguf_array *a, uint64_t i)
-{
-    if (!a || i >= a->n || !a->raw)
-        return 0;
-    unsigned sz = scalar_size(a->type);
-    if (!type_is_signed(a->type) && !type_is_unsigned(a->type) && a->type != ORK_GGUF_BOOL)
-        return 0;
-    struct ork_gguf_value v;
-    decode_scalar(a->type, a->raw + i * sz, &v);
-    return type_is_signed(a->type) ? v.v.i64 : (int64_t)v.v.u64;
-}
-
-double ork_gguf_arr_f64(const struct ork_gguf_array *a, uint64_t i)
-{
-    if (!a || i >= a->n || !a->raw)
-        return 0.0;
-    unsigned sz = scalar_size(a->type);
-    if (sz == 0)
-        return 0.0;
-    struct ork_gguf_value v;
-    decode_scalar(a->type, a->raw + i * sz, &v);
-    if (a->type == ORK_GGUF_FLOAT32 || a->type == ORK_GGUF_FLOAT64)
-        return v.v.f64;
-    return type_is_signed(a->type) ? (double)v.v.i64 : (double)v.v.u64;
 }
