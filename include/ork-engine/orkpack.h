@@ -12,7 +12,7 @@
  * explain and rebuild.
  *
  * This module is file format only: which tensors go in a pack and how they are computed is the
- * NPU backend's business (src/engine/npu_backend.c). Errors are ORK_E* codes with a message. */
+ * NPU backend's business (src/engine/npu/). Errors are ORK_E* codes with a message. */
 #ifndef ORK_ENGINE_ORKPACK_H
 #define ORK_ENGINE_ORKPACK_H
 
@@ -117,7 +117,7 @@ int ork_orkpack_tensor_at(const struct ork_orkpack *p, uint32_t i, struct ork_or
 int ork_orkpack_tensor_find(const struct ork_orkpack *p, const char *name,
                             struct ork_orkpack_tensor *out);
 
-/* ---- packs of models (src/engine/npu_exec.c) ---------------------------------------------- */
+/* ---- packs of models (src/engine/npu/pack_build.c) -------------------------------------- */
 
 /* Make sure the pack of a GGUF model (at pack_path, NULL: MODEL.orkpack beside it) is valid:
  * open and check it, and build it when it is missing, stale, foreign, of another version or

@@ -1,7 +1,7 @@
 /* synth.c -- synthetic GGUF models with the shapes of published ones (see ork-tooling/synth.h).
  *
- * Tensor names and shapes follow the GGUF conventions ork's loader binds (src/engine/model.c):
- * token_embd, blk.N.{attn_norm, attn_q/k/v (+ .bias for qwen2), attn_q_norm/attn_k_norm (qwen3),
+ * Tensor names and shapes are the ones ork's loader binds (src/engine/model/model.c): the layer
+ * tensors the architecture's descriptor requires (ork-engine/arch.h), in its order; token_embd, blk.N.{attn_norm, attn_q/k/v (+ .bias for qwen2), attn_q_norm/attn_k_norm (qwen3),
  * attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down}, output_norm, output (untied presets only).
  * Weights: per row a splitmix64 stream seeded from (seed, tensor name, row); each element is the
  * sum of four 16-bit uniforms (Irwin-Hall, close to normal) scaled to std WEIGHT_STD. Norm

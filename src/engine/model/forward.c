@@ -31,7 +31,7 @@
 
 /* Below this many multiply-adds an operation runs on the calling thread: waking the pool and
  * waiting for it costs on the order of 10 us (more when the cores are shared), which is about
- * 64K multiply-adds of the SIMD dot products (measurement: docs/engine.md "Threads"). */
+ * 64K multiply-adds of the SIMD dot products (measurement: docs/engine.md "Threading"). */
 #define FWD_MIN_PARALLEL_MACS (1 << 16)
 /* Query heads of a GQA group that attention computes in one pass over the KV head's keys and
  * values (ork__kv_scores / ork__kv_weighted_sum with two queries, the same bits per head): the
