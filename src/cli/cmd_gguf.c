@@ -5,6 +5,7 @@
  * Not here: reading or summarising GGUF files (`ork info`). */
 #include "cli.h"
 
+#include <ork-engine/arch.h>
 #include <ork-tooling/synth.h>
 #include <ork-kernels/types.h>
 #include <ork/error.h>
@@ -156,9 +157,13 @@ static int cmd_synth(int argc, char **argv)
         fprintf(stderr, "ork %s: --arch, --preset and -o are required (see --help)\n", CMD);
         return ORK_EXIT_USAGE;
     }
-    if (strcmp(p.arch, "llama") && strcmp(p.arch, "qwen2") && strcmp(p.arch, "qwen3")) {
-        fprintf(stderr, "ork %s: invalid value '%s' for --arch: expected llama, qwen2 or qwen3\n",
-                CMD, p.arch);
+    if (!ork_arch_find(p.arch, strlen(p.arch))) {
+        char names[256] = "";
+        for (size_t i = 0; i < ork_arch_count(); i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                     ork_arch_at(i)->name);
+        fprintf(stderr, "ork %s: invalid value '%s' for --arch: expected one of %s\n", CMD,
+                p.arch, names);
         return ORK_EXIT_USAGE;
     }
     const struct ork_synth_preset *ps = ork_synth_preset_find(p.arch, p.preset);
