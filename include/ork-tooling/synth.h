@@ -1,7 +1,7 @@
 /* ork-tooling/synth.h -- synthetic models with the shapes of published ones.
  *
  * ork_synth_write streams a GGUF v3 file with the exact tensor shapes and hyperparameters of a
- * published model (presets table in src/engine/synth.c, sources in docs/synth.md), filled with
+ * published model (presets table in src/tooling/synth.c, sources in docs/synth.md), filled with
  * seeded pseudo-random weights (std ~0.02, norms = 1) quantized to the requested type, and a
  * real tokenizer copied from another GGUF file (every tokenizer.* key) or a byte-level
  * fallback vocabulary. The output is for speed measurements and loader tests: it generates

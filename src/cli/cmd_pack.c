@@ -1,6 +1,6 @@
 /* cmd_pack.c -- `ork pack MODEL`: build (or check) the NPU-ready weights MODEL.orkpack beside a
  * GGUF model, the file `--device npu|sim` would otherwise build on first use. The format and
- * the checks live in src/engine/orkpack.c; this file is argument handling only. */
+ * the checks live in src/engine/npu/orkpack.c; this file is argument handling only. */
 #include "cli.h"
 
 #include <ork-engine/orkpack.h>

@@ -1,5 +1,5 @@
 /* test_kernels_gemm.c -- ORK_ACT_QUANT matmuls through the shared, once-quantized X and the
- * register-tiled kernel (src/kernels/gemm_q8.c): on every instruction-set path this CPU can
+ * register-tiled kernel (src/kernels/x86/gemm_q8_avx2.c, gemm_q8_avx512.c): on every instruction-set path this CPU can
  * run, every output equals bit for bit the scalar path's output (no pool), over random shapes
  * with ragged M / N and odd block counts, pools of 1..4 threads and no pool; the vectorized
  * Q8_0 / Q8_K activation quantizers equal the scalar ones byte for byte on random values,

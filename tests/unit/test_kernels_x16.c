@@ -1,5 +1,5 @@
 /* test_kernels_x16.c -- Q8_0 / Q4_0 / Q4_K matrices interleaved by 16 rows (ORK_LAYOUT_X16,
- * src/kernels/x16.c, x16k.c): packing rearranges the bytes and every row reads back exactly; on
+ * src/kernels/rows16.c and x86/rows16_*.c): packing rearranges the bytes and every row reads back exactly; on
  * every instruction-set path this CPU can run, with no pool and pools of 1..4 threads,
  * ORK_ACT_QUANT matmuls of an interleaved Q8_0 / Q4_0 matrix agree with an independent
  * double-precision sum over the same quantized X within the f32 rounding bound of their order,

@@ -234,7 +234,7 @@ static int logits_of(const char *model, uint32_t flags, float *out)
     return ret;
 }
 
-/* The executor's prefill rows (NPU_DEFAULT_MAX_M in src/engine/npu/npu_exec.c), which
+/* The executor's prefill rows (NPU_DEFAULT_MAX_M in src/engine/npu/npu_priv.h), which
  * `ork pack` tiles for. */
 #define PACK_MAX_M 64u
 
