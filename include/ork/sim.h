@@ -18,6 +18,8 @@
 extern "C" {
 #endif
 
+struct ork_twin_consts;         /* <ork/twin.h> */
+
 /* How modelled time relates to wall-clock time. */
 enum ork_sim_timing {
     ORK_SIM_TIMING_INSTANT = 0, /* compute, complete at once (default; fastest for tests) */
@@ -56,6 +58,10 @@ struct ork_sim_opts {
     uint32_t freq_mhz;          /* NPU clock for the timing model; 0 = 1000 (spec §1.2) */
     bool strict;                /* reproduce hardware misbehaviour where the spec says "strict" */
     struct ork_sim_fault faults[ORK_SIM_MAX_FAULTS];
+    const struct ork_twin_consts *twin; /* the NPU timing constants (<ork/twin.h>: npu_launch_ns,
+                                 * npu_chain_ns, npu_bw_core, npu_bw_all, npu_mac_int8/fp16,
+                                 * npu_domain_switch_ns), copied at create; NULL = the twin's
+                                 * defaults (ork_twin_consts_default). One table for both. */
 };
 
 /* The vendor debugfs `load` line (spec §12.1), as the kernel's `/sys/kernel/debug/rknpu/load` and

@@ -30,6 +30,9 @@ extern "C" {
 /* Resource limits of the timeline (the RK3588 has 4 A76 + 4 A55 and 3 NPU cores). */
 #define ORK_TWIN_MAX_CPU 8
 #define ORK_TWIN_MAX_NPU 3
+/* The NPU clock the npu_mac_* rates were measured at: the vendor kernel's 1 GHz (anchors §8
+ * "NPU clock"); MAC terms scale by f / this. Shared with the simulator's timing model. */
+#define ORK_TWIN_NPU_REF_FREQ_MHZ 1000.0
 
 /* ---- 1. constants ------------------------------------------------------------------------
  * X(name, unit, default, kind, source). kind: ORK_TWIN_K_POS (finite, > 0), ORK_TWIN_K_NONNEG

@@ -77,28 +77,38 @@ int ork__sim_load_format(char *buf, int cap, const int *pct, int n);
  * of cores read (up to `max`) or ORK_EFORMAT. */
 int ork__sim_load_parse(const char *text, int *pct, int max);
 
-/* ---- timing model (sim_timing.c): every constant in one table ---------------------------- */
+/* ---- timing model (sim_timing.c) ---------------------------------------------------------
+ * The NPU board constants come from the twin's one table (include/ork/twin.h, docs/twin.md:
+ * npu_launch_ns, npu_chain_ns, npu_bw_core, npu_bw_all, npu_mac_int8, npu_mac_fp16,
+ * npu_domain_switch_ns); a device copies them into this table when it is created
+ * (ork_sim_opts.twin, NULL = ork_twin_consts_default). Only what the twin does not hold lives
+ * here: the MAC rates' reference clock, the LUT-load body and the debugfs load window. */
 
 struct ork_sim_stats;
+struct ork_twin_consts;
 
 struct ork_sim_timing_table {
-    double t_launch_ns;         /* commit -> PC start -> completion IRQ -> waiter, per job */
-    double t_chain_ns;          /* each extra chained program in one core's range */
-    double bw_core_max;         /* bytes/s one core's weight DMA can stream */
-    double bw_npu_total;        /* bytes/s all streaming cores share */
-    double mac_int8;            /* effective int8 MAC/s per core at the reference clock */
-    double mac_fp16;            /* effective fp16 MAC/s per core at the reference clock */
+    double t_launch_ns;         /* npu_launch_ns: commit -> PC start -> IRQ -> waiter, per job */
+    double t_chain_ns;          /* npu_chain_ns: each extra chained program in one core's range */
+    double bw_core_max;         /* npu_bw_core: bytes/s one core's weight DMA can stream */
+    double bw_npu_total;        /* npu_bw_all: bytes/s all streaming cores share */
+    double mac_int8;            /* npu_mac_int8: effective int8 MAC/s per core at ref_freq_mhz */
+    double mac_fp16;            /* npu_mac_fp16: effective fp16 MAC/s per core at ref_freq_mhz */
     double ref_freq_mhz;        /* clock the MAC rates were measured at */
-    double t_domain_switch_ns;  /* IOMMU domain switch (drain + reattach) */
+    double t_domain_switch_ns;  /* npu_domain_switch_ns: IOMMU domain switch (drain + reattach) */
     double t_lut_load_ns;       /* LUT-load program body (no memory traffic) */
     double load_window_ns;      /* debugfs load accounting window (§12.1) */
 };
-extern const struct ork_sim_timing_table ork__sim_timing;
 
-/* Modelled time of one task on one core. `first` = it starts the core's range (pays launch),
- * else it is a chained program (pays t_chain). `streaming_cores` = cores streaming weights at
- * the same time (shares bw_npu_total). */
-double ork__sim_task_time_ns(const struct ork_sim_stats *st, bool first, int streaming_cores,
-                             uint32_t freq_mhz);
+/* Fill *T from the twin constants (NULL = the twin's defaults) and the sim-only values. */
+void ork__sim_timing_from_twin(const struct ork_twin_consts *c, struct ork_sim_timing_table *T);
+/* The table a device runs on (fixed at create). */
+const struct ork_sim_timing_table *ork__sim_timing_of(const struct ork_sim *sim);
+
+/* Modelled time of one task on one core with table T. `first` = it starts the core's range
+ * (pays launch), else it is a chained program (pays t_chain). `streaming_cores` = cores
+ * streaming weights at the same time (shares bw_npu_total). */
+double ork__sim_task_time_ns(const struct ork_sim_timing_table *T, const struct ork_sim_stats *st,
+                             bool first, int streaming_cores, uint32_t freq_mhz);
 
 #endif

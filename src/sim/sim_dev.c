@@ -14,6 +14,7 @@
 #include <ork/alloc.h>
 #include <ork/error.h>
 #include <ork/log.h>
+#include <ork/twin.h>
 
 #include "uapi/rknpu_uapi.h"
 
@@ -59,6 +60,15 @@ int ork__sim_create(const struct ork_sim_opts *opts, struct ork_sim **out)
                                                   : SIM_DEFAULT_DOMAIN_LIMIT;
     if (sim->o.freq_mhz == 0)
         sim->o.freq_mhz = SIM_DEFAULT_FREQ_MHZ;
+    if (sim->o.twin) {
+        int ret = ork_twin_consts_check(sim->o.twin);
+        if (ret < 0) {
+            ork_free(sim);
+            return ret;    /* the message names the constant */
+        }
+    }
+    ork__sim_timing_from_twin(sim->o.twin, &sim->timing);
+    sim->o.twin = NULL;    /* copied: the caller's table is not kept */
     if (sim->o.load_path) {
         sim->load_path = ork_strdup(sim->o.load_path);
         if (!sim->load_path) {
@@ -500,7 +510,7 @@ static int sim_load_pct(struct ork_sim *sim, int core, int64_t now)
 {
     const struct sim_core *c = &sim->core[core];
     int64_t last = now / SIM_LOAD_BUCKET_NS;
-    int64_t first = last - (int64_t)(ork__sim_timing.load_window_ns / SIM_LOAD_BUCKET_NS) + 1;
+    int64_t first = last - (int64_t)(sim->timing.load_window_ns / SIM_LOAD_BUCKET_NS) + 1;
     int64_t busy = 0;
     for (int i = 0; i < SIM_LOAD_BUCKETS; i++)
         if (c->load[i].index >= first && c->load[i].index <= last)

@@ -87,6 +87,7 @@ struct ork_sim {
     bool warned_no_reset;
     struct ork_sim_regfile *rf;        /* executor scratch, used under `lock` */
     struct ork_sim_counters c;
+    struct ork_sim_timing_table timing; /* the twin's NPU constants, fixed at create */
     char load_text[160];               /* last text written to load_path */
 };
 

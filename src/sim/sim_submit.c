@@ -69,7 +69,7 @@ int ork__sim_set_domain(struct ork_sim *sim, uint32_t domain)
     for (uint32_t i = 0; i < sim->o.n_cores; i++)
         if (sim->core[i].busy_until > t && sim->core[i].busy_until != INT64_MAX)
             t = sim->core[i].busy_until;
-    t += (int64_t)ork__sim_timing.t_domain_switch_ns;
+    t += (int64_t)sim->timing.t_domain_switch_ns;
     for (uint32_t i = 0; i < sim->o.n_cores; i++)
         if (sim->core[i].busy_until < t)
             sim->core[i].busy_until = t;
@@ -210,7 +210,8 @@ static void walk_core(struct ork_sim *sim, int core, const struct sim_bo *tbo, u
                              "(STALE_FIRST_SUBMIT, §14.4)", core, prec ? "fp16" : "int8");
                 sim->core[core].last_prec = prec;
             }
-            r->ns += ork__sim_task_time_ns(&st, t == 0, streaming, sim->o.freq_mhz);
+            r->ns += ork__sim_task_time_ns(&sim->timing, &st, t == 0, streaming,
+                                           sim->o.freq_mhz);
             r->done++;
             sim->core[core].tasks++;
             sim->c.tasks++;

@@ -308,7 +308,7 @@ struct ork_twin_work ork_twin_npu_task(const struct ork_twin_consts *c, bool fir
 {
     /* anchors §8: t = t_launch|t_chain + (W + out) / BW + MACs / R_mac, additive;
      * MAC rates were measured at 1 GHz (npu_freq reference, anchors §8 "NPU clock") */
-    double f = freq_mhz ? freq_mhz / 1000.0 : 1.0;
+    double f = freq_mhz ? freq_mhz / ORK_TWIN_NPU_REF_FREQ_MHZ : 1.0;
     double rate = (fp16 ? c->npu_mac_fp16 : c->npu_mac_int8) * f;
     return (struct ork_twin_work){ .fixed_ns = first ? c->npu_launch_ns : c->npu_chain_ns,
                                    .issue_ns = (double)macs / rate * 1e9,

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <ork/error.h>
+#include <ork/twin.h>
 
 #include "ork_test.h"
 #include "test_sim_prog.h"
@@ -63,38 +64,42 @@ static struct ork_sim_stats mk_stats(uint32_t m, uint32_t k, uint32_t n)
     return st;
 }
 
+/* The default table, built from the twin's defaults like every device's (sim_timing.c). */
+static struct ork_sim_timing_table T;
+
 /* Calibration points of anchors §8 ("model with the values above" column) and monotonicity. */
 static void test_model(void)
 {
+    ork__sim_timing_from_twin(NULL, &T);
     struct ork_sim_stats st = mk_stats(1, 2048, 128);
-    CHECK_NEAR(ork__sim_task_time_ns(&st, true, 1, 1000) / 1e3, 79.0, 2.0);
+    CHECK_NEAR(ork__sim_task_time_ns(&T, &st, true, 1, 1000) / 1e3, 79.0, 2.0);
     st = mk_stats(36, 2048, 128);
-    CHECK_NEAR(ork__sim_task_time_ns(&st, true, 1, 1000) / 1e3, 95.0, 3.0);
+    CHECK_NEAR(ork__sim_task_time_ns(&T, &st, true, 1, 1000) / 1e3, 95.0, 3.0);
     st = mk_stats(8, 3584, 128);
-    CHECK_NEAR(ork__sim_task_time_ns(&st, true, 1, 1000) / 1e3, 103.0, 3.0);
+    CHECK_NEAR(ork__sim_task_time_ns(&T, &st, true, 1, 1000) / 1e3, 103.0, 3.0);
     /* M=512 K=N=2048 as 4 programs of 128 rows on one core: ~5.3 ms */
     st = mk_stats(128, 2048, 2048);
-    double t4 = ork__sim_task_time_ns(&st, true, 1, 1000) +
-                3 * ork__sim_task_time_ns(&st, false, 1, 1000);
+    double t4 = ork__sim_task_time_ns(&T, &st, true, 1, 1000) +
+                3 * ork__sim_task_time_ns(&T, &st, false, 1, 1000);
     CHECK_NEAR(t4 / 1e6, 5.3, 0.4);
     /* more weight bytes -> more time; more rows -> more time; chained < launched */
     double prev = 0;
     for (uint32_t k = 512; k <= 8192; k *= 2) {
         st = mk_stats(1, k, 1024);
-        double t = ork__sim_task_time_ns(&st, true, 1, 1000);
+        double t = ork__sim_task_time_ns(&T, &st, true, 1, 1000);
         CHECK(t > prev);
         prev = t;
     }
     struct ork_sim_stats a = mk_stats(1, 2048, 1024), b = mk_stats(64, 2048, 1024);
-    CHECK(ork__sim_task_time_ns(&b, true, 1, 1000) > ork__sim_task_time_ns(&a, true, 1, 1000));
-    CHECK(ork__sim_task_time_ns(&a, false, 1, 1000) < ork__sim_task_time_ns(&a, true, 1, 1000));
+    CHECK(ork__sim_task_time_ns(&T, &b, true, 1, 1000) > ork__sim_task_time_ns(&T, &a, true, 1, 1000));
+    CHECK(ork__sim_task_time_ns(&T, &a, false, 1, 1000) < ork__sim_task_time_ns(&T, &a, true, 1, 1000));
     /* three cores streaming share 28.5 GB/s: each core is slower than alone (11 GB/s) */
-    CHECK(ork__sim_task_time_ns(&a, true, 3, 1000) > ork__sim_task_time_ns(&a, true, 1, 1000));
+    CHECK(ork__sim_task_time_ns(&T, &a, true, 3, 1000) > ork__sim_task_time_ns(&T, &a, true, 1, 1000));
     /* fp16 MACs are slower; a lower clock slows the MAC term */
     struct ork_sim_stats h = b;
     h.in_prec = ORK_SIM_PREC_FP16;
-    CHECK(ork__sim_task_time_ns(&h, true, 1, 1000) > ork__sim_task_time_ns(&b, true, 1, 1000));
-    CHECK(ork__sim_task_time_ns(&b, true, 1, 300) > ork__sim_task_time_ns(&b, true, 1, 1000));
+    CHECK(ork__sim_task_time_ns(&T, &h, true, 1, 1000) > ork__sim_task_time_ns(&T, &b, true, 1, 1000));
+    CHECK(ork__sim_task_time_ns(&T, &b, true, 1, 300) > ork__sim_task_time_ns(&T, &b, true, 1, 1000));
 }
 
 /* One M x K x N int8 program through the sim (no data filled: timing-only or zero inputs). */
@@ -321,6 +326,34 @@ static void test_load_many_jobs(void)
     one_teardown(&o);
 }
 
+/* One table: the sim's NPU constants are the twin's (same values as before the move), and a
+ * table given through ork_sim_opts.twin is the one a device runs on. */
+static void test_twin_table(void)
+{
+    struct ork_twin_consts c;
+    ork_twin_consts_default(&c);
+    struct ork_sim_timing_table d;
+    ork__sim_timing_from_twin(&c, &d);
+    CHECK(d.t_launch_ns == 55000.0 && d.t_chain_ns == 18000.0 && d.bw_core_max == 11.0e9 &&
+          d.bw_npu_total == 28.5e9 && d.mac_int8 == 0.6e12 && d.mac_fp16 == 0.3e12 &&
+          d.ref_freq_mhz == 1000.0 && d.t_domain_switch_ns == 100000.0 &&
+          d.t_lut_load_ns == 18000.0 && d.load_window_ns == 1.0e9);
+    c.npu_launch_ns = 40000;
+    c.npu_bw_core = 5.5e9;
+    struct ork_sim_opts so = { .struct_size = sizeof so, .timing = ORK_SIM_TIMING_ONLY,
+                               .twin = &c };
+    struct one o;
+    REQUIRE(one_setup(&o, &so, 1, 8192, 8192) == 0);
+    CHECK_EQ_INT(one_run(&o, 0), 0);
+    double want = 40e3 + (8192.0 * 8192 + 8192 * 4) / 5.5e9 * 1e9 + 8192.0 * 8192 / 0.6e12 * 1e9;
+    CHECK_NEAR((double)one_job_ns(&o), want, 2.0);
+    one_teardown(&o);
+    c.npu_bw_core = -1;                                      /* refused, naming the constant */
+    struct tp_dev dv;
+    CHECK(tp_open(&dv, &so) < 0);
+    CHECK(strstr(ork_error_message(), "npu_bw_core") != NULL);
+}
+
 int main(void)
 {
     RUN(test_load_format);
@@ -333,5 +366,6 @@ int main(void)
     RUN(test_cores_overlap);
     RUN(test_paced_threads);
     RUN(test_load_many_jobs);
+    RUN(test_twin_table);
     return ork_test_done();
 }

@@ -78,7 +78,8 @@ static int sim_model_time(void *ctx, struct ork_kmd_model_time *out)
     out->n_cores = c.n_cores < ORK_KMD_MAX_CORES ? c.n_cores : ORK_KMD_MAX_CORES;
     for (uint32_t i = 0; i < out->n_cores; i++)
         out->core_busy_ns[i] = c.busy_ns[i];
-    out->domain_switch_ns = (int64_t)ork__sim_timing.t_domain_switch_ns;
+    out->domain_switch_ns =
+        (int64_t)ork__sim_timing_of(ork__kmd_rknpu_transport_ctx(ctx))->t_domain_switch_ns;
     return 0;
 }
 
