@@ -24,6 +24,7 @@
 
 #include <ork-engine/arch.h>
 #include <ork-engine/gguf.h>
+#include <ork/twin.h>
 #include <ork-engine/sampler.h>
 #include <ork-engine/tokenizer.h>
 
@@ -84,6 +85,20 @@ struct ork_model_params {
                                  * boundaries); 0: 3900 MiB, spec §13. Smaller values exercise
                                  * multi-domain placement on small models (the simulator gets
                                  * the same limit). */
+    /* The board twin (docs/twin.md "In the engine"): every forward batch recorded as one twin
+     * step on the board's model clock. Always on with device "sim"; `twin` turns it on for
+     * the CPU (every phase, the matmuls included, charged on the A76 cores). */
+    bool twin;
+    const char *twin_calibration;   /* twin constants file (ork_twin_calib_load); NULL: the
+                                     * defaults of include/ork/twin.h */
+    uint32_t twin_flags;            /* ORK_TWIN_REC_* */
+};
+
+enum ork_twin_rec_flags {
+    /* Charge the open runtime's host cost per submit (host_submit_floor_ns, less the launch the
+     * NPU task pays) in place of ork's own ioctls and cache syncs: for reproducing the seed's
+     * per-matmul baselines (anchors §2, §4), not a model of ork. */
+    ORK_TWIN_REC_HOST_FLOOR = 1u << 0,
 };
 
 enum ork_npu_exec_flags {
@@ -92,6 +107,9 @@ enum ork_npu_exec_flags {
     ORK_NPU_EXEC_PER_MATMUL = 1u << 2,  /* baseline executor: one single-core synchronous
                                          * submit per model matmul (no fusion, no core split) */
     ORK_NPU_EXEC_QUIET = 1u << 3,       /* no progress bar or placement report on stderr */
+    ORK_NPU_EXEC_PER_MATMUL_MC = 1u << 4, /* baseline executor, 3-core variant: one synchronous
+                                         * submit per model matmul, its columns split over the
+                                         * three cores (the seed's ORK_DECODE_MC, anchors §3.6) */
 };
 
 /* Counters of the NPU executor since load (or the last reset). Modelled times come from the
@@ -121,6 +139,29 @@ int ork_model_npu_stats(const struct ork_model *m, struct ork_npu_exec_stats *ou
 void ork_model_npu_stats_reset(struct ork_model *m);
 /* "cpu", or the NPU backend's name. */
 const char *ork_model_device(const struct ork_model *m);
+
+/* The board twin's totals since load or the last reset: every recorded forward batch (one twin
+ * step each) and every charged sampling, run back to back on the model clock. Deterministic:
+ * they depend on the shapes, the executor and the constants, never on the host's threads or
+ * speed. */
+struct ork_model_twin_stats {
+    uint64_t n_steps;               /* forward batches recorded */
+    uint64_t n_rows;                /* token rows of those batches */
+    uint64_t n_samples;             /* samplings charged (ork_model_twin_sample) */
+    uint32_t cpu_cores, npu_cores;  /* the twin's resources */
+    struct ork_twin_result total;   /* end_ns = modelled time; per-phase, per-core, DRAM, hidden */
+};
+/* 0 and the totals, or ORK_ENOENT when the model has no twin. */
+int ork_model_twin_stats(const struct ork_model *m, struct ork_model_twin_stats *out);
+void ork_model_twin_stats_reset(struct ork_model *m);
+/* Charge one sampling of the vocabulary (top_k: 1 greedy, 0 the full distribution, else the
+ * k kept) as a step of its own after the last batch. No-op (0) without a twin. */
+int ork_model_twin_sample(struct ork_model *m, uint32_t top_k);
+/* Write the modelled timeline of the next max_steps steps (batches and samplings) to path as
+ * one Perfetto trace, steps back to back on the model clock; ork_model_twin_trace_end (or
+ * freeing the model) closes it. ORK_ENOENT without a twin, ORK_EIO naming the file. */
+int ork_model_twin_trace_begin(struct ork_model *m, const char *path, uint32_t max_steps);
+int ork_model_twin_trace_end(struct ork_model *m);
 /* How the model file was put in memory: "read" (ORK_LOAD_READ, or AUTO's choice) or "mmap". */
 const char *ork_model_load_name(const struct ork_model *m);
 /* Matrices interleaved for the CPU kernels at load (0 with no_repack, a mapped file, the NPU,

@@ -42,6 +42,9 @@ void ork_sampler_accept(struct ork_sampler *s, int32_t id);
 /* Clear history and re-seed. */
 void ork_sampler_reset(struct ork_sampler *s);
 uint64_t ork_sampler_seed(const struct ork_sampler *s);   /* the effective seed */
+/* Candidates a draw keeps, as the board twin charges it (ork_twin_cpu_sample): 1 greedy, k with
+ * top-k, 0 the whole vocabulary. */
+uint32_t ork_sampler_kept(const struct ork_sampler *s);
 /* Apply the repeat/presence/frequency penalties of the current history to logits[n_vocab] in
  * place (the first step of ork_sampler_sample, exposed for tests and diagnostics). */
 void ork_sampler_apply_penalties(const struct ork_sampler *s, float *logits);

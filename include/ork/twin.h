@@ -274,6 +274,12 @@ int ork_twin_op_times(const struct ork_twin *tw, int id, double *start_ns, doubl
  * core, complete events in µs on the model clock. */
 int ork_twin_trace_write(const struct ork_twin *tw, FILE *f);
 int ork_twin_trace_save(const struct ork_twin *tw, const char *path);
+/* Several steps in one trace: _open writes the header and the tracks, _step the ops of the last
+ * run step shifted by offset_ns (steps back to back: the sum of the earlier steps' end_ns),
+ * _close the end. ork_twin_trace_write is _open, _step(0), _close. */
+int ork_twin_trace_open(const struct ork_twin *tw, FILE *f);
+int ork_twin_trace_step(const struct ork_twin *tw, FILE *f, double offset_ns);
+int ork_twin_trace_close(FILE *f);
 
 /* Sum b into acc (end times add, as steps run back to back; shares are recomputed). */
 void ork_twin_result_accumulate(struct ork_twin_result *acc, const struct ork_twin_result *b,

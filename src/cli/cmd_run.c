@@ -61,13 +61,15 @@ int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct or
     if (!strcmp(a, "--npu-executor")) {
         if (!(v = ork_cli_value(cmd, argc, argv, i)))
             return -1;
+        uint32_t plans = ORK_NPU_EXEC_PER_MATMUL | ORK_NPU_EXEC_PER_MATMUL_MC;
+        mp->npu_flags &= ~plans;
         if (!strcmp(v, "per-matmul"))
             mp->npu_flags |= ORK_NPU_EXEC_PER_MATMUL;
-        else if (!strcmp(v, "fused"))
-            mp->npu_flags &= ~(uint32_t)ORK_NPU_EXEC_PER_MATMUL;
-        else {
-            fprintf(stderr, "ork %s: invalid value '%s' for --npu-executor: must be fused or "
-                    "per-matmul\n", cmd, v);
+        else if (!strcmp(v, "per-matmul-mc"))
+            mp->npu_flags |= ORK_NPU_EXEC_PER_MATMUL_MC;
+        else if (strcmp(v, "fused")) {
+            fprintf(stderr, "ork %s: invalid value '%s' for --npu-executor: must be fused, "
+                    "per-matmul or per-matmul-mc\n", cmd, v);
             return -1;
         }
         return 1;
@@ -77,6 +79,20 @@ int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct or
             !ork_cli_parse_int(cmd, a, v, 1, 2047, &n))
             return -1;
         mp->npu_max_m = (int32_t)n;
+        return 1;
+    }
+    if (!strcmp(a, "--sim-calibration")) {
+        if (!(v = ork_cli_value(cmd, argc, argv, i)))
+            return -1;
+        mp->twin_calibration = v;
+        return 1;
+    }
+    if (!strcmp(a, "--twin")) {
+        mp->twin = true;
+        return 1;
+    }
+    if (!strcmp(a, "--twin-host-floor")) {
+        mp->twin_flags |= ORK_TWIN_REC_HOST_FLOOR;
         return 1;
     }
     if (!strcmp(a, "--no-pack")) {
@@ -122,15 +138,51 @@ void ork_cli_device_help(FILE *out)
     fprintf(out,
             "  --device cpu|npu|sim|auto where matmuls run (default: cpu; auto = NPU if present)\n"
             "  --sim-timing MODE         sim: instant|paced|only|paced-only (default: instant)\n"
-            "  --npu-executor fused|per-matmul  NPU submits: fused per layer (default) or one per\n"
-            "                            matmul (baseline)\n"
+            "  --npu-executor fused|per-matmul|per-matmul-mc  NPU submits: fused per layer\n"
+            "                            (default), one single-core submit per matmul (baseline)\n"
+            "                            or one per matmul split over 3 cores (baseline)\n"
+            "  --sim-calibration FILE    board twin constants (JSON, docs/twin.md) for the\n"
+            "                            modelled times (default: the built-in table)\n"
+            "  --twin                    with --device cpu: model the run on the board twin too\n"
+            "                            (every CPU phase charged on the A76 cores)\n"
+            "  --twin-host-floor         twin: charge the open runtime's 167 us host floor per\n"
+            "                            submit (reproducing the seed's baselines)\n"
             "  --npu-max-m N             rows per NPU matmul in prefill (default: 64)\n"
             "  --no-pack                 quantise for the NPU in memory (no MODEL.orkpack)\n"
             "  --rebuild-pack            rebuild MODEL.orkpack even if it is valid\n");
 }
 
+/* The board twin's totals (modelled, docs/twin.md "In the engine"): time per row, busy cores,
+ * DRAM, the hidden share and the phases by modelled wall time. */
+static void twin_report(FILE *out, const struct ork_model *m)
+{
+    struct ork_model_twin_stats ts;
+    if (ork_model_twin_stats(m, &ts) < 0 || !ts.n_rows)
+        return;
+    const struct ork_twin_result *t = &ts.total;
+    double rows = (double)ts.n_rows, end = t->end_ns > 0 ? t->end_ns : 1;
+    fprintf(out, "twin (modelled): %llu batches, %llu rows, %llu samplings: %.3f ms per row "
+            "(%.2f tok/s); NPU busy", (unsigned long long)ts.n_steps,
+            (unsigned long long)ts.n_rows, (unsigned long long)ts.n_samples,
+            t->end_ns / 1e6 / rows, rows * 1e9 / end);
+    for (uint32_t c = 0; c < ts.npu_cores; c++)
+        fprintf(out, "%s%.0f", c ? "/" : " ", 100.0 * t->npu_busy_ns[c] / end);
+    fprintf(out, " %%, CPU busy");
+    for (uint32_t c = 0; c < ts.cpu_cores; c++)
+        fprintf(out, "%s%.0f", c ? "/" : " ", 100.0 * t->cpu_busy_ns[c] / end);
+    fprintf(out, " %%, DRAM %.0f %%, hidden %.0f %% of CPU-active\n", 100.0 * t->dram_util,
+            100.0 * t->hidden_share);
+    fprintf(out, "twin (modelled ms per row):");
+    for (int p = 0; p < ORK_TWIN_PHASE_COUNT; p++)
+        if (t->phase_ns[p] > 0)
+            fprintf(out, " %s %.3f", ork_twin_phase_name((enum ork_twin_phase)p),
+                    t->phase_ns[p] / 1e6 / rows);
+    fprintf(out, "\n");
+}
+
 void ork_cli_npu_report(FILE *out, const struct ork_model *m)
 {
+    twin_report(out, m);
     struct ork_npu_exec_stats st;
     if (ork_model_npu_stats(m, &st) < 0)
         return;

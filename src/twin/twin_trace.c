@@ -43,10 +43,8 @@ static void put_meta(FILE *f, bool *first, const char *what, int pid, int tid, c
     *first = false;
 }
 
-int ork_twin_trace_write(const struct ork_twin *tw, FILE *f)
+int ork_twin_trace_open(const struct ork_twin *tw, FILE *f)
 {
-    if (!tw->ran)
-        return ork_errorf(ORK_EINVAL, "twin trace: no step has been run");
     bool first = true;
     fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
     char name[32];
@@ -60,6 +58,13 @@ int ork_twin_trace_write(const struct ork_twin *tw, FILE *f)
         snprintf(name, sizeof name, "a76 core %d", i);
         put_meta(f, &first, "thread_name", TWIN_PID_CPU, i, name);
     }
+    return ferror(f) ? ork_errorf(ORK_EIO, "twin trace: write error") : 0;
+}
+
+int ork_twin_trace_step(const struct ork_twin *tw, FILE *f, double offset_ns)
+{
+    if (!tw->ran)
+        return ork_errorf(ORK_EINVAL, "twin trace: no step has been run");
     for (uint32_t id = 0; id < tw->n_ops; id++) {
         const struct ork__twin_op *op = &tw->ops[id];
         const char *label = op->d.label ? op->d.label : ork_twin_phase_name(op->d.phase);
@@ -71,13 +76,30 @@ int ork_twin_trace_write(const struct ork_twin *tw, FILE *f)
             put_json_str(f, label);
             fprintf(f, "\",\"cat\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
                     "\"args\":{\"op\":%u,\"cores\":%u,\"bytes\":%.0f,\"idle\":%d}}",
-                    ork_twin_phase_name(op->d.phase), pid, c, op->start / 1e3,
+                    ork_twin_phase_name(op->d.phase), pid, c, (offset_ns + op->start) / 1e3,
                     (op->end - op->start) / 1e3, id, op->d.n_cores, op->d.work.bytes,
                     (op->d.flags & ORK_TWIN_OP_IDLE) ? 1 : 0);
         }
     }
+    return ferror(f) ? ork_errorf(ORK_EIO, "twin trace: write error") : 0;
+}
+
+int ork_twin_trace_close(FILE *f)
+{
     fputs("\n]}\n", f);
     return ferror(f) ? ork_errorf(ORK_EIO, "twin trace: write error") : 0;
+}
+
+int ork_twin_trace_write(const struct ork_twin *tw, FILE *f)
+{
+    if (!tw->ran)
+        return ork_errorf(ORK_EINVAL, "twin trace: no step has been run");
+    int ret = ork_twin_trace_open(tw, f);
+    if (ret == 0)
+        ret = ork_twin_trace_step(tw, f, 0);
+    if (ret == 0)
+        ret = ork_twin_trace_close(f);
+    return ret;
 }
 
 int ork_twin_trace_save(const struct ork_twin *tw, const char *path)

@@ -38,6 +38,15 @@
  * keys and values stream once for both (measurement: docs/engine.md "KV cache layout"). */
 #define FWD_ATTN_PAIR 2
 
+/* The board twin (twin_rec.c): a CPU phase of the batch on the twin, when the model has one. The
+ * work expression is evaluated only then. `pool`: the engine spreads the phase over its pool
+ * (decided by the operation's size alone, FWD_MIN_PARALLEL_MACS, never by the host's threads). */
+#define TW(f, phase, pool, work, label)                                                     \
+    do {                                                                                    \
+        if ((f)->tw)                                                                        \
+            ork__twin_cpu((f)->tw, ORK_TWIN_PHASE_##phase, (pool), (work), (label));        \
+    } while (0)
+
 /* Number of arena allocations per batch (for the alignment slack in the size estimate). */
 #define FWD_N_BUFFERS 12
 #define FWD_ALIGN 64    /* arena.c aligns every allocation to 64 bytes */
@@ -247,7 +256,41 @@ struct fwd {
     float *scores;                      /* (nth, FWD_ATTN_PAIR, ctx) */
     struct attn_job job;
     struct ork_pool *attn_pool;
+    struct ork__twin_rec *tw;           /* the model's twin, or NULL */
+    const struct ork_twin_consts *tc;   /* its constants */
+    bool attn_wide;                     /* attention is big enough for the pool (twin cores) */
+    uint64_t attn_pairs, attn_keys;     /* (query row, key) pairs and distinct keys read */
+    uint32_t kv_el;                     /* bytes of a KV cache element */
 };
+
+static const char *const proj_names[ORK__NPU_N_OPS] = { "qkv", "o", "gate_up", "down", "lm_head" };
+
+static bool type_quantised(uint32_t t)
+{
+    return t != ORK_TYPE_F32 && t != ORK_TYPE_F16 && t != ORK_TYPE_BF16;
+}
+
+/* The twin's ops of a CPU projection: the input quantised once (quantised activations), then
+ * one pool dispatch over every matrix of the op. */
+static void twin_cpu_proj(const struct fwd *f, enum ork__npu_op op, const struct ork_mat *const *ws,
+                          int n_w, int32_t rows, double macs)
+{
+    if (!f->tw)
+        return;
+    if (f->act == ORK_ACT_QUANT && type_quantised(ws[0]->type))
+        TW(f, QUANT, false, ork_twin_cpu_quantize(f->tc, (uint64_t)rows, (uint64_t)ws[0]->n_cols),
+           "quant (cpu matmul)");
+    struct ork_twin_work w = { 0 };
+    for (int i = 0; i < n_w; i++)
+        w = ork_twin_work_sum(w, ork_twin_cpu_matmul(f->tc, ork__twin_wtype(ws[i]->type),
+                                                     (uint64_t)rows, (uint64_t)ws[i]->n_cols,
+                                                     (uint64_t)ws[i]->n_rows));
+    bool pool = macs >= (double)FWD_MIN_PARALLEL_MACS;
+    if (op == ORK__NPU_LM_HEAD)
+        TW(f, LM_HEAD, pool, w, proj_names[op]);
+    else
+        TW(f, CPU_MATMUL, pool, w, proj_names[op]);
+}
 
 static int alloc_f(struct ork_session *s, size_t count, const char *what, float **out)
 {
@@ -277,6 +320,7 @@ static int exec_proj(const struct fwd *f, enum ork__npu_op op, int32_t layer, co
     double macs = 0;
     for (int i = 0; i < n_w; i++)
         macs += (double)ws[i]->n_rows * (double)ws[i]->n_cols * rows;
+    twin_cpu_proj(f, op, ws, n_w, rows, macs);
     int64_t t0 = phase_begin(f->s);
     ret = ork_matmul_act_multi_next(pool_for(f->s, macs), ws, n_w, in, rows, outs, f->act, next,
                                     n_next);
@@ -320,7 +364,50 @@ static int fwd_init(struct fwd *f, struct ork_session *s, const struct fwd_rows 
     for (int32_t i = 0; i < r->n; i++)
         keys += (double)row_pos(r, i) + 1;
     f->attn_pool = pool_for(s, 2.0 * keys * c->n_heads * c->head_dim);
+    f->tw = s->m->twin;
+    if (f->tw) {
+        f->tc = ork__twin_consts(f->tw);
+        f->attn_wide = 2.0 * keys * c->n_heads * c->head_dim >= (double)FWD_MIN_PARALLEL_MACS;
+        f->attn_pairs = (uint64_t)keys;
+        /* one sequence's rows read one cache (its keys once); rows of several sessions each
+         * read their own */
+        f->attn_keys = r->kv ? (uint64_t)keys : (uint64_t)row_pos(r, r->n - 1) + 1;
+        f->kv_el = s->kv.type == ORK_KV_F16 ? 2 : 4;
+    }
     return 0;
+}
+
+/* The twin's ops of q/k norms, RoPE, the KV store and attention over heads [h0, h1) (with_k:
+ * the keys' norm, RoPE and store too), on the pool's cores when `items` (attn_job.prep: the
+ * attention items do them) and the attention is big enough, else the caller's core. */
+static void twin_attn(const struct fwd *f, int32_t l, int32_t h0, int32_t h1, bool with_k,
+                      bool items)
+{
+    if (!f->tw)
+        return;
+    const struct ork_model_config *c = &f->md->cfg;
+    const struct ork_layer_weights *L = &f->md->w.layers[l];
+    uint64_t n = (uint64_t)f->r->n, hd = (uint64_t)c->head_dim, nh = (uint64_t)(h1 - h0);
+    uint64_t kvd = (uint64_t)c->n_kv_heads * hd;
+    bool pool = items && f->attn_wide;
+    if (with_k) {
+        if (L->k_norm)
+            TW(f, RMSNORM, pool, ork_twin_cpu_rmsnorm(f->tc, n * (uint64_t)c->n_kv_heads, hd),
+               "k norm");
+        TW(f, ROPE, pool, ork_twin_cpu_rope(f->tc, n * kvd), "rope k");
+        TW(f, KV_APPEND, pool, ork_twin_cpu_kv_append(f->tc, n * 2 * kvd, f->kv_el), "kv append");
+    }
+    if (L->q_norm)
+        TW(f, RMSNORM, pool, ork_twin_cpu_rmsnorm(f->tc, n * nh, hd), "q norm");
+    TW(f, ROPE, pool, ork_twin_cpu_rope(f->tc, n * nh * hd), "rope q");
+    int32_t group = c->n_heads / c->n_kv_heads;
+    struct ork_twin_attn a = {
+        .q_rows = n, .pairs = f->attn_pairs, .keys = f->attn_keys, .n_heads = (uint32_t)nh,
+        .n_kv_heads = (uint32_t)((h1 + group - 1) / group - h0 / group),
+        .head_dim = (uint32_t)hd, .kv_el_bytes = f->kv_el,
+    };
+    TW(f, ATTENTION, f->attn_wide, ork_twin_cpu_attention(f->tc, &a),
+       h0 == 0 ? "attention" : "attention (2nd half)");
 }
 
 /* x += attention(norm(x)) for layer l: QKV, biases, q/k norms and RoPE, KV store, attention,
@@ -336,10 +423,13 @@ static int attn_block(struct fwd *f, int32_t l)
     int32_t q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
     struct attn_job *job = &f->job;
     int ret;
+    TW(f, RMSNORM, false, ork_twin_cpu_rmsnorm(f->tc, (uint64_t)n, (uint64_t)dim), "attn_norm");
     rmsnorm_rows(f->xb, f->x, L->attn_norm, n, dim, c->rms_eps);
     if ((ret = exec_proj(f, ORK__NPU_QKV, l, f->xb, n, (float *const[]){ f->q, f->k, f->v })) < 0)
         return ret;
     if (L->bq) {
+        TW(f, BIAS, false, ork_twin_cpu_bias(f->tc, (uint64_t)n * (uint64_t)(q_dim + 2 * kv_dim)),
+           "qkv bias");
         add_rows(f->q, L->bq, n, q_dim);
         add_rows(f->k, L->bk, n, kv_dim);
         add_rows(f->v, L->bv, n, kv_dim);
@@ -360,6 +450,7 @@ static int attn_block(struct fwd *f, int32_t l)
                           f->v + (size_t)i * kv_dim);
         norm_rope_heads(f->q, c->n_heads, job->h0, job->h1, L->q_norm, md, r);
     }
+    twin_attn(f, l, job->h0, job->h1, true, job->prep);
     attention(job, f->attn_pool, f->s, &f->ph->attn_ns);
     if (ha) {
         if ((ret = ork__npu_exec_o_submit(md->npu, l, f->att, n)) < 0)
@@ -368,12 +459,14 @@ static int attn_block(struct fwd *f, int32_t l)
         job->h0 = ha;
         job->h1 = c->n_heads;
         norm_rope_heads(f->q, c->n_heads, job->h0, job->h1, L->q_norm, md, r);
+        twin_attn(f, l, job->h0, job->h1, false, false);
         attention(job, f->attn_pool, f->s, &f->ph->attn_ns);
         if ((ret = ork__npu_exec_o_finish(md->npu, l, f->att, n, f->xb)) < 0)
             return ret;
     } else if ((ret = exec_proj(f, ORK__NPU_O, l, f->att, n, (float *const[]){ f->xb })) < 0) {
         return ret;
     }
+    TW(f, RESIDUAL, false, ork_twin_cpu_residual(f->tc, (uint64_t)n * (uint64_t)dim), "residual");
     for (size_t i = 0; i < (size_t)n * dim; i++)
         f->x[i] += f->xb[i];
     return 0;
@@ -387,12 +480,17 @@ static int ffn_block(struct fwd *f, int32_t l)
     const struct ork_layer_weights *L = &f->md->w.layers[l];
     int32_t n = f->r->n;
     int ret;
+    TW(f, RMSNORM, false, ork_twin_cpu_rmsnorm(f->tc, (uint64_t)n, (uint64_t)c->dim), "ffn_norm");
     rmsnorm_rows(f->xb, f->x, L->ffn_norm, n, c->dim, c->rms_eps);
     if ((ret = exec_proj(f, ORK__NPU_GATE_UP, l, f->xb, n, (float *const[]){ f->hb, f->hb2 })) < 0)
         return ret;
+    TW(f, SILU_MUL, false, ork_twin_cpu_silu_mul(f->tc, (uint64_t)n * (uint64_t)c->ffn_dim),
+       "silu x up");
     ork_silu_mul(f->hb, f->hb2, (int64_t)n * c->ffn_dim);
     if ((ret = exec_proj(f, ORK__NPU_DOWN, l, f->hb, n, (float *const[]){ f->xb })) < 0)
         return ret;
+    TW(f, RESIDUAL, false, ork_twin_cpu_residual(f->tc, (uint64_t)n * (uint64_t)c->dim),
+       "residual");
     for (size_t i = 0; i < (size_t)n * c->dim; i++)
         f->x[i] += f->xb[i];
     return 0;
@@ -410,6 +508,8 @@ static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, flo
     int ret = fwd_init(&f, s, r, logits != NULL);
     if (ret < 0)
         return ret;
+    TW(&f, EMBED, false, ork_twin_cpu_embed(f.tc, ork__twin_wtype(w->tok_embd.type), (uint64_t)n,
+                                            (uint64_t)dim), "embed");
     for (int32_t i = 0; i < n; i++)
         if ((ret = ork_get_row(&w->tok_embd, r->tokens[i], f.x + (size_t)i * dim)) < 0)
             return ret;
@@ -418,6 +518,8 @@ static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, flo
             return ret;
     if (!logits)
         return 0;
+    TW(&f, RMSNORM, false, ork_twin_cpu_rmsnorm(f.tc, all ? (uint64_t)n : 1, (uint64_t)dim),
+       "output_norm");
     if (all) {
         rmsnorm_rows(f.xb, f.x, w->output_norm, n, dim, c->rms_eps);
         return exec_proj(&f, ORK__NPU_LM_HEAD, 0, f.xb, n, (float *const[]){ logits });
@@ -430,8 +532,12 @@ static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, flo
 static int forward_rows(struct ork_session *s, const struct fwd_rows *r, float *logits, bool all)
 {
     ork__npu_exec_batch_begin(s->m->npu);
+    ork__twin_begin(s->m->twin);
     int64_t t0 = phase_begin(s);
     int ret = forward_rows_run(s, r, logits, all);
+    int tret = ork__twin_end(s->m->twin, r->n);
+    if (ret == 0)
+        ret = tret;
     struct ork__phases *ph = &s->phases[r->n > 1];
     phase_end(s, t0, &ph->total_ns);
     ph->batches++;

@@ -164,6 +164,8 @@ int ork_generate_tokens(struct ork_session *s, struct ork_sampler *smp, const in
             break;
         }
         int32_t id = ork_sampler_sample(smp, s->logits);
+        if ((ret = ork_model_twin_sample(s->m, ork_sampler_kept(smp))) < 0)
+            goto out;
         if (id < 0 || id >= c->n_vocab) {
             ret = ork_errorf(ORK_EINVAL, "sampler returned token id %d", id);
             goto out;

@@ -498,6 +498,8 @@ int ork_model_load(const char *path, const struct ork_model_params *p, struct or
         ork_model_describe(m, buf, sizeof buf);
         ORK_LOGI("model: %s", buf);
     }
+    if ((ret = ork__twin_rec_create(p, &m->twin)) < 0)
+        goto err_tok;
     if ((ret = ork__npu_exec_create(m, path, p, &m->npu)) < 0)
         goto err_tok;
     if (!m->npu && m->read_in && !p->no_repack && (ret = interleave(m)) < 0)
@@ -507,6 +509,7 @@ int ork_model_load(const char *path, const struct ork_model_params *p, struct or
 err_npu:
     ork__npu_exec_destroy(m->npu);
 err_tok:
+    ork__twin_rec_destroy(m->twin);
     ork_tokenizer_free(m->tok);
 err_close:
     ork_free(m->w.layers);
@@ -521,6 +524,7 @@ void ork_model_free(struct ork_model *m)
     if (!m)
         return;
     ork__npu_exec_destroy(m->npu);
+    ork__twin_rec_destroy(m->twin);
     if (m->tok)
         ork_tokenizer_free(m->tok);
     ork_free(m->w.layers);

@@ -48,6 +48,7 @@ struct ork_model {
     struct ork_weights w;
     struct ork_tokenizer *tok;          /* owned; NULL with no_tokenizer */
     struct ork__npu_exec *npu;          /* owned; NULL: every matmul on the CPU (npu/) */
+    struct ork__twin_rec *twin;         /* owned; NULL: no board twin (twin_rec.c) */
     bool read_in;                       /* file read into memory (else mapped) */
     int32_t n_interleaved;              /* matrices in ORK_LAYOUT_X16 (interleave, model.c) */
 };
@@ -109,6 +110,29 @@ int ork__npu_exec_o_finish(struct ork__npu_exec *ex, int32_t layer, const float 
 /* Bracket one forward batch of m rows (wall time and counters). */
 void ork__npu_exec_batch_begin(struct ork__npu_exec *ex);
 void ork__npu_exec_batch_end(struct ork__npu_exec *ex, int32_t m);
+
+/* ---- the board twin (twin_rec.c; docs/twin.md "In the engine") ---------------------------
+ * One twin step per forward batch: _begin (takes the recorder's lock) .. _end (runs the step,
+ * adds it to the totals, unlocks; returns the first recording error). Every function is a
+ * no-op on a NULL recorder. CPU phases go on the caller's chain, on all the twin's A76 cores
+ * when the engine spreads them over its pool, else on one. */
+struct ork__twin_rec;
+struct ork_npu_matmul_info;
+int ork__twin_rec_create(const struct ork_model_params *p, struct ork__twin_rec **out);
+void ork__twin_rec_destroy(struct ork__twin_rec *r);
+const struct ork_twin_consts *ork__twin_consts(const struct ork__twin_rec *r);
+uint32_t ork__twin_cores(const struct ork__twin_rec *r, bool pool);
+enum ork_twin_wtype ork__twin_wtype(uint32_t type);    /* from enum ork_type */
+void ork__twin_begin(struct ork__twin_rec *r);
+int ork__twin_end(struct ork__twin_rec *r, int32_t rows);
+void ork__twin_cpu(struct ork__twin_rec *r, enum ork_twin_phase ph, bool pool,
+                   struct ork_twin_work w, const char *label);
+/* An NPU run of plan `in` over m rows on device dev: the host ops of the submit and one NPU op
+ * per core; async = on libork's worker (the caller goes on). slot (0, 1) names it until
+ * ork__twin_npu_wait, where the caller's chain waits for it. */
+int ork__twin_npu_submit(struct ork__twin_rec *r, const struct ork_npu_matmul_info *in,
+                         uint32_t m, int dev, bool async, int slot, const char *label);
+int ork__twin_npu_wait(struct ork__twin_rec *r, int slot);
 
 /* KV cache: per layer and KV head, ctx rows of head_dim values (rotated keys; values), F32 or
  * F16 (kv.c: positions in blocks, a head's rows contiguous within a block). */

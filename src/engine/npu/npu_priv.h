@@ -36,14 +36,15 @@ struct npu_step {
 
 /* An executor plan: the steps of one layer, then the LM head. */
 struct npu_plan {
-    const char *name;       /* "fused", "per-matmul" */
+    const char *name;       /* "fused", "per-matmul", "per-matmul-mc" */
     const char *summary;    /* for the placement report */
     uint32_t cores;         /* NPU cores per matmul: 0 = libork's budget picks per shape */
     bool pack;              /* weights may come from the .orkpack (else quantised in memory) */
     struct npu_step step[ORK__NPU_N_OPS];
 };
 
-/* The plan for executor flags (ORK_NPU_EXEC_PER_MATMUL: the per-matmul baseline). */
+/* The plan for executor flags (ORK_NPU_EXEC_PER_MATMUL: the per-matmul baseline;
+ * ORK_NPU_EXEC_PER_MATMUL_MC: its 3-core variant). */
 const struct npu_plan *ork__npu_plan_for(uint32_t flags);
 /* The plan the .orkpack is laid out for. */
 const struct npu_plan *ork__npu_plan_pack(void);
@@ -144,6 +145,8 @@ struct ork__npu_exec {
     uint64_t switches_base;
     bool is_sim;                        /* the devices are simulators (modelled clocks) */
     /* the O projection's first half in flight (ork__npu_exec_o_submit .. _o_finish) */
+    struct ork__twin_rec *twin;         /* the model's board twin (borrowed), or NULL */
+    const char *tw_label;               /* the op being run, for the twin's NPU ops */
     struct ork_npu_job *o_job;
     int64_t o_sub_ns;                   /* wall clock when the submit returned */
     int64_t o_model0_ns;                /* its device's model clock before the submit */

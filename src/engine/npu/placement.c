@@ -365,6 +365,7 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
     ex->plan = ork__npu_plan_for(ex->flags);
     ex->max_m = p->npu_max_m > 0 ? (uint32_t)p->npu_max_m : NPU_DEFAULT_MAX_M;
     ex->n_layers = m->cfg.n_layers;
+    ex->twin = m->twin;
     bool show = !(ex->flags & ORK_NPU_EXEC_QUIET);
     struct place_src src = { 0 };
     int ret = open_device(ex, dev_name, p->sim_timing, p->npu_domain_bytes);

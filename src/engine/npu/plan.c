@@ -1,7 +1,8 @@
 /* plan.c -- the layer plan: the one table of a layer's ops (which model matrices each takes,
- * its input and outputs, its pack tensor), the two executor plans that say how each op runs
+ * its input and outputs, its pack tensor), the executor plans that say how each op runs
  * (fused: [Q|K|V] and [gate|up] stacked, the O projection split by heads and overlapped,
- * multi-core; per-matmul: the baseline, one single-core submit per model matrix), and the pack
+ * multi-core; per-matmul: the baseline, one single-core submit per model matrix; per-matmul-mc:
+ * the same with each matrix's columns split over 3 cores), and the pack
  * slots derived from a plan (which tensor of which op each slot of the .orkpack holds).
  *
  * Adding an op: an ORK__LAYER_OPS entry (model/model_priv.h), a layer_ops row here, a step in
@@ -44,7 +45,10 @@ static const struct layer_op layer_ops[ORK__NPU_N_OPS] = {
 #define STEP_FUSED { .n_slots = 1, .fused = true }
 #define STEP_ONE { .n_slots = 1 }
 
-static const struct npu_plan plans[2] = {
+/* The seed's 3-core decode split (ORK_DECODE_MC, anchors §3.6): three cores per matmul. */
+#define NPU_MC_CORES 3u
+
+static const struct npu_plan plans[3] = {
     {
         .name = "fused",
         .summary = "fused [Q|K|V] and [gate|up], O split by heads, multi-core",
@@ -71,10 +75,25 @@ static const struct npu_plan plans[2] = {
             [ORK__NPU_LM_HEAD] = STEP_ONE,
         },
     },
+    {
+        .name = "per-matmul-mc",
+        .summary = "one submit per matmul, columns split over 3 cores",
+        .cores = NPU_MC_CORES,
+        .pack = false,
+        .step = {
+            [ORK__NPU_QKV] = STEP_ONE,
+            [ORK__NPU_O] = STEP_ONE,
+            [ORK__NPU_GATE_UP] = STEP_ONE,
+            [ORK__NPU_DOWN] = STEP_ONE,
+            [ORK__NPU_LM_HEAD] = STEP_ONE,
+        },
+    },
 };
 
 const struct npu_plan *ork__npu_plan_for(uint32_t flags)
 {
+    if (flags & ORK_NPU_EXEC_PER_MATMUL_MC)
+        return &plans[2];
     return &plans[(flags & ORK_NPU_EXEC_PER_MATMUL) ? 1 : 0];
 }
 

@@ -40,6 +40,22 @@ static void ork_npu_exec_untraced(void)
         ork_trace_end();
 }
 
+/* The board twin (model/twin_rec.c): the caller's quantisation of rows x k and
+ * dequantisation of n int32 results, when the model has a twin. */
+static void tw_quant(const struct ork__npu_exec *ex, uint32_t rows, uint32_t k)
+{
+    if (ex->twin)
+        ork__twin_cpu(ex->twin, ORK_TWIN_PHASE_QUANT, false,
+                      ork_twin_cpu_quantize(ork__twin_consts(ex->twin), rows, k), "quant");
+}
+
+static void tw_dequant(const struct ork__npu_exec *ex, uint64_t n)
+{
+    if (ex->twin)
+        ork__twin_cpu(ex->twin, ORK_TWIN_PHASE_DEQUANT, false,
+                      ork_twin_cpu_dequant(ork__twin_consts(ex->twin), n, 4), "dequant");
+}
+
 /* y = dequantised C columns [c0, c0 + n) of rows [0, m) (C row stride ldc). */
 static void dequant_part(const int32_t *c, uint32_t ldc, uint32_t c0, uint32_t n, uint32_t m,
                          const float *a_s, const float *w_s, float *y)
@@ -91,7 +107,9 @@ static int run_pipelined(struct ork__npu_exec *ex, struct npu_opmat *o, const fl
     struct ork_npu_job *job = NULL;
     int ret;
     uint32_t mr0 = (uint32_t)(m < (int32_t)mm ? m : (int32_t)mm);
-    if ((ret = ork_npu_quantize_rows_i8(x, mr0, k, ex->a8, ex->a_scales)) < 0 ||
+    tw_quant(ex, mr0, k);
+    if ((ret = ork__twin_npu_submit(ex->twin, in, mr0, mt->dev, true, 0, ex->tw_label)) < 0 ||
+        (ret = ork_npu_quantize_rows_i8(x, mr0, k, ex->a8, ex->a_scales)) < 0 ||
         (ret = ork_npu_matmul_submit_async(plan, ex->a8, mr0, ex->c32, &job)) < 0)
         return ret;
     for (int32_t i = 0; i < nc; i++) {
@@ -101,18 +119,23 @@ static int run_pipelined(struct ork__npu_exec *ex, struct npu_opmat *o, const fl
         uint32_t mr1 = i + 1 < nc ? (uint32_t)(m - r1 < (int32_t)mm ? m - r1 : (int32_t)mm) : 0;
         float *as_next = ex->a_scales + (size_t)((i + 1) & 1) * mm;
         int qret = 0;
-        if (mr1)        /* overlaps chunk i on the NPU */
+        if (mr1) {      /* overlaps chunk i on the NPU */
+            tw_quant(ex, mr1, k);
             qret = ork_npu_quantize_rows_i8(x + (size_t)r1 * k, mr1, k, ex->a8, as_next);
-        if ((ret = ork_npu_job_wait(job)) < 0)
+        }
+        if ((ret = ork_npu_job_wait(job)) < 0 || (ret = ork__twin_npu_wait(ex->twin, i & 1)) < 0)
             return ret;
         if (qret < 0)
             return qret;
         count_run(ex, in, mr, mt->dev);
-        if (mr1 && (ret = ork_npu_matmul_submit_async(plan, ex->a8, mr1,
-                                                      ex->c32 + (size_t)((i + 1) & 1) * ex->c32_half,
-                                                      &job)) < 0)
+        if (mr1 && ((ret = ork__twin_npu_submit(ex->twin, in, mr1, mt->dev, true, (i + 1) & 1,
+                                                ex->tw_label)) < 0 ||
+                    (ret = ork_npu_matmul_submit_async(plan, ex->a8, mr1,
+                                                       ex->c32 + (size_t)((i + 1) & 1) * ex->c32_half,
+                                                       &job)) < 0))
             return ret;
         /* overlaps chunk i+1 on the NPU */
+        tw_dequant(ex, (uint64_t)mr * mt->n);
         scatter_parts(o, ex->c32 + (size_t)(i & 1) * ex->c32_half,
                       ex->a_scales + (size_t)(i & 1) * mm, mr, r0, outs);
     }
@@ -124,7 +147,11 @@ static int run_mat(struct ork__npu_exec *ex, struct npu_mat *mt, uint32_t m)
     bool dec = m == 1 || !mt->pre;
     struct ork_npu_matmul *plan = dec ? mt->dec : mt->pre;
     const struct ork_npu_matmul_info *in = dec ? &mt->dinfo : &mt->pinfo;
-    int ret = ork_npu_matmul_run_i8(plan, ex->a8, m, ex->c32);
+    int ret = ork__twin_npu_submit(ex->twin, in, m, mt->dev, false, 0, ex->tw_label);
+    if (ret == 0)
+        ret = ork_npu_matmul_run_i8(plan, ex->a8, m, ex->c32);
+    if (ret == 0)
+        ret = ork__twin_npu_wait(ex->twin, 0);
     if (ret < 0)
         return ret;
     count_run(ex, in, m, mt->dev);
@@ -178,10 +205,12 @@ static int run_ksplit(struct ork__npu_exec *ex, struct npu_opmat *o, const float
         uint32_t mr = (uint32_t)(m - r0 < (int32_t)ex->max_m ? m - r0 : (int32_t)ex->max_m);
         for (int h = 0; h < 2; h++) {
             struct npu_mat *mt = &o->mat[h];
+            tw_quant(ex, mr, mt->k);
             int ret = quantize_cols(x + (size_t)r0 * kx, kx, mt->c0, mt->k, mr, ex->a8,
                                     ex->a_scales);
             if (ret < 0 || (ret = run_mat(ex, mt, mr)) < 0)
                 return ret;
+            tw_dequant(ex, (uint64_t)mr * n);
             dequant_add(ex->c32, n, mr, ex->a_scales, mt->scales, y + (size_t)r0 * n, h > 0);
         }
     }
@@ -217,7 +246,11 @@ int ork__npu_exec_o_submit(struct ork__npu_exec *ex, int32_t layer, const float 
     int64_t t0 = ork__now_ns();
     ork_npu_exec_traced("npu o_a (async)");
     bool dec = m == 1 || !mt->pre;
-    int ret = quantize_cols(att, kx, mt->c0, mt->k, (uint32_t)m, ex->a8, ex->a_scales);
+    tw_quant(ex, (uint32_t)m, mt->k);
+    int ret = ork__twin_npu_submit(ex->twin, dec ? &mt->dinfo : &mt->pinfo, (uint32_t)m, mt->dev,
+                                   true, 0, "npu o_a (async)");
+    if (ret == 0)
+        ret = quantize_cols(att, kx, mt->c0, mt->k, (uint32_t)m, ex->a8, ex->a_scales);
     ex->o_model0_ns = model_now(ex, mt->dev);
     if (ret == 0)
         ret = ork_npu_matmul_submit_async(dec ? mt->dec : mt->pre, ex->a8, (uint32_t)m, ex->c32,
@@ -245,6 +278,9 @@ static int o_wait_first(struct ork__npu_exec *ex, const struct npu_mat *mt)
     int64_t t = ork__now_ns();
     ork_npu_exec_untraced();
     int ret = ork_npu_job_wait(ex->o_job);
+    int tret = ork__twin_npu_wait(ex->twin, 0);
+    if (ret == 0)
+        ret = tret;
     ex->o_job = NULL;
     double cpu_ms = (double)(t - ex->o_sub_ns) / 1e6;
     double npu_ms = (double)(model_now(ex, mt->dev) - ex->o_model0_ns) / 1e6;
@@ -269,12 +305,20 @@ int ork__npu_exec_o_finish(struct ork__npu_exec *ex, int32_t layer, const float 
     float *as_b = ex->a_scales + ex->max_m;
     int32_t *c_b = ex->c32 + ex->c32_half;
     bool dec = m == 1 || !mb->pre;
+    const struct ork_npu_matmul_info *inb = dec ? &mb->dinfo : &mb->pinfo;
+    tw_quant(ex, mr, mb->k);
     if (ret == 0)
         ret = quantize_cols(att, kx, mb->c0, mb->k, mr, ex->a8, as_b);
     if (ret == 0)
+        ret = ork__twin_npu_submit(ex->twin, inb, mr, mb->dev, false, 1, "npu o_b");
+    if (ret == 0)
         ret = ork_npu_matmul_run_i8(dec ? mb->dec : mb->pre, ex->a8, mr, c_b);
+    if (ret == 0)
+        ret = ork__twin_npu_wait(ex->twin, 1);
     if (ret == 0) {
-        count_run(ex, dec ? &mb->dinfo : &mb->pinfo, mr, mb->dev);
+        tw_dequant(ex, (uint64_t)mr * n);
+        tw_dequant(ex, (uint64_t)mr * n);
+        count_run(ex, inb, mr, mb->dev);
         dequant_add(ex->c32, n, mr, ex->a_scales, ma->scales, y, false);
         dequant_add(c_b, n, mr, as_b, mb->scales, y, true);
     }
@@ -297,6 +341,7 @@ int ork__npu_exec_run(struct ork__npu_exec *ex, enum ork__npu_op op, int32_t lay
     int64_t t0 = ork__now_ns();
     uint32_t k = o->mat[0].k;
     int ret = ork_npu_exec_traced(ork__npu_op_trace_name(op));
+    ex->tw_label = ork__npu_op_trace_name(op);
     if (o->k_split) {
         ret = run_ksplit(ex, o, x, m, outs[0]);
         m = 0;      /* done */
@@ -307,17 +352,20 @@ int ork__npu_exec_run(struct ork__npu_exec *ex, enum ork__npu_op op, int32_t lay
     }
     for (int32_t r0 = 0; r0 < m; r0 += (int32_t)ex->max_m) {
         uint32_t mr = (uint32_t)(m - r0 < (int32_t)ex->max_m ? m - r0 : (int32_t)ex->max_m);
+        tw_quant(ex, mr, k);
         if ((ret = ork_npu_quantize_rows_i8(x + (size_t)r0 * k, mr, k, ex->a8, ex->a_scales)) < 0)
             break;
         if (o->n_mats == 1) {
             if ((ret = run_mat(ex, &o->mat[0], mr)) < 0)
                 break;
+            tw_dequant(ex, (uint64_t)mr * o->mat[0].n);
             scatter_parts(o, ex->c32, ex->a_scales, mr, r0, outs);
         } else {
             for (int pi = 0; pi < o->n_mats; pi++) {
                 struct npu_mat *mt = &o->mat[pi];
                 if ((ret = run_mat(ex, mt, mr)) < 0)
                     break;
+                tw_dequant(ex, (uint64_t)mr * mt->n);
                 dequant_part(ex->c32, mt->n, 0, mt->n, mr, ex->a_scales, mt->scales,
                              outs[pi] + (size_t)r0 * mt->n);
             }

@@ -233,6 +233,13 @@ void ork_sampler_reset(struct ork_sampler *s)
     rng_seed(s);
 }
 
+uint32_t ork_sampler_kept(const struct ork_sampler *s)
+{
+    if (s->params.temp <= 0.0f)
+        return 1;
+    return s->params.top_k > 0 ? (uint32_t)s->params.top_k : 0;
+}
+
 uint64_t ork_sampler_seed(const struct ork_sampler *s)
 {
     return s ? s->seed : 0;

@@ -1,0 +1,462 @@
+/* twin_rec.c -- recording forward batches on the board twin (ork/twin.h; docs/twin.md "In the
+ * engine"): one twin step per batch, the ops added in program order as forward.c and the NPU
+ * executor (npu/run.c) run them, each depending on what the code really waits on.
+ *
+ * The caller's thread is a chain: every caller op depends on the caller's previous op. CPU
+ * phases the engine spreads over its pool (matmuls, attention) take the twin's cpu_cores A76
+ * cores, the others one core: never the host's thread count, so the modelled numbers are the
+ * same at any -t. An NPU submit is host ops on the submitting thread (the copy of A into the
+ * device buffer, MEM_SYNC to the device, the SUBMIT ioctl; on libork's async worker also the
+ * caller's signal and the worker's wake), one NPU op per core of the plan (its weight bytes,
+ * MACs and output bytes; the first program pays the launch, the others a chain) depending on
+ * the SUBMIT, then the wait, MEM_SYNC from the device and the gather or K-slice sums (on the
+ * worker when asynchronous, the caller then waits on a futex for it).
+ *
+ * The host computes every value exactly as without the twin; this file only counts. Nothing is
+ * allocated per batch once the twin's arena has grown to the largest batch. Not thread-safe by
+ * itself: a batch holds the recorder's lock from _begin to _end. */
+#include "model_priv.h"
+
+#include <ork/alloc.h>
+#include <ork/error.h>
+#include <ork/npu.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#define TWIN_SLOTS 2                /* NPU runs in flight at once (the prefill double buffer) */
+
+/* One submitted NPU run, until its wait is recorded. */
+struct twin_slot {
+    bool async, used;
+    int done[ORK_TWIN_MAX_NPU];     /* sync: its NPU ops; async: the worker's completion op */
+    uint32_t n_done;
+    uint64_t c_bytes, c_bo_bytes;   /* C rows gathered (m * n * 4); the C buffer synced */
+    uint64_t c_elems;
+    uint32_t kslices;
+};
+
+struct ork__twin_rec {
+    struct ork_twin *tw;
+    const struct ork_twin_consts *c;
+    pthread_mutex_t lock;
+    uint32_t flags;                 /* ORK_TWIN_REC_* */
+    int last;                       /* the caller's last op (-1: none yet this step) */
+    int worker_last;                /* the async worker's last op */
+    int last_dev;                   /* device (IOMMU domain) of the last submit */
+    int err;                        /* first recording error of the step (sticky) */
+    struct twin_slot slot[TWIN_SLOTS];
+    struct ork_model_twin_stats st;
+    FILE *trace;
+    char trace_path[256];
+    uint32_t trace_left;
+    double trace_t;                 /* model clock at the start of the next traced step */
+};
+
+enum ork_twin_wtype ork__twin_wtype(uint32_t type)
+{
+    switch (type) {
+    case ORK_TYPE_F32: return ORK_TWIN_W_F32;
+    case ORK_TYPE_Q8_0: return ORK_TWIN_W_Q8_0;
+    case ORK_TYPE_Q4_0: return ORK_TWIN_W_Q4_0;
+    case ORK_TYPE_Q4_K: return ORK_TWIN_W_Q4_K;
+    case ORK_TYPE_Q6_K: return ORK_TWIN_W_Q6_K;
+    default: return ORK_TWIN_W_F16;     /* F16, BF16: two bytes a weight, converted to f32 */
+    }
+}
+
+int ork__twin_rec_create(const struct ork_model_params *p, struct ork__twin_rec **out)
+{
+    *out = NULL;
+    bool sim = p->device && !strcmp(p->device, "sim");
+    if (!sim && !p->twin)
+        return 0;
+    struct ork_twin_consts c;
+    ork_twin_consts_default(&c);
+    int ret;
+    if (p->twin_calibration && (ret = ork_twin_calib_load(p->twin_calibration, &c)) < 0) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", ork_error_message());
+        return ork_errorf(ret, "twin calibration '%s': %s", p->twin_calibration, why);
+    }
+    struct ork__twin_rec *r = ork_calloc(1, sizeof(*r));
+    if (!r)
+        return ORK_ENOMEM;
+    if ((ret = ork_twin_create(&c, &r->tw)) < 0) {
+        ork_free(r);
+        return ret;
+    }
+    r->c = ork_twin_consts_of(r->tw);
+    r->flags = p->twin_flags;
+    r->st.cpu_cores = (uint32_t)r->c->cpu_cores;
+    r->st.npu_cores = (uint32_t)r->c->npu_cores;
+    pthread_mutex_init(&r->lock, NULL);
+    *out = r;
+    return 0;
+}
+
+static void trace_close(struct ork__twin_rec *r)
+{
+    if (!r->trace)
+        return;
+    ork_twin_trace_close(r->trace);
+    fclose(r->trace);
+    r->trace = NULL;
+}
+
+void ork__twin_rec_destroy(struct ork__twin_rec *r)
+{
+    if (!r)
+        return;
+    trace_close(r);
+    ork_twin_destroy(r->tw);
+    pthread_mutex_destroy(&r->lock);
+    ork_free(r);
+}
+
+const struct ork_twin_consts *ork__twin_consts(const struct ork__twin_rec *r)
+{
+    return r->c;
+}
+
+uint32_t ork__twin_cores(const struct ork__twin_rec *r, bool pool)
+{
+    return pool ? (uint32_t)r->c->cpu_cores : 1;
+}
+
+void ork__twin_begin(struct ork__twin_rec *r)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->lock);
+    ork_twin_step_begin(r->tw);
+    r->last = r->worker_last = -1;
+    r->last_dev = -1;
+    r->err = 0;
+    memset(r->slot, 0, sizeof r->slot);
+}
+
+/* Add an op after deps (negative entries skipped); the id, or -1 after an error (sticky). */
+static int add(struct ork__twin_rec *r, const struct ork_twin_op_desc *d, const int *deps,
+               uint32_t n)
+{
+    if (r->err)
+        return -1;
+    int dd[ORK_TWIN_MAX_NPU + 2];
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n && k < ORK_TWIN_MAX_NPU + 2; i++)
+        if (deps[i] >= 0)
+            dd[k++] = deps[i];
+    int id = ork_twin_op_add(r->tw, d, dd, k);
+    if (id < 0) {
+        r->err = id;
+        return -1;
+    }
+    return id;
+}
+
+/* A CPU op on `cores` cores after dep; the id. */
+static int cpu_after(struct ork__twin_rec *r, int dep, enum ork_twin_phase ph, uint32_t cores,
+                     struct ork_twin_work w, const char *label)
+{
+    struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = cores, .phase = ph, .work = w,
+                                  .label = label };
+    return add(r, &d, &dep, 1);
+}
+
+void ork__twin_cpu(struct ork__twin_rec *r, enum ork_twin_phase ph, bool pool,
+                   struct ork_twin_work w, const char *label)
+{
+    int id = cpu_after(r, r->last, ph, ork__twin_cores(r, pool), w, label);
+    if (id >= 0)
+        r->last = id;
+}
+
+/* ---- NPU submits ------------------------------------------------------------------------- */
+
+/* The submitting thread's op after *chain (caller or worker). */
+static void host_op(struct ork__twin_rec *r, int *chain, enum ork_twin_phase ph,
+                    struct ork_twin_work w, const char *label)
+{
+    int id = cpu_after(r, *chain, ph, 1, w, label);
+    if (id >= 0)
+        *chain = id;
+}
+
+/* What one run of a plan moves, from its info (ork_npu_matmul_get_info) and its rows. */
+struct run_shape {
+    uint32_t cores, tasks_per_core, mtiles;
+    uint64_t a_bytes, a_bo_bytes, c_bytes, c_bo_bytes;
+    uint64_t w_core, macs_core, out_core;
+};
+
+static void run_shape(const struct ork_npu_matmul_info *in, uint32_t m, struct run_shape *s)
+{
+    uint32_t cores = in->n_cores ? in->n_cores : 1;
+    uint32_t mt = in->m_tile ? in->m_tile : 1;
+    uint32_t plan_mtiles = (in->m + mt - 1) / mt, run_mtiles = (m + mt - 1) / mt;
+    uint32_t tasks = in->n_tasks ? in->n_tasks : 1;
+    if (plan_mtiles > 1)        /* a run of fewer rows than the plan runs fewer M-tiles */
+        tasks = (uint32_t)(((uint64_t)tasks * run_mtiles + plan_mtiles - 1) / plan_mtiles);
+    s->cores = cores;
+    s->tasks_per_core = tasks / cores ? tasks / cores : 1;
+    s->mtiles = run_mtiles ? run_mtiles : 1;
+    uint64_t kp = in->k_padded, np = in->n_padded, ks = in->n_kslices ? in->n_kslices : 1;
+    s->a_bytes = (uint64_t)m * in->k;                 /* int8 rows copied in */
+    s->a_bo_bytes = (uint64_t)in->m * kp;             /* the A buffer synced */
+    s->c_bytes = (uint64_t)m * in->n * 4;             /* int32 results gathered */
+    s->c_bo_bytes = (uint64_t)in->m * np * 4 * ks;    /* the C buffer synced */
+    /* per core: its columns' weights (re-read per M-tile), MACs and int32 partials */
+    s->w_core = kp * np / cores * s->mtiles;
+    s->macs_core = (uint64_t)m * kp * np / cores;
+    s->out_core = (uint64_t)m * np / cores * 4 * ks;
+}
+
+int ork__twin_npu_submit(struct ork__twin_rec *r, const struct ork_npu_matmul_info *in,
+                         uint32_t m, int dev, bool async, int slot, const char *label)
+{
+    if (!r)
+        return 0;
+    if (slot < 0 || slot >= TWIN_SLOTS)
+        return ork_errorf(ORK_EINVAL, "twin: NPU slot %d", slot);
+    const struct ork_twin_consts *c = r->c;
+    struct run_shape s;
+    run_shape(in, m, &s);
+    bool floor = (r->flags & ORK_TWIN_REC_HOST_FLOOR) != 0;
+    /* caller: A into the device buffer (per K-slice dense blocks), cleaned to DRAM */
+    ork__twin_cpu(r, ORK_TWIN_PHASE_GATHER, false, ork_twin_cpu_gather(c, s.a_bytes), "copy A in");
+    if (!floor)
+        ork__twin_cpu(r, ORK_TWIN_PHASE_CACHE_SYNC, false,
+                      ork_twin_host_cache_sync(c, s.a_bo_bytes, true), "mem_sync A");
+    int *chain = &r->last;
+    if (async) {
+        /* the caller signals libork's persistent worker (a condition variable: a futex wake),
+         * which wakes on its own core and submits */
+        ork__twin_cpu(r, ORK_TWIN_PHASE_WAKE, false, ork_twin_host_futex(c), "signal worker");
+        r->worker_last = r->last;
+        chain = &r->worker_last;
+        struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = 1,
+                                      .phase = ORK_TWIN_PHASE_WAKE, .flags = ORK_TWIN_OP_IDLE,
+                                      .work = ork_twin_host_wake(c), .label = "worker wake" };
+        int id = add(r, &d, chain, 1);
+        if (id >= 0)
+            *chain = id;
+    }
+    if (dev != r->last_dev && r->last_dev >= 0) {
+        struct ork_twin_work w = { .fixed_ns = c->npu_domain_switch_ns };
+        host_op(r, chain, ORK_TWIN_PHASE_DOMAIN_SWITCH, w, "domain switch");
+    }
+    r->last_dev = dev;
+    if (floor) {
+        /* the open runtime's per-submit floor includes the launch the NPU op pays */
+        double f = c->host_submit_floor_ns - c->npu_launch_ns;
+        struct ork_twin_work w = { .fixed_ns = f > 0 ? f : 0 };
+        host_op(r, chain, ORK_TWIN_PHASE_IOCTL, w, "host floor (open runtime)");
+    } else {
+        host_op(r, chain, ORK_TWIN_PHASE_IOCTL, ork_twin_host_ioctl(c), "SUBMIT");
+    }
+    struct twin_slot *sl = &r->slot[slot];
+    memset(sl, 0, sizeof(*sl));
+    sl->used = true;
+    sl->async = async;
+    sl->c_bytes = s.c_bytes;
+    sl->c_bo_bytes = s.c_bo_bytes;
+    sl->c_elems = (uint64_t)m * in->n;
+    sl->kslices = in->n_kslices ? in->n_kslices : 1;
+    int sub = *chain;
+    for (uint32_t k = 0; k < s.cores && k < ORK_TWIN_MAX_NPU; k++) {
+        struct ork_twin_work w = ork_twin_npu_task(c, true, in->dtype == ORK_NPU_F16,
+                                                   s.macs_core, s.w_core, s.out_core, 0);
+        w.fixed_ns += (double)(s.tasks_per_core - 1) * c->npu_chain_ns;
+        /* a split plan's core ranges are fixed; a single-core plan takes a free core */
+        struct ork_twin_op_desc d = { .res = ORK_TWIN_NPU, .n_cores = 1,
+                                      .core_mask = s.cores > 1 ? 1u << k : 0,
+                                      .phase = ORK_TWIN_PHASE_NPU_MATMUL, .work = w,
+                                      .label = label };
+        int id = add(r, &d, &sub, 1);
+        sl->done[sl->n_done++] = id;
+    }
+    if (async) {
+        /* the worker waits, syncs C back and gathers, then signals the caller */
+        int deps[ORK_TWIN_MAX_NPU + 1];
+        uint32_t nd = 0;
+        deps[nd++] = *chain;
+        for (uint32_t k = 0; k < sl->n_done; k++)
+            deps[nd++] = sl->done[k];
+        struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = 1,
+                                      .phase = ORK_TWIN_PHASE_IOCTL,
+                                      .work = floor ? (struct ork_twin_work){ 0 }
+                                                    : ork_twin_host_ioctl(c),
+                                      .label = "wait (worker)" };
+        int id = add(r, &d, deps, nd);
+        if (id >= 0)
+            *chain = id;
+        if (!floor)
+            host_op(r, chain, ORK_TWIN_PHASE_CACHE_SYNC,
+                    ork_twin_host_cache_sync(c, sl->c_bo_bytes, false), "mem_sync C");
+        if (sl->kslices > 1)
+            host_op(r, chain, ORK_TWIN_PHASE_KSLICE,
+                    ork_twin_cpu_kslice_sum(c, sl->c_elems, sl->kslices), "k-slice sums");
+        else
+            host_op(r, chain, ORK_TWIN_PHASE_GATHER, ork_twin_cpu_gather(c, sl->c_bytes),
+                    "gather C");
+        host_op(r, chain, ORK_TWIN_PHASE_WAKE, ork_twin_host_futex(c), "signal done");
+        sl->done[0] = *chain;
+        sl->n_done = 1;
+    }
+    return r->err;
+}
+
+int ork__twin_npu_wait(struct ork__twin_rec *r, int slot)
+{
+    if (!r)
+        return 0;
+    if (slot < 0 || slot >= TWIN_SLOTS || !r->slot[slot].used)
+        return ork_errorf(ORK_EINVAL, "twin: wait on NPU slot %d without a submit", slot);
+    const struct ork_twin_consts *c = r->c;
+    struct twin_slot *sl = &r->slot[slot];
+    bool floor = (r->flags & ORK_TWIN_REC_HOST_FLOOR) != 0;
+    int deps[ORK_TWIN_MAX_NPU + 1];
+    uint32_t nd = 0;
+    deps[nd++] = r->last;
+    for (uint32_t k = 0; k < sl->n_done; k++)
+        deps[nd++] = sl->done[k];
+    struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = 1,
+                                  .phase = sl->async ? ORK_TWIN_PHASE_WAKE : ORK_TWIN_PHASE_IOCTL,
+                                  .work = sl->async ? ork_twin_host_futex(c)
+                                          : floor ? (struct ork_twin_work){ 0 }
+                                                  : ork_twin_host_ioctl(c),
+                                  .label = sl->async ? "wait worker" : "wait" };
+    int id = add(r, &d, deps, nd);
+    if (id >= 0)
+        r->last = id;
+    if (!sl->async) {
+        if (!floor)
+            ork__twin_cpu(r, ORK_TWIN_PHASE_CACHE_SYNC, false,
+                          ork_twin_host_cache_sync(c, sl->c_bo_bytes, false), "mem_sync C");
+        if (sl->kslices > 1)
+            ork__twin_cpu(r, ORK_TWIN_PHASE_KSLICE, false,
+                          ork_twin_cpu_kslice_sum(c, sl->c_elems, sl->kslices), "k-slice sums");
+        else
+            ork__twin_cpu(r, ORK_TWIN_PHASE_GATHER, false, ork_twin_cpu_gather(c, sl->c_bytes),
+                          "gather C");
+    }
+    sl->used = false;
+    return r->err;
+}
+
+/* ---- steps and totals --------------------------------------------------------------------- */
+
+/* Run the step, add it to the totals and the trace. */
+static int step_finish(struct ork__twin_rec *r, uint64_t rows, bool sample)
+{
+    int ret = r->err;
+    struct ork_twin_result res;
+    if (ret == 0 && (ret = ork_twin_step_run(r->tw, &res)) == 0) {
+        ork_twin_result_accumulate(&r->st.total, &res, r->c);
+        if (sample)
+            r->st.n_samples++;
+        else
+            r->st.n_steps++;
+        r->st.n_rows += rows;
+        if (r->trace && r->trace_left) {
+            ret = ork_twin_trace_step(r->tw, r->trace, r->trace_t);
+            r->trace_t += res.end_ns;
+            if (ret < 0)
+                ret = ork_errorf(ret, "twin trace '%s': write error", r->trace_path);
+            if (--r->trace_left == 0)
+                trace_close(r);
+        }
+    }
+    return ret;
+}
+
+int ork__twin_end(struct ork__twin_rec *r, int32_t rows)
+{
+    if (!r)
+        return 0;
+    int ret = step_finish(r, (uint64_t)rows, false);
+    pthread_mutex_unlock(&r->lock);
+    return ret;
+}
+
+/* ---- public ------------------------------------------------------------------------------ */
+
+int ork_model_twin_stats(const struct ork_model *m, struct ork_model_twin_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!m || !m->twin)
+        return ORK_ENOENT;
+    pthread_mutex_lock(&m->twin->lock);
+    *out = m->twin->st;
+    pthread_mutex_unlock(&m->twin->lock);
+    return 0;
+}
+
+void ork_model_twin_stats_reset(struct ork_model *m)
+{
+    if (!m || !m->twin)
+        return;
+    struct ork__twin_rec *r = m->twin;
+    pthread_mutex_lock(&r->lock);
+    uint32_t cc = r->st.cpu_cores, nc = r->st.npu_cores;
+    memset(&r->st, 0, sizeof r->st);
+    r->st.cpu_cores = cc;
+    r->st.npu_cores = nc;
+    pthread_mutex_unlock(&r->lock);
+}
+
+int ork_model_twin_sample(struct ork_model *m, uint32_t top_k)
+{
+    if (!m || !m->twin)
+        return 0;
+    struct ork__twin_rec *r = m->twin;
+    ork__twin_begin(r);
+    ork__twin_cpu(r, ORK_TWIN_PHASE_SAMPLE, false,
+                  ork_twin_cpu_sample(r->c, (uint64_t)m->cfg.n_vocab, top_k), "sample");
+    int ret = step_finish(r, 0, true);
+    pthread_mutex_unlock(&r->lock);
+    return ret;
+}
+
+int ork_model_twin_trace_begin(struct ork_model *m, const char *path, uint32_t max_steps)
+{
+    if (!m || !m->twin)
+        return ork_errorf(ORK_ENOENT, "twin trace: the model has no twin (--device sim, or the "
+                          "twin option on the CPU)");
+    struct ork__twin_rec *r = m->twin;
+    pthread_mutex_lock(&r->lock);
+    trace_close(r);
+    int ret = 0;
+    r->trace = fopen(path, "w");
+    if (!r->trace) {
+        ret = ork_errorf(ORK_EIO, "twin trace '%s': %s", path, strerror(errno));
+    } else {
+        snprintf(r->trace_path, sizeof r->trace_path, "%s", path);
+        r->trace_left = max_steps ? max_steps : 1;
+        r->trace_t = 0;
+        if ((ret = ork_twin_trace_open(r->tw, r->trace)) < 0)
+            trace_close(r);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return ret;
+}
+
+int ork_model_twin_trace_end(struct ork_model *m)
+{
+    if (!m || !m->twin)
+        return 0;
+    pthread_mutex_lock(&m->twin->lock);
+    FILE *f = m->twin->trace;
+    int ret = 0;
+    if (f) {
+        ret = ork_twin_trace_close(f);
+        if (fclose(f) != 0 && ret == 0)
+            ret = ork_errorf(ORK_EIO, "twin trace '%s': %s", m->twin->trace_path, strerror(errno));
+        m->twin->trace = NULL;
+    }
+    pthread_mutex_unlock(&m->twin->lock);
+    return ret;
+}
