@@ -39,6 +39,7 @@ struct opts {
     enum ork_kv_type kv_type;       /* --kv-type */
     size_t membw_bytes;
     struct ork_model_params mp;     /* --device etc. (ork_cli_device_opt) */
+    const char *trace;              /* --trace FILE.json: the twin's modelled timeline */
 };
 
 struct model_desc {
@@ -68,6 +69,11 @@ struct result {
     double read_before, read_after;
     size_t roof_bytes;
     int roof_runs;
+    /* the board twin (--device sim, or --twin): avg_ts / sd_ts / samples are then the modelled
+     * figures and host_ts the host's own speed (this machine, not the board) */
+    bool twin;
+    double host_ts, host_sd;
+    struct ork_model_twin_stats tw;     /* totals over the timed repetitions */
 };
 
 /* Measured peaks the results are compared with (--membw, --peak). */

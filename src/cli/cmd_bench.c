@@ -74,6 +74,9 @@ static void usage(FILE *out)
             "  --spin-us N          threads poll N us for the next job before sleeping\n"
             "                       (default: " ORK_STR(ORK_POOL_SPIN_US_DEFAULT) "; 0: sleep at once)\n"
             "  -o, --output FMT     md (default), json or csv\n"
+            "  --trace FILE.json    with the board twin (--device sim, or --twin): the modelled\n"
+            "                       timeline of the first test's first timed run (Perfetto JSON,\n"
+            "                       steps back to back on the model clock)\n"
             "  --membw              measure memory bandwidth per thread count (STREAM-like copy,\n"
             "                       scale, add, triad and a SIMD read sum; best of 5). With -m, also\n"
             "                       time the read kernel with the test's threads right before and\n"
@@ -96,9 +99,12 @@ static void usage(FILE *out)
             "  --no-repack          keep a model read into memory in the GGUF row layout (default:\n"
             "                       Q8_0/Q4_0/Q4_K matrices interleaved by 16 rows on x86-64\n"
             "                       with AVX2 and up)\n"
-            "\nNPU (with --device npu|sim: per test also submits per token, NPU busy per core,\n"
-            "CPU busy, the CPU time overlapped with NPU submits and the modelled time per\n"
-            "token):\n",
+            "\nBoard twin (docs/twin.md): with --device sim, and with --device cpu --twin, every\n"
+            "batch runs on the twin's model clock: the t/s column is the modelled board figure\n"
+            "(decode also charges one top-k 40 sampling per token), host t/s is this machine's;\n"
+            "a second table gives modelled ms/token by phase, NPU and CPU busy per core, DRAM\n"
+            "utilisation and the hidden share (JSON and CSV carry the same).\n"
+            "\nNPU (with --device npu|sim: per test also submits per token on stderr):\n",
             DEFAULT_P, DEFAULT_N, DEFAULT_REPS);
     ork_cli_device_help(out);
 }
@@ -188,6 +194,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
                         CMD, v);
                 return -1;
             }
+        } else if (!strcmp(a, "--trace")) {
+            if (!(o->trace = ork_cli_value(CMD, argc, argv, &i)))
+                return -1;
         } else if (!strcmp(a, "--membw")) {
             o->membw = true;
         } else if (!strcmp(a, "--peak")) {
@@ -312,9 +321,8 @@ static void mean_sd(const double *x, int n, double *mean, double *sd)
 }
 
 /* The NPU line of a test (--device npu|sim): submits per token (or per batch) and per layer,
- * and the modelled time per token = the NPU's modelled clock + the CPU time measured outside
- * NPU runs - the CPU time hidden behind asynchronous submits ("CPU overlapped": per submit at
- * most its modelled duration, engine.h); NPU busy per core and CPU busy as shares of it. */
+ * and the host's wall time inside NPU runs (this machine's, not the board's: the modelled
+ * figures are the twin's, twin_bench_report). */
 static void npu_bench_report(FILE *out, const struct ork_model *m, bool pp, int n)
 {
     struct ork_npu_exec_stats st;
@@ -322,42 +330,60 @@ static void npu_bench_report(FILE *out, const struct ork_model *m, bool pp, int 
         return;
     double tokens = (double)st.n_rows;
     double batches = st.n_forward ? (double)st.n_forward : 1;
-    double cpu_ms = st.wall_ms - st.npu_wall_ms;
-    double hidden = st.cpu_overlap_ms < cpu_ms ? st.cpu_overlap_ms : cpu_ms;
-    double model_ms = st.model_npu_ms + cpu_ms - hidden;
     int nl = ork_model_config(m)->n_layers;
     double per_batch = (double)st.n_submits / batches;
-    fprintf(out, "ork bench: %s%d npu(%s): %.1f submits per %s (%.2f per layer), modelled "
-            "%.2f ms per token (NPU %.2f + CPU %.2f - CPU overlapped %.2f) = %.2f tok/s; "
-            "NPU busy %.0f/%.0f/%.0f %%, CPU busy %.0f %% (%.0f %% of it overlapped)\n",
-            pp ? "pp" : "tg", n, st.backend, per_batch, pp ? "batch" : "token",
-            (per_batch - 1.0) / nl, model_ms / tokens, st.model_npu_ms / tokens,
-            cpu_ms / tokens, hidden / tokens, model_ms > 0 ? tokens * 1000.0 / model_ms : 0,
-            100.0 * st.model_core_busy_ms[0] / model_ms,
-            100.0 * st.model_core_busy_ms[1] / model_ms,
-            100.0 * st.model_core_busy_ms[2] / model_ms, 100.0 * cpu_ms / model_ms,
-            cpu_ms > 0 ? 100.0 * hidden / cpu_ms : 0);
+    fprintf(out, "ork bench: %s%d npu(%s): %.1f submits per %s (%.2f per layer); host wall "
+            "%.3f ms per token, of it %.3f in NPU runs\n", pp ? "pp" : "tg", n, st.backend,
+            per_batch, pp ? "batch" : "token", (per_batch - 1.0) / nl, st.wall_ms / tokens,
+            st.npu_wall_ms / tokens);
 }
 
-/* One timed run of a test; returns tokens/s or a negative error. */
-static int run_once(struct ork_session *s, bool pp, int n, int32_t n_vocab, int32_t *toks,
-                    float *logits, uint64_t *rng, double *ts)
+/* The twin line of a test: modelled ms per token, busy cores, DRAM, hidden share. */
+static void twin_bench_report(FILE *out, const struct result *r)
+{
+    const struct ork_twin_result *t = &r->tw.total;
+    double rows = r->tw.n_rows ? (double)r->tw.n_rows : 1, end = t->end_ns > 0 ? t->end_ns : 1;
+    fprintf(out, "ork bench: %s%d twin (modelled): %.3f ms per token = %.2f tok/s; NPU busy",
+            r->pp ? "pp" : "tg", r->n_tokens, t->end_ns / 1e6 / rows, r->avg_ts);
+    for (uint32_t c = 0; c < r->tw.npu_cores; c++)
+        fprintf(out, "%s%.0f", c ? "/" : " ", 100.0 * t->npu_busy_ns[c] / end);
+    fprintf(out, " %%, CPU busy");
+    for (uint32_t c = 0; c < r->tw.cpu_cores; c++)
+        fprintf(out, "%s%.0f", c ? "/" : " ", 100.0 * t->cpu_busy_ns[c] / end);
+    fprintf(out, " %%, DRAM %.0f %%, hidden %.0f %% of CPU-active; host %.2f t/s\n",
+            100.0 * t->dram_util, 100.0 * t->hidden_share, r->host_ts);
+}
+
+/* One timed run of a test: host tokens/s into *ts and, with the board twin, the modelled
+ * tokens/s of the run (its steps and decode's samplings on the model clock) into *model_ts. */
+static int run_once(struct ork_model *m, struct ork_session *s, bool pp, int n, int32_t n_vocab,
+                    int32_t *toks, float *logits, uint64_t *rng, double *ts, double *model_ts)
 {
     for (int i = 0; i < n; i++)
         toks[i] = (int32_t)(rng_next(rng) % (uint64_t)n_vocab);
     ork_session_reset(s);
+    struct ork_model_twin_stats a, b;
+    bool twin = ork_model_twin_stats(m, &a) == 0;
+    struct ork_sampler_params sp;
+    ork_sampler_params_default(&sp);    /* decode charges the default sampler's draw */
     int ret = 0;
     double t0 = now_s();
     if (pp) {
         ret = ork_model_eval(s, toks, n, 0, logits, ORK_EVAL_LAST_LOGITS);
     } else {
-        for (int i = 0; i < n && ret == 0; i++)
+        for (int i = 0; i < n && ret == 0; i++) {
             ret = ork_model_eval(s, &toks[i], 1, i, logits, ORK_EVAL_LAST_LOGITS);
+            if (ret == 0 && twin)
+                ret = ork_model_twin_sample(m, (uint32_t)sp.top_k);
+        }
     }
     double dt = now_s() - t0;
     if (ret < 0)
         return ret;
     *ts = dt > 0 ? n / dt : 0.0;
+    *model_ts = 0;
+    if (twin && ork_model_twin_stats(m, &b) == 0 && b.total.end_ns > a.total.end_ns)
+        *model_ts = n * 1e9 / (b.total.end_ns - a.total.end_ns);
     return 0;
 }
 
@@ -446,28 +472,58 @@ static int bench_model_threads(struct ork_model *m, int mi, const struct model_d
             }
             (*n_res)++;
             /* Warm-up: a short run of the same kind maps every weight page in. */
-            double warm;
+            double warm, warm_model;
             int nw = n < WARMUP_TOKENS ? n : WARMUP_TOKENS;
-            if ((ret = run_once(s, r->pp, nw, n_vocab, toks, logits, &rng, &warm)) < 0)
+            if ((ret = run_once(m, s, r->pp, nw, n_vocab, toks, logits, &rng, &warm,
+                                &warm_model)) < 0)
                 goto out;
             ork_model_npu_stats_reset(m);
+            ork_model_twin_stats_reset(m);
+            r->twin = ork_model_twin_stats(m, &r->tw) == 0;
+            double *model = r->twin ? ork_malloc((size_t)o->reps * sizeof(double)) : NULL;
+            if (r->twin && !model) {
+                ret = ORK_ENOMEM;
+                goto out;
+            }
+            /* the first test's first timed run: decode steps and their samplings */
+            if (o->trace && *n_res == 1 && r->twin &&
+                (ret = ork_model_twin_trace_begin(m, o->trace, r->pp ? 1 : 2 * (uint32_t)n)) < 0) {
+                ork_free(model);
+                goto out;
+            }
             if (rd && !r->pp) {
                 r->roof_bytes = ork_membw_reader_bytes(rd);
                 r->roof_runs = ROOF_RUNS;
                 r->read_before = ork_membw_reader_run(rd, ROOF_RUNS);
             }
             double c0 = cpu_s(), w0 = now_s();
-            for (int k = 0; k < o->reps; k++)
-                if ((ret = run_once(s, r->pp, n, n_vocab, toks, logits, &rng,
-                                    &r->samples[k])) < 0)
-                    goto out;
+            double dummy;
+            for (int k = 0; k < o->reps && ret == 0; k++)
+                ret = run_once(m, s, r->pp, n, n_vocab, toks, logits, &rng, &r->samples[k],
+                               model ? &model[k] : &dummy);
+            if (ret == 0 && o->trace && *n_res == 1 && r->twin)
+                ret = ork_model_twin_trace_end(m);
+            if (ret < 0) {
+                ork_free(model);
+                goto out;
+            }
             double wall = now_s() - w0;
             r->cpu_share = wall > 0 ? (cpu_s() - c0) / (wall * threads) : 0.0;
             if (r->roof_runs)
                 r->read_after = ork_membw_reader_run(rd, ROOF_RUNS);
             mean_sd(r->samples, o->reps, &r->avg_ts, &r->sd_ts);
-            fprintf(stderr, "ork bench: %s%d t=%d: %.2f +- %.2f t/s (cpu share %.0f%%)\n",
+            fprintf(stderr, "ork bench: %s%d t=%d: host %.2f +- %.2f t/s (cpu share %.0f%%)\n",
                     r->pp ? "pp" : "tg", n, threads, r->avg_ts, r->sd_ts, 100.0 * r->cpu_share);
+            if (r->twin) {
+                /* the modelled figures take the t/s columns; the host's move aside */
+                r->host_ts = r->avg_ts;
+                r->host_sd = r->sd_ts;
+                ork_model_twin_stats(m, &r->tw);
+                memcpy(r->samples, model, (size_t)o->reps * sizeof(double));
+                mean_sd(r->samples, o->reps, &r->avg_ts, &r->sd_ts);
+                ork_free(model);
+                twin_bench_report(stderr, r);
+            }
             if (r->roof_runs)
                 fprintf(stderr, "ork bench: tg%d t=%d: read %.2f GB/s before, %.2f after "
                         "(%zu MiB, best of %d each)\n", n, threads, r->read_before,

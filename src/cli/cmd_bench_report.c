@@ -137,24 +137,84 @@ static void print_md_roofline(const struct model_desc *md, const struct result *
                "again.\n", 100.0 * (ROOF_DRIFT_RATIO - 1.0));
 }
 
+static bool any_twin(const struct result *res, int n_res)
+{
+    for (int i = 0; i < n_res; i++)
+        if (res[i].twin)
+            return true;
+    return false;
+}
+
+static double twin_rows(const struct result *r)
+{
+    return r->tw.n_rows ? (double)r->tw.n_rows : 1;
+}
+
+static double twin_end(const struct result *r)
+{
+    return r->tw.total.end_ns > 0 ? r->tw.total.end_ns : 1;
+}
+
+/* The twin's breakdown per test: modelled ms per token, busy cores, DRAM, hidden share and the
+ * phases' modelled wall time per token (docs/twin.md "In the engine"). */
+static void print_md_twin(const struct model_desc *md, const struct result *res, int n_res)
+{
+    if (!any_twin(res, n_res))
+        return;
+    printf("\n| model | backend | test | modelled ms/token | NPU busy %% (per core) | CPU busy %% "
+           "(per A76) | DRAM %% | hidden %% | modelled ms/token by phase |\n"
+           "| --- | --- | ---: | ---: | --- | --- | ---: | ---: | --- |\n");
+    for (int i = 0; i < n_res; i++) {
+        const struct result *r = &res[i];
+        if (!r->twin)
+            continue;
+        const struct ork_twin_result *t = &r->tw.total;
+        double rows = twin_rows(r), end = twin_end(r);
+        printf("| %s | %s | %s%d | %.3f | ", md[r->model].name, md[r->model].backend,
+               r->pp ? "pp" : "tg", r->n_tokens, t->end_ns / 1e6 / rows);
+        for (uint32_t c = 0; c < r->tw.npu_cores; c++)
+            printf("%s%.0f", c ? "/" : "", 100.0 * t->npu_busy_ns[c] / end);
+        printf(" | ");
+        for (uint32_t c = 0; c < r->tw.cpu_cores; c++)
+            printf("%s%.0f", c ? "/" : "", 100.0 * t->cpu_busy_ns[c] / end);
+        printf(" | %.0f | %.1f |", 100.0 * t->dram_util, 100.0 * t->hidden_share);
+        for (int p = 0; p < ORK_TWIN_PHASE_COUNT; p++)
+            if (t->phase_ns[p] > 0)
+                printf(" %s %.4g", ork_twin_phase_name((enum ork_twin_phase)p),
+                       t->phase_ns[p] / 1e6 / rows);
+        printf(" |\n");
+    }
+    printf("\nModelled on the board twin (docs/twin.md): t/s and this table are the RK3588's "
+           "modelled time, identical at any -t and on any host; host t/s is this machine's "
+           "speed. Phase times are wall time on the model clock (overlapping phases both "
+           "count); hidden = CPU-active time overlapped by NPU-active time.\n");
+}
+
 static void print_md(const struct opts *o, const struct model_desc *md, const struct result *res,
                      int n_res, const struct bench_refs *rf)
 {
     const struct ork_membw_result *bw = rf->bw;
     int n_bw = rf->n_bw;
     const char *path = ork_kernels_path();
+    bool tw = any_twin(res, n_res);
     if (n_res) {
-        printf("| model | size | params | backend | kernels | threads | test | t/s |\n");
-        printf("| --- | ---: | ---: | --- | --- | ---: | ---: | ---: |\n");
+        printf("| model | size | params | backend | kernels | threads | test | t/s |%s\n",
+               tw ? " host t/s |" : "");
+        printf("| --- | ---: | ---: | --- | --- | ---: | ---: | ---: |%s\n", tw ? " ---: |" : "");
         for (int i = 0; i < n_res; i++) {
             const struct result *r = &res[i];
             const struct model_desc *d = &md[r->model];
             char size[32], params[32];
             fmt_size(d->size_bytes, size, sizeof size);
             fmt_params(d->n_params, params, sizeof params);
-            printf("| %s | %s | %s | %s | %s | %d | %s%d | %.2f ± %.2f |\n", d->name, size,
-                   params, d->backend, path, r->threads, r->pp ? "pp" : "tg", r->n_tokens, r->avg_ts,
-                   r->sd_ts);
+            printf("| %s | %s | %s | %s%s | %s | %d | %s%d | %.2f ± %.2f |", d->name, size,
+                   params, d->backend, r->twin ? " (twin, modelled)" : "", path, r->threads,
+                   r->pp ? "pp" : "tg", r->n_tokens, r->avg_ts, r->sd_ts);
+            if (tw && r->twin)
+                printf(" %.2f ± %.2f |", r->host_ts, r->host_sd);
+            else if (tw)
+                printf(" |");
+            printf("\n");
         }
     }
     if (n_bw) {
@@ -173,6 +233,7 @@ static void print_md(const struct opts *o, const struct model_desc *md, const st
             printf("\n");
         }
     }
+    print_md_twin(md, res, n_res);
     print_md_roofline(md, res, n_res);
     print_md_peak(md, res, n_res, rf);
     (void)o;
@@ -229,6 +290,30 @@ static void print_json(const struct opts *o, const struct model_desc *md,
                    r->read_before, r->read_after, roof_gbps(r), roof, 100.0 * r->avg_ts / roof,
                    roof_drift(r) ? "true" : "false");
         }
+        if (r->twin) {
+            const struct ork_twin_result *t = &r->tw.total;
+            double rows = twin_rows(r), end = twin_end(r);
+            printf(", \"modelled\": true, \"host_avg_ts\": %.6g, \"host_stddev_ts\": %.6g, "
+                   "\"twin\": {\"steps\": %" PRIu64 ", \"rows\": %" PRIu64 ", \"samplings\": %"
+                   PRIu64 ", \"ms_per_token\": %.6g, \"npu_busy_pct\": [", r->host_ts, r->host_sd,
+                   r->tw.n_steps, r->tw.n_rows, r->tw.n_samples, t->end_ns / 1e6 / rows);
+            for (uint32_t c = 0; c < r->tw.npu_cores; c++)
+                printf("%s%.4g", c ? ", " : "", 100.0 * t->npu_busy_ns[c] / end);
+            printf("], \"cpu_busy_pct\": [");
+            for (uint32_t c = 0; c < r->tw.cpu_cores; c++)
+                printf("%s%.4g", c ? ", " : "", 100.0 * t->cpu_busy_ns[c] / end);
+            printf("], \"dram_util\": %.4g, \"dram_bytes_per_token\": %.6g, \"hidden_share\": "
+                   "%.4g, \"hidden_ms_per_token\": %.6g, \"phase_ms_per_token\": {",
+                   t->dram_util, t->dram_bytes / rows, t->hidden_share, t->hidden_ns / 1e6 / rows);
+            bool first = true;
+            for (int p = 0; p < ORK_TWIN_PHASE_COUNT; p++)
+                if (t->phase_ns[p] > 0) {
+                    printf("%s\"%s\": %.6g", first ? "" : ", ",
+                           ork_twin_phase_name((enum ork_twin_phase)p), t->phase_ns[p] / 1e6 / rows);
+                    first = false;
+                }
+            printf("}}");
+        }
         const struct ork_cpu_peak *k = peak_for(rf->pk, rf->n_pk, r->threads);
         if (k && r->pp) {
             double ops = pp_ops_per_token(d, r->n_tokens) * r->avg_ts;
@@ -268,19 +353,36 @@ static void print_csv(const struct opts *o, const struct model_desc *md,
     if (n_res) {
         printf("model,model_path,size_bytes,n_params,backend,kernels,type_k,type_v,threads,test,n_prompt,"
                "n_gen,repetitions,avg_ts,stddev_ts,bytes_per_token,read_array_bytes,"
-               "read_gbps_before,read_gbps_after,roofline_ts,roofline_pct\n");
+               "read_gbps_before,read_gbps_after,roofline_ts,roofline_pct,modelled,host_avg_ts,"
+               "twin_ms_per_token,npu_busy0_pct,npu_busy1_pct,npu_busy2_pct,cpu_busy0_pct,"
+               "cpu_busy1_pct,cpu_busy2_pct,cpu_busy3_pct,dram_util,hidden_share");
+        for (int p = 0; p < ORK_TWIN_PHASE_COUNT; p++)
+            printf(",ms_%s", ork_twin_phase_name((enum ork_twin_phase)p));
+        printf("\n");
         for (int i = 0; i < n_res; i++) {
             const struct result *r = &res[i];
             const struct model_desc *d = &md[r->model];
             double roof = roof_ts(r, d);
             printf("\"%s\",\"%s\",%" PRIu64 ",%" PRIu64 ",%s,%s,%s,%s,%d,%s%d,%d,%d,%d,%.6g,%.6g,%"
-                   PRIu64 ",%zu,%.6g,%.6g,%.6g,%.4g\n", d->name, o->models[r->model],
+                   PRIu64 ",%zu,%.6g,%.6g,%.6g,%.4g", d->name, o->models[r->model],
                    d->size_bytes, d->n_params, d->backend, ork_kernels_path(), ork_cli_bench_kv_name(o),
                    ork_cli_bench_kv_name(o), r->threads,
                    r->pp ? "pp" : "tg", r->n_tokens, r->pp ? r->n_tokens : 0,
                    r->pp ? 0 : r->n_tokens, r->reps, r->avg_ts, r->sd_ts, d->bytes_per_token,
                    roof > 0 ? r->roof_bytes : 0, r->read_before, r->read_after, roof,
                    roof > 0 ? 100.0 * r->avg_ts / roof : 0.0);
+            const struct ork_twin_result *t = &r->tw.total;
+            double rows = twin_rows(r), end = twin_end(r);
+            printf(",%d,%.6g,%.6g", r->twin ? 1 : 0, r->twin ? r->host_ts : r->avg_ts,
+                   r->twin ? t->end_ns / 1e6 / rows : 0.0);
+            for (int c = 0; c < 3; c++)
+                printf(",%.4g", r->twin ? 100.0 * t->npu_busy_ns[c] / end : 0.0);
+            for (int c = 0; c < 4; c++)
+                printf(",%.4g", r->twin ? 100.0 * t->cpu_busy_ns[c] / end : 0.0);
+            printf(",%.4g,%.4g", r->twin ? t->dram_util : 0.0, r->twin ? t->hidden_share : 0.0);
+            for (int p = 0; p < ORK_TWIN_PHASE_COUNT; p++)
+                printf(",%.6g", r->twin ? t->phase_ns[p] / 1e6 / rows : 0.0);
+            printf("\n");
         }
     }
     if (n_bw) {
