@@ -1,4 +1,6 @@
-/* cmd_selftest.c -- `ork selftest [--device D] [--quick]`: the validation a board owner runs.
+/* cmd_selftest.c -- `ork selftest [--device D] [--quick] [--calibrate [-o FILE]]`: the
+ * validation a board owner runs, and the twin's calibration (measured by src/tooling/calibrate.c;
+ * this file only handles arguments and writes the file).
  * A sweep of matmul shapes (int8 -> int32 and fp16 -> fp32) through libork on the chosen
  * device, each compared with a CPU reference: int8 must be bit-exact, fp16 within a tolerance
  * relative to sum_k |a_k * w_k| (the device's fp32 accumulation order is unknown, spec §3.4).
@@ -10,6 +12,8 @@
 #include <ork/error.h>
 #include <ork/npu.h>
 #include <ork/trace.h>
+#include <ork/twin.h>
+#include <ork-tooling/calibrate.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +24,9 @@
  * values are exact in fp32; the rest is fp32 accumulation error over up to ~19k terms. */
 #define F16_REL_TOL 1e-4
 #define F16_ABS_TOL 1e-6
+
+/* Where --calibrate writes without -o. */
+#define CALIB_DEFAULT_PATH "ork-twin-calibration.json"
 
 struct st_case {
     enum ork_npu_dtype dt;
@@ -82,6 +89,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: ork selftest [--device auto|rknpu|rocket|sim] [--quick] [--trace FILE.json]\n"
+            "       ork selftest --calibrate [-o FILE] [--device auto|rknpu|rocket|sim]\n"
             "\n"
             "Run a sweep of NPU matmul shapes (int8 -> int32 and fp16 -> fp32) and compare each\n"
             "with a CPU reference: int8 must be bit-exact, fp16 within %.0e of sum |a*w|.\n"
@@ -92,7 +100,15 @@ static void usage(FILE *out)
             "               rknpu, rocket or sim\n"
             "  --quick      a short subset of the shapes\n"
             "  --trace F    write a Chrome/Perfetto trace-event timeline of the NPU submits\n"
-            "               (one track per core) and of each case to F\n",
+            "               (one track per core) and of each case to F\n"
+            "  --calibrate  instead of the sweep, measure the board twin's constants on the\n"
+            "               device (NPU: submit floor, chain cost, 1- and 3-core weight\n"
+            "               bandwidth, int8 and fp16 MAC rates; on a board also the A76: GEMV\n"
+            "               bandwidth on 1 and 4 threads, effective clock, exp cost) and write\n"
+            "               the calibration JSON (docs/twin.md). Prints each measured constant\n"
+            "               with what it replaced and lists the ones not measured. On --device\n"
+            "               sim the model clock is measured: the file gives back the defaults\n"
+            "  -o FILE      where --calibrate writes (default " CALIB_DEFAULT_PATH ")\n",
             F16_REL_TOL);
 }
 
@@ -274,16 +290,46 @@ done:
     return pass;
 }
 
+/* --calibrate: measure, print the report, write the file. */
+static int run_calibrate(struct ork_npu *npu, const char *path)
+{
+    struct ork_twin_consts c;
+    struct ork_calib_report *r = ork_malloc(sizeof *r);
+    if (!r) {
+        ork_cli_error("selftest", ork_errorf(ORK_ENOMEM, "out of memory"));
+        return ORK_EXIT_ERROR;
+    }
+    ork_twin_consts_default(&c);
+    struct ork_calib_opts o = { .struct_size = sizeof o };
+    int ret = ork_calib_run(npu, &o, &c, r);
+    if (ret == 0) {
+        ork_calib_report_print(r, stdout);
+        ret = ork_twin_calib_save(path, &c, r->source);
+    }
+    ork_free(r);
+    if (ret < 0) {
+        ork_cli_error("selftest", ret);
+        return ORK_EXIT_ERROR;
+    }
+    printf("calibration written: %s\n", path);
+    return ORK_EXIT_OK;
+}
+
 int ork_cmd_selftest(int argc, char **argv)
 {
-    const char *device = "auto", *trace = NULL;
-    bool quick = false;
+    const char *device = "auto", *trace = NULL, *calib_out = NULL;
+    bool quick = false, calibrate = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return ORK_EXIT_OK;
         } else if (!strcmp(argv[i], "--quick")) {
             quick = true;
+        } else if (!strcmp(argv[i], "--calibrate")) {
+            calibrate = true;
+        } else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
+            if (!(calib_out = ork_cli_value("selftest", argc, argv, &i)))
+                return ORK_EXIT_USAGE;
         } else if (!strcmp(argv[i], "--trace")) {
             if (!(trace = ork_cli_value("selftest", argc, argv, &i)))
                 return ORK_EXIT_USAGE;
@@ -302,6 +348,10 @@ int ork_cmd_selftest(int argc, char **argv)
             return ORK_EXIT_USAGE;
         }
     }
+    if (calib_out && !calibrate) {
+        fprintf(stderr, "ork selftest: -o is the --calibrate output; add --calibrate\n");
+        return ORK_EXIT_USAGE;
+    }
 
     struct ork_npu *npu = NULL;
     struct ork_npu_opts o = { .struct_size = sizeof o, .device = device };
@@ -318,6 +368,11 @@ int ork_cmd_selftest(int argc, char **argv)
     }
     printf("device: %s%s\n", ork_npu_backend(npu),
            ork_npu_is_sim(npu) ? " (simulator: timings are not hardware timings)" : "");
+    if (calibrate) {
+        int rc = run_calibrate(npu, calib_out ? calib_out : CALIB_DEFAULT_PATH);
+        ork_npu_close(npu);
+        return rc;
+    }
 
     if (trace && (ret = ork_trace_start(trace)) < 0) {
         ork_cli_error("selftest", ret);

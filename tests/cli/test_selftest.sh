@@ -1,7 +1,8 @@
 #!/bin/bash
 # test_selftest.sh -- `ork selftest`: the quick sweep passes on the simulator with one line per
 # case and a summary; the default device falls back to the simulator with a note when no NPU is
-# present; bad options are usage errors. Usage: test_selftest.sh ORK_BINARY FIXTURES_DIR
+# present; bad options are usage errors; --calibrate on the sim writes a file holding the default
+# table (the twin test test_twin_calibrate checks it constant by constant). Usage: test_selftest.sh ORK_BINARY FIXTURES_DIR
 set -u
 ORK=$1
 TMP=$(mktemp -d)
@@ -30,6 +31,18 @@ if [ ! -e /dev/dri/card1 ] && [ ! -e /dev/accel/accel0 ]; then
     "$ORK" selftest --device rknpu --quick > /dev/null 2> "$TMP/err3"
     check "explicit rknpu without a board fails" test $? -eq 1
 fi
+
+# --calibrate on the simulator: measured lines, "not measured" lines, the file.
+"$ORK" selftest --calibrate --device sim -o "$TMP/cal.json" > "$TMP/cal" 2> "$TMP/calerr"
+check "calibrate on sim exits 0" test $? -eq 0
+check "calibrate: six NPU constants measured" test "$(grep -c '^  measured  *npu_' "$TMP/cal")" -eq 6
+check "calibrate: launch gives back the default" grep -q '^  measured  *npu_launch_ns  *55000 .*(was 55000)' "$TMP/cal"
+check "calibrate: CPU constants not measured on sim" grep -q '^  not measured  cpu_bw_all .*no A76' "$TMP/cal"
+check "calibrate: file format" grep -q '"format":.*"ork-twin-calibration"' "$TMP/cal.json"
+check "calibrate: 3-core bandwidth in the file" grep -q '"npu_bw_all":[[:space:]]*28500000000,' "$TMP/cal.json"
+check "calibrate: source names the device" grep -q '"source":.*--device sim' "$TMP/cal.json"
+"$ORK" selftest -o "$TMP/x.json" > /dev/null 2> "$TMP/err5"
+check "-o without --calibrate is a usage error" test $? -eq 2
 
 "$ORK" selftest --device bogus > /dev/null 2> "$TMP/err4"
 check "bad device is a usage error" test $? -eq 2
