@@ -9,7 +9,7 @@
 
 static ork_log_fn log_fn;
 static void *log_user;
-static enum ork_log_level log_level = ORK_LOG_WARN;
+static enum ork_log_level log_level = ORK_LOG_NOTE;
 
 void ork_log_set(ork_log_fn fn, void *user)
 {
@@ -36,6 +36,9 @@ void ork_logf(enum ork_log_level level, const char *fmt, ...)
         log_fn(log_user, level, line);
         return;
     }
-    static const char *const names[] = { "debug", "info", "warning", "error" };
-    fprintf(stderr, "ork: %s: %s\n", names[level & 3], line);
+    static const char *const names[] = { "debug", "info", "note", "warning", "error" };
+    if (level == ORK_LOG_NOTE)
+        fprintf(stderr, "ork: %s\n", line);
+    else
+        fprintf(stderr, "ork: %s: %s\n", names[(unsigned)level <= ORK_LOG_ERROR ? level : ORK_LOG_ERROR], line);
 }

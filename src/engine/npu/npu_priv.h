@@ -85,8 +85,8 @@ void ork__npu_pack_max_dims(const struct npu_plan *p, const struct ork_model *m,
 
 /* A progress bar on stderr (show: draw it; *last: the percentage last drawn, -1 first). */
 void ork__npu_progress(bool show, const char *what, uint64_t done, uint64_t total, int *last);
-/* A status line beside the progress bar (the pack being built, the placement report): on
- * stderr unless quiet, like the bar. */
+/* A status line beside the progress bar (the pack being built, the placement report): through
+ * the log at NOTE level (on stderr by default), unless quiet, like the bar. */
 void ork__npu_status(bool show, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Open the pack of model m (at pack_path, or beside path), building it when it is missing,
  * stale, foreign, of another version or corrupt (the reason is logged and put in *found). */

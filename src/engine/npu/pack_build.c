@@ -39,12 +39,12 @@ void ork__npu_status(bool show, const char *fmt, ...)
 {
     if (!show)
         return;
+    char line[512];
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
-    fflush(stderr);
+    ORK_LOGN("%s", line);
 }
 
 /* Build the pack of model m: each tensor quantised, tiled for the NPU by creating its weights
