@@ -38,6 +38,8 @@ static void usage(FILE *out)
             "                            (default: " ORK_STR(ORK_POOL_SPIN_US_DEFAULT) "; 0: sleep at once)\n"
             "  --kv-type f32|f16         KV cache precision (default: f32)\n"
             "  --device D                compute device: cpu (default: cpu)\n"
+            "  --twin                    model every batch on the board twin (docs/twin.md)\n"
+            "  --sim-calibration FILE    board twin constants (JSON; default: built-in table)\n"
             "  --alias NAME              model id reported by the API (default: the file name)\n"
             "  --max-body N              largest request body in bytes (default: 1048576)\n"
             "  --no-batch                decode slots one at a time instead of in one batch\n");
@@ -118,6 +120,10 @@ int ork_cmd_serve(int argc, char **argv)
                         "cpu)\n", CMD, v);
                 return ORK_EXIT_USAGE;
             }
+        } else if (!strcmp(a, "--sim-calibration") || !strcmp(a, "--twin")) {
+            /* the board twin's options (shared with run and bench, ork_cli_device_opt) */
+            if (ork_cli_device_opt(CMD, argc, argv, &i, &mp) < 0)
+                return ORK_EXIT_USAGE;
         } else if (ork_cli_load_opt(a, &mp)) {
             continue;
         } else if (!strcmp(a, "--no-batch")) {
