@@ -108,8 +108,8 @@ check "csv: header + one row" test "$(wc -l <<<"$out")" -eq 2
 check "csv: header" grep -q "^model,model_path,size_bytes,n_params,backend,kernels,type_k,type_v,threads,test," <<<"$out"
 out=$("$ORK" bench -m "$MODEL" -p 0 -n 4 -r 1 -t 1 --membw --membw-mb 16 -o csv 2>/dev/null); rc=$?
 check "csv + membw: exit 0" test $rc -eq 0
-check "csv + membw: roofline columns" grep -q "bytes_per_token,read_array_bytes,read_gbps_before,read_gbps_after,roofline_ts,roofline_pct$" <<<"$out"
-check "csv + membw: tg row with the reads" grep -Eq ",tg4,0,4,1,[^,]+,[^,]+,[0-9]+,16777216,[0-9.e+]+,[0-9.e+]+,[0-9.e+]+,[0-9.e+]+$" <<<"$out"
+check "csv + membw: roofline columns" grep -q "bytes_per_token,read_array_bytes,read_gbps_before,read_gbps_after,roofline_ts,roofline_pct,modelled,host_avg_ts,twin_ms_per_token," <<<"$out"
+check "csv + membw: tg row with the reads" grep -Eq ",tg4,0,4,1,[^,]+,[^,]+,[0-9]+,16777216,[0-9.e+]+,[0-9.e+]+,[0-9.e+]+,[0-9.e+]+,0,[0-9.e+]+,0," <<<"$out"
 check "csv + membw: bandwidth rows" grep -Eq '^1,16777216,[0-9]+,"[^"]+"(,[0-9.e+]+){5}$' <<<"$out"
 
 out=$("$ORK" bench -m "$MODEL" -p 0 -n 4 -r 1 -t 1 --membw --membw-mb 16 2>/dev/null); rc=$?
