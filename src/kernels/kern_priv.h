@@ -408,6 +408,8 @@ void ork__fill_read_sum_avx512(struct ork__kern *t);
 void ork__fill_dot_neon(struct ork__kern *t);
 void ork__fill_qdot_neon(struct ork__kern *t);
 void ork__fill_qdot_neon_dot(struct ork__kern *t);
+void ork__fill_rows16_q8_0_q4_0_neon_dot(struct ork__kern *t);
+void ork__fill_rows16_q4_k_neon_dot(struct ork__kern *t);
 void ork__fill_quant_act_neon(struct ork__kern *t);
 void ork__fill_ops_neon(struct ork__kern *t);
 void ork__fill_read_sum_neon(struct ork__kern *t);

@@ -2,8 +2,8 @@
  * the layout, packing a matrix into it in place, reading one row back in the GGUF layout, the X
  * forms their kernels read (Q8_0 / Q4_0 and Q4_K), and the decode / GEMM drivers that call the
  * path's kernels through the table: x86/rows16_q8_0_q4_0_avx512.c, x86/rows16_q8_0_q4_0_avx2.c,
- * x86/rows16_q4_k_avx512.c, x86/rows16_q4_k_avx2.c (no NEON kernels yet: on AArch64
- * ork_mat_x16_wanted is false). Not here: the thread split (matmul.c) or the plain-row kernels
+ * x86/rows16_q4_k_avx512.c, x86/rows16_q4_k_avx2.c, arm/rows16_q8_0_q4_0_neon.c and
+ * arm/rows16_q4_k_neon.c (the `neon-dotprod` path). Not here: the thread split (matmul.c) or the plain-row kernels
  * (gemm_q8_*.c, qdot*.c).
  *
  * Why: a plain Q8_0 / Q4_0 row keeps one block's 32 quants together, so a 512-bit dot product
@@ -17,10 +17,12 @@
  * Layout. A group is 16 consecutive rows (16 * row_bytes bytes, where the rows were); block b of
  * the group (bytes b * 16 * block_bytes onward) holds block b of all 16 rows:
  *   d[16]        f16 scales, row i's at 2i (32 bytes);
- *   Q8_0: 8 chunks of 64 bytes: chunk c holds, in bytes 4i..4i+3, row i's quants 4c..4c+3 as
- *         u8 (q + 128, the unsigned operand of vpdpbusd);
+ *   Q8_0: 8 chunks of 64 bytes: chunk c holds, in bytes 4i..4i+3, row i's quants 4c..4c+3:
+ *         on x86-64 as u8 (q + 128, the unsigned operand of vpdpbusd), on AArch64 unchanged
+ *         (sdot multiplies signed by signed);
  *   Q4_0: 4 chunks of 64 bytes: chunk c holds, in bytes 4i..4i+3, row i's quant bytes 4c..4c+3
- *         unchanged (low nibbles: elements 4c..4c+3, high nibbles: elements 16 + 4c ..).
+ *         (low nibbles: elements 4c..4c+3, high nibbles: elements 16 + 4c ..): on x86-64
+ *         unchanged, on AArch64 xor 0x88 (X16_Q4_0_XOR below).
  *   Q4_K: f16 dmin[16], then its scale bytes and quant bytes in 64-byte chunks of words the
  *         same way (rows16_q4_k_*.c; x16_types below cuts every type's blocks).
  * Same bytes per block as the plain layout (16 * 34 = 32 + 512, 16 * 18 = 32 + 256,
@@ -52,8 +54,21 @@
 
 #define X16_D_BYTES 32          /* a block's 16 f16 scales */
 #define X16_CHUNK 64            /* one vector of quants: 4 bytes of each of 16 rows */
-#define X16_U8_OFFSET 128       /* Q8_0 quants stored as q + 128 */
-#define X16_U8_FLIP_BYTE 0x80   /* ... = q xor 0x80 */
+#define X16_U8_OFFSET 128       /* the X form's bias: -128 x sum(q) (x86 Q8_0 weights are q + 128) */
+/* Each quant byte as the build's kernels read it: packing xors it in, reading back xors it out.
+ * x86-64: Q8_0 q + 128 = q xor 0x80 (vpdpbusd's unsigned operand), Q4_0 unchanged. AArch64:
+ * Q8_0 unchanged (sdot is signed x signed; the flip would cost an eor per 16 bytes), Q4_0 xor
+ * 0x88: each nibble n becomes n xor 8, whose 4-bit two's complement value is n - 8, so one shift
+ * (low nibble) or one mask (high nibble) gives sdot the byte 16 (n - 8) and the block needs no
+ * offset term (arm/rows16_q8_0_q4_0_neon.c). The layout lives in memory only (packed at load),
+ * never in a file, so the two conventions never meet. */
+#ifdef ORK_KERN_ARM
+#define X16_Q8_0_XOR 0x00
+#define X16_Q4_0_XOR 0x88
+#else
+#define X16_Q8_0_XOR 0x80
+#define X16_Q4_0_XOR 0x00
+#endif
 _Static_assert(ORK_X16_STREAMS <= ORK_X16_STREAMS_MAX && ORK_X16K_STREAMS <= ORK_X16_STREAMS_MAX &&
                    ORK_X16_STREAMS_MAX <= ORK_WSTREAMS_MAX,
                "the decode spans (matmul.c) hold ORK_WSTREAMS_MAX streams");
@@ -61,11 +76,11 @@ _Static_assert(ORK_X16_STREAMS <= ORK_X16_STREAMS_MAX && ORK_X16K_STREAMS <= ORK
 #define X16_ROW_BYTES_MAX (64u << 10)
 
 /* How the layout cuts one block of a row: `count` pieces of `size` bytes from byte `off` of
- * the block (Q8_0 quants flipped to u8). A group's block holds the fields in order, each
+ * the block, each byte xor `mask` (the quants: X16_*_XOR). A group's block holds the fields in order, each
  * piece as row 0's, row 1's, ... row 15's (16 * size bytes). */
 struct x16_field {
     uint8_t off, size, count;
-    bool flip;
+    uint8_t mask;
 };
 
 struct x16_type {
@@ -76,11 +91,11 @@ struct x16_type {
 };
 
 static const struct x16_type x16_types[] = {
-    { ORK_TYPE_Q8_0, Q8_0_BYTES, 2, { { 0, 2, 1, false }, { 2, 4, 8, true } } },
-    { ORK_TYPE_Q4_0, Q4_0_BYTES, 2, { { 0, 2, 1, false }, { 2, 4, 4, false } } },
+    { ORK_TYPE_Q8_0, Q8_0_BYTES, 2, { { 0, 2, 1, 0 }, { 2, 4, 8, X16_Q8_0_XOR } } },
+    { ORK_TYPE_Q4_0, Q4_0_BYTES, 2, { { 0, 2, 1, 0 }, { 2, 4, 4, X16_Q4_0_XOR } } },
     /* d, dmin, scales[12] as 3 words, qs[128] as 32 words (rows16_q4_k_*.c) */
     { ORK_TYPE_Q4_K, Q4_K_BYTES, 4,
-      { { 0, 2, 1, false }, { 2, 2, 1, false }, { 4, 4, 3, false }, { 16, 4, 32, false } } },
+      { { 0, 2, 1, 0 }, { 2, 2, 1, 0 }, { 4, 4, 3, 0 }, { 16, 4, 32, 0 } } },
 };
 
 static const struct x16_type *x16_type_of(uint32_t type)
@@ -93,14 +108,14 @@ static const struct x16_type *x16_type_of(uint32_t type)
 
 /* ---- layout ---------------------------------------------------------------------------------- */
 
-/* Moves one piece between a plain row (r) and a group (g), either way (to_group), flipping
- * Q8_0 quants (xor is its own inverse). */
-static inline void move_piece(uint8_t *to, const uint8_t *from, size_t size, bool flip)
+/* Moves one piece between a plain row (r) and a group (g), either way (to_group), each byte
+ * xor mask (xor is its own inverse). */
+static inline void move_piece(uint8_t *to, const uint8_t *from, size_t size, uint8_t mask)
 {
     memcpy(to, from, size);
-    if (flip)
+    if (mask)
         for (size_t e = 0; e < size; e++)
-            to[e] ^= X16_U8_FLIP_BYTE;
+            to[e] ^= mask;
 }
 
 /* Plain rows r0 .. r0 + 15 (src, row_bytes apart: whole blocks) into one interleaved group at
@@ -117,10 +132,10 @@ static void x16_move(const struct x16_type *t, bool to_group, const uint8_t *src
                 if (to_group)
                     for (int i = 0; i < ORK_X16_ROWS; i++)
                         move_piece(dst + at + (size_t)i * f->size,
-                                   src + (size_t)i * row_bytes + in_row, f->size, f->flip);
+                                   src + (size_t)i * row_bytes + in_row, f->size, f->mask);
                 else
                     move_piece(dst + in_row, src + at + (size_t)only * f->size, f->size,
-                               f->flip);
+                               f->mask);
             }
         }
 }

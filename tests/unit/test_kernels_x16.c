@@ -1,14 +1,16 @@
 /* test_kernels_x16.c -- Q8_0 / Q4_0 / Q4_K matrices interleaved by 16 rows (ORK_LAYOUT_X16,
- * src/kernels/rows16.c and x86/rows16_*.c): packing rearranges the bytes and every row reads back exactly; on
+ * src/kernels/rows16.c, x86/rows16_*.c and arm/rows16_*_neon.c): packing rearranges the bytes and every row reads back exactly; on
  * every instruction-set path this CPU can run, with no pool and pools of 1..4 threads,
  * ORK_ACT_QUANT matmuls of an interleaved Q8_0 / Q4_0 matrix agree with an independent
- * double-precision sum over the same quantized X within the f32 rounding bound of their order,
+ * double-precision sum over the same quantized X within the f32 rounding bound of their order
+ * (and, on paths with interleaved kernels, that order re-implemented in f32 bit for bit),
  * and those of an interleaved Q4_K matrix have the plain layout's bits, decode and prefill
  * shapes, odd block counts, many claims and steals; f32-activation matmuls and row lookups give
  * the plain layout's bits; a single corrupted byte changes exactly its own row's output; bad
  * matrices and layouts are refused with an error; repeated calls allocate nothing. */
 #include <float.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -88,10 +90,32 @@ static double ref_dot(uint32_t type, const uint8_t *row, const uint8_t *xq, int6
     return s;
 }
 
-/* Y (m x n) of the interleaved matrix within the rounding bound of an nb-term f32 sum of every
- * reference output; the count of outputs outside it. */
-static int check_y(const struct xmat *m, const float *x, int64_t mrows, const float *y,
-                   const char *what)
+/* The interleaved kernels' order of one output (rows16.c "Arithmetic"), in f32: block by block,
+ * acc = fmaf((float)isum_b, d_w * d_x, acc). Every path with interleaved Q8_0 / Q4_0 kernels
+ * (AVX2, AVX-512, NEON dotprod) gives these bits. */
+static float x16_order(uint32_t type, const uint8_t *row, const uint8_t *xq, int64_t nb)
+{
+    const size_t bb = type == ORK_TYPE_Q8_0 ? Q8_0_BYTES : 18;
+    float acc = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *w = row + (size_t)b * bb, *x = xq + (size_t)b * Q8_0_BYTES;
+        int32_t isum = 0;
+        for (int e = 0; e < QBLK; e++) {
+            int wv = type == ORK_TYPE_Q8_0 ? (int8_t)w[2 + e]
+                   : e < 16 ? (w[2 + e] & 15) - 8 : (w[2 + e - 16] >> 4) - 8;
+            isum += wv * (int8_t)x[2 + e];
+        }
+        float d = ork_fp16_to_f32((uint16_t)(w[0] | w[1] << 8)) *
+                  ork_fp16_to_f32((uint16_t)(x[0] | x[1] << 8));
+        acc = fmaf((float)isum, d, acc);
+    }
+    return acc;
+}
+
+/* Y (m x n) of the interleaved matrix (or of its plain rows: !interleaved) within the rounding
+ * bound of an nb-term f32 sum of every reference output; the count of outputs outside it. */
+static int check_y_of(const struct xmat *m, bool interleaved, const float *x, int64_t mrows,
+                      const float *y, const char *what)
 {
     const int64_t k = m->p.n_cols, n = m->p.n_rows, nb = k / QBLK;
     uint8_t *xq = ork_malloc((size_t)nb * Q8_0_BYTES);
@@ -107,6 +131,15 @@ static int check_y(const struct xmat *m, const float *x, int64_t mrows, const fl
             double mag, want = ref_dot(m->p.type, m->plain + (size_t)r * m->p.row_bytes, xq, nb,
                                        &mag);
             double got = y[i * n + r];
+            /* the path's interleaved kernels ran: their documented order, bit for bit */
+            if (interleaved && ork__x16_ok(ork__kisa(), m->p.type)) {
+                float w32 = x16_order(m->p.type, m->plain + (size_t)r * m->p.row_bytes, xq, nb);
+                if (memcmp(&w32, &y[i * n + r], sizeof w32) && bad++ < 3)
+                    fprintf(stderr, "%s: %s M=%lld N=%lld K=%lld y[%lld][%lld] = %.9g, the "
+                            "interleaved order gives %.9g\n", what, ork_type_name(m->p.type),
+                            (long long)mrows, (long long)n, (long long)k, (long long)i,
+                            (long long)r, y[i * n + r], w32);
+            }
             /* f32 steps: d_w * d_x, one fma per block (interleaved) or per partial of four
              * into 16 lanes and a 4-level reduction (plain kernels): each rounds once */
             double tol = 2.0 * (double)(nb + 6) * FLT_EPSILON * mag + 1e-30;
@@ -121,6 +154,12 @@ static int check_y(const struct xmat *m, const float *x, int64_t mrows, const fl
     }
     ork_free(xq);
     return bad;
+}
+
+static int check_y(const struct xmat *m, const float *x, int64_t mrows, const float *y,
+                   const char *what)
+{
+    return check_y_of(m, true, x, mrows, y, what);
 }
 
 /* Q4_K: the plain layout's bits (the same integers and f32 steps, x16k.c); the others:
@@ -360,7 +399,7 @@ static void test_decode_multi(void)
     float *ym[2] = { ys[0], ys[1] };
     REQUIRE(ork_matmul_act_multi(pools[0], mix, 2, x, 1, ym, ORK_ACT_QUANT) == 0);
     CHECK_EQ_INT(check_y(&m[0], x, 1, ys[0], "mixed layouts"), 0);
-    CHECK_EQ_INT(check_y(&m[1], x, 1, ys[1], "mixed layouts"), 0);
+    CHECK_EQ_INT(check_y_of(&m[1], false, x, 1, ys[1], "mixed layouts"), 0);
     for (int q = 0; q < NW; q++) {
         ork_free(ys[q]);
         xmat_free(&m[q]);
@@ -524,10 +563,42 @@ static void test_no_alloc(void)
     xmat_free(&m);
 }
 
+/* The paths that have interleaved kernels say so, and a fitting matrix is then wanted
+ * interleaved (the query the engine's load asks): AVX2 and up on x86-64, NEON dotprod on
+ * AArch64 (where this test runs under QEMU as a Cortex-A76); the scalar path never. */
+static void test_paths_with_kernels(void)
+{
+    const uint32_t types[] = { ORK_TYPE_Q8_0, ORK_TYPE_Q4_0, ORK_TYPE_Q4_K };
+    const enum kisa want[] = { KISA_AVX2, KISA_AVXVNNI, KISA_AVX512VNNI, KISA_NEON_DOT };
+    int seen = 0;
+    for (size_t p = 0; p < sizeof want / sizeof want[0]; p++) {
+        if (!ork__kisa_available(want[p]))
+            continue;
+        REQUIRE(ork_kernels_set_path(ork__kisa_name(want[p])) == 0);
+        for (size_t t = 0; t < 3; t++) {
+            uint8_t row[144];
+            struct ork_mat w = { .type = types[t], .n_rows = 32, .n_cols = 256,
+                                 .row_bytes = ork_type_row_bytes(types[t], 256), .data = row };
+            CHECK(ork__x16_ok(want[p], types[t]));
+            CHECK(ork__x16_streams_width(want[p], types[t]) >= 1);
+            CHECK(ork_mat_x16_wanted(&w));
+        }
+        fprintf(stderr, "interleaved kernels on path %s\n", ork__kisa_name(want[p]));
+        seen++;
+    }
+    for (size_t t = 0; t < 3; t++)
+        CHECK(!ork__x16_ok(KISA_SCALAR, types[t]));
+    REQUIRE(ork_kernels_set_path(NULL) == 0);
+#if defined(__aarch64__) || defined(__x86_64__)
+    CHECK(seen >= 1 || !(ork_kernels_path_features() & (ORK_KFEAT_AVX2 | ORK_KFEAT_DOTPROD)));
+#endif
+}
+
 int main(void)
 {
     if (kt_pools_create(pools, MAX_THREADS) < 0)
         return 1;
+    RUN(test_paths_with_kernels);
     RUN(test_pack_layout);
     RUN(test_xprep);
     RUN(test_xprep_q4k);
