@@ -320,11 +320,11 @@ static int chain_time(struct ork_npu *npu, bool model, uint32_t reps, struct pro
 enum { P_TINY, P_WIDE, P_ROWS, P_WIDE3, P_ROWS16, P_COUNT };
 
 static const struct probe probe_shapes[P_COUNT] = {
-    [P_TINY] = { ORK_NPU_I8, 1, 32, 32, 1 },
-    [P_WIDE] = { ORK_NPU_I8, 1, 4096, 8192, 1 },
-    [P_ROWS] = { ORK_NPU_I8, 128, 2048, 512, 1 },     /* 128 = the int8 M cap at K = 2048 */
-    [P_WIDE3] = { ORK_NPU_I8, 1, 4096, 12288, 3 },    /* 4096 columns per core */
-    [P_ROWS16] = { ORK_NPU_F16, 176, 1024, 256, 1 },  /* 176 = the fp16 M cap at K = 1024 */
+    [P_TINY] = { .dt = ORK_NPU_I8, .m = 1, .k = 32, .n = 32, .cores = 1 },
+    [P_WIDE] = { .dt = ORK_NPU_I8, .m = 1, .k = 4096, .n = 8192, .cores = 1 },
+    [P_ROWS] = { .dt = ORK_NPU_I8, .m = 128, .k = 2048, .n = 512, .cores = 1 },     /* 128 = the int8 M cap at K = 2048 */
+    [P_WIDE3] = { .dt = ORK_NPU_I8, .m = 1, .k = 4096, .n = 12288, .cores = 3 },    /* 4096 columns per core */
+    [P_ROWS16] = { .dt = ORK_NPU_F16, .m = 176, .k = 1024, .n = 256, .cores = 1 },  /* 176 = the fp16 M cap at K = 1024 */
 };
 
 /* The two derived probes, after the 4x4 solve gave launch L, chain C, 1/bw x, 1/mac y. */
