@@ -305,6 +305,43 @@ int ork_generate(struct ork_session *s, struct ork_sampler *smp, const char *pro
 int ork_generate_tokens(struct ork_session *s, struct ork_sampler *smp, const int32_t *ids,
                         int32_t n, const struct ork_gen_params *p, struct ork_gen_stats *stats);
 
+/* ---- embeddings (model/embed.c) ---------------------------------------------------------- */
+
+/* Pooled final hidden states: the output of the final norm (what the LM head multiplies),
+ * mean over the prompt's positions or the last one's, optionally L2-normalised. An embedder
+ * holds what the forward pass needs to stop before the LM head (an identity head of dim x dim
+ * F32, so its memory is 4 * dim^2 bytes); it runs on the CPU. */
+enum ork_embd_pooling {
+    ORK_EMBD_POOL_MEAN = 0,
+    ORK_EMBD_POOL_LAST = 1,
+};
+struct ork_embedder;
+/* For sessions of m (m must outlive it). Errors: ORK_ENOMEM. */
+int ork_embedder_create(struct ork_model *m, struct ork_embedder **out);
+void ork_embedder_free(struct ork_embedder *e);
+/* Embedding size (the model's dim). */
+int32_t ork_embedder_dim(const struct ork_embedder *e);
+/* Evaluate tokens[0..n) from position 0 in session s (a session of the embedder's model; its
+ * cache then holds these tokens, as after ork_model_eval) and write the pooled hidden state
+ * (dim floats) to out, L2-normalised when normalize. Errors: ORK_EINVAL (no tokens, a token
+ * outside the vocabulary, another model's session), ORK_ECONTEXT (n > ctx_size),
+ * ORK_ENOMEM. */
+int ork_embed(struct ork_embedder *e, struct ork_session *s, const int32_t *tokens, int32_t n,
+              enum ork_embd_pooling pooling, bool normalize, float *out);
+
+/* ---- session files (model/kv_file.c) ----------------------------------------------------- */
+
+/* Write the session's cached tokens and their K/V rows to path (a new file, replaced
+ * atomically: written to path.tmp, then renamed). *bytes (may be NULL) receives the file
+ * size. Errors: ORK_EIO (cannot write). */
+int ork_session_save_file(const struct ork_session *s, const char *path, int64_t *bytes);
+/* Replace the session's cache by a file written by ork_session_save_file for the same model
+ * shape and KV type. *n_tokens and *bytes (may be NULL) receive what was read. Errors:
+ * ORK_EIO (cannot read), ORK_EFORMAT (not such a file, truncated, or another model shape or
+ * KV type; the cache is then empty), ORK_ECONTEXT (more tokens than ctx_size). */
+int ork_session_load_file(struct ork_session *s, const char *path, int32_t *n_tokens,
+                          int64_t *bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,14 +1,16 @@
-/* cmd_serve.c -- `ork serve`: load a model and serve it over HTTP (llama-server's native API and
- * the OpenAI API; see docs/server.md) until SIGINT or SIGTERM, then stop gracefully: in-flight
- * streams get their final events, queued requests get 503. The server itself lives in
- * src/server/ (ork-server/server.h); this file parses flags, handles signals and prints where it
- * listens. */
+/* cmd_serve.c -- `ork serve`: listen, load a model and serve it over HTTP (llama-server's native
+ * API and the OpenAI API; see docs/server.md) until SIGINT or SIGTERM, then stop gracefully:
+ * in-flight streams get their final events, queued requests get 503. While the model loads,
+ * /health answers 503 "loading model". The server itself lives in src/server/
+ * (ork-server/server.h); this file parses flags (API keys from the command line or a file),
+ * handles signals and prints where it listens. */
 #include "cli.h"
 #include "cmd_run.h"
 
 #include <ork-engine/engine.h>
 #include <ork-server/server.h>
 #include <ork-kernels/pool.h>
+#include <ork/alloc.h>
 #include <ork/error.h>
 
 #include <signal.h>
@@ -17,6 +19,8 @@
 #include <string.h>
 
 #define CMD "serve"
+/* Longest line of an --api-key-file (a key). */
+#define SERVE_KEY_LINE 4096
 
 static void usage(FILE *out)
 {
@@ -42,7 +46,27 @@ static void usage(FILE *out)
             "  --sim-calibration FILE    board twin constants (JSON; default: built-in table)\n"
             "  --alias NAME              model id reported by the API (default: the file name)\n"
             "  --max-body N              largest request body in bytes (default: 1048576)\n"
-            "  --no-batch                decode slots one at a time instead of in one batch\n");
+            "  --no-batch                decode slots one at a time instead of in one batch\n"
+            "access:\n"
+            "  --api-key KEY             require Authorization: Bearer KEY on every endpoint but\n"
+            "                            /health and /metrics (repeatable)\n"
+            "  --api-key-file FILE       keys, one per line (empty lines ignored)\n"
+            "  --metrics-auth            /metrics needs a key too\n"
+            "  --cors-origin ORIGIN      send CORS headers to this origin, '*' for any\n"
+            "                            (repeatable; default: none, other origins get 403)\n"
+            "connections:\n"
+            "  --max-connections N       connections served at once (default: 256)\n"
+            "  --max-conn-per-ip N       connections per client address (default: 32)\n"
+            "  --timeout-header S        idle seconds while request headers arrive (default: 10)\n"
+            "  --timeout-body S          idle seconds while a body arrives or a reply is read\n"
+            "                            (default: 30)\n"
+            "  --keep-alive S            idle seconds between kept-alive requests (default: 5)\n"
+            "endpoints:\n"
+            "  --embeddings              enable /embedding and /v1/embeddings\n"
+            "  --pooling mean|last       embedding pooling (default: mean)\n"
+            "  --slot-save-path DIR      enable POST /slots/ID?action=save|restore|erase, files\n"
+            "                            in DIR\n"
+            "  --props                   accept POST /props\n");
     ork_cli_load_help(out);
 }
 
@@ -52,7 +76,84 @@ static int parse_int_opt(int argc, char **argv, int *i, long long lo, long long 
     return v && ork_cli_parse_int(CMD, opt, v, lo, hi, out) ? 0 : -1;
 }
 
+/* Grow-only list of API keys (command line ones borrowed, file ones owned). */
+struct keys {
+    const char **v;
+    char **owned;
+    size_t n, n_owned, cap;
+};
+
+static int keys_add(struct keys *k, const char *key, bool owned)
+{
+    if (k->n == k->cap) {
+        size_t cap = k->cap ? 2 * k->cap : 8;
+        const char **nv = ork_realloc(k->v, cap * sizeof(*nv));
+        char **no = nv ? ork_realloc(k->owned, cap * sizeof(*no)) : NULL;
+        if (nv)
+            k->v = nv;
+        if (!no)
+            return ORK_ENOMEM;
+        k->owned = no;
+        k->cap = cap;
+    }
+    k->v[k->n++] = key;
+    if (owned)
+        k->owned[k->n_owned++] = (char *)key;
+    return 0;
+}
+
+static void keys_free(struct keys *k)
+{
+    for (size_t i = 0; i < k->n_owned; i++)
+        ork_free(k->owned[i]);
+    ork_free(k->owned);
+    ork_free(k->v);
+}
+
+/* One key per line; surrounding blanks and empty lines ignored. */
+static bool keys_load(struct keys *k, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "ork %s: cannot read --api-key-file '%s'\n", CMD, path);
+        return false;
+    }
+    char line[SERVE_KEY_LINE];
+    bool ok = true;
+    while (ok && fgets(line, sizeof line, f)) {
+        char *a = line, *e = line + strlen(line);
+        while (*a == ' ' || *a == '\t')
+            a++;
+        while (e > a && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        if (e == a)
+            continue;
+        char *key = ork_strndup(a, (size_t)(e - a));
+        ok = key && keys_add(k, key, true) == 0;
+        if (!ok)
+            ork_free(key);
+    }
+    fclose(f);
+    return ok;
+}
+
+static bool is_loopback(const char *host)
+{
+    return !strncmp(host, "127.", 4) || !strcmp(host, "::1") || !strcmp(host, "localhost");
+}
+
+static int serve(int argc, char **argv, struct keys *keys, struct keys *origins);
+
 int ork_cmd_serve(int argc, char **argv)
+{
+    struct keys keys = { 0 }, origins = { 0 };
+    int ret = serve(argc, argv, &keys, &origins);
+    keys_free(&keys);
+    keys_free(&origins);
+    return ret;
+}
+
+static int serve(int argc, char **argv, struct keys *keys, struct keys *origins)
 {
     struct ork_server_params sp;
     ork_server_params_default(&sp);
@@ -128,6 +229,48 @@ int ork_cmd_serve(int argc, char **argv)
             continue;
         } else if (!strcmp(a, "--no-batch")) {
             sp.batched = false;
+        } else if (!strcmp(a, "--api-key") || !strcmp(a, "--cors-origin")) {
+            const char *v = ork_cli_value(CMD, argc, argv, &i);
+            if (!v)
+                return ORK_EXIT_USAGE;
+            if (!*v) {
+                fprintf(stderr, "ork %s: %s needs a non-empty value\n", CMD, a);
+                return ORK_EXIT_USAGE;
+            }
+            if (keys_add(!strcmp(a, "--api-key") ? keys : origins, v, false) < 0)
+                return ORK_EXIT_ERROR;
+        } else if (!strcmp(a, "--api-key-file")) {
+            const char *v = ork_cli_value(CMD, argc, argv, &i);
+            if (!v || !keys_load(keys, v))
+                return ORK_EXIT_USAGE;
+        } else if (!strcmp(a, "--metrics-auth")) {
+            sp.metrics_auth = true;
+        } else if (!strcmp(a, "--embeddings")) {
+            sp.embeddings = true;
+        } else if (!strcmp(a, "--props")) {
+            sp.props_post = true;
+        } else if (!strcmp(a, "--pooling")) {
+            const char *v = ork_cli_value(CMD, argc, argv, &i);
+            if (!v || (strcmp(v, "mean") && strcmp(v, "last"))) {
+                fprintf(stderr, "ork %s: --pooling must be mean or last\n", CMD);
+                return ORK_EXIT_USAGE;
+            }
+            sp.pooling = strcmp(v, "mean") ? ORK_SERVER_POOL_LAST : ORK_SERVER_POOL_MEAN;
+        } else if (!strcmp(a, "--slot-save-path")) {
+            if (!(sp.slot_save_path = ork_cli_value(CMD, argc, argv, &i)))
+                return ORK_EXIT_USAGE;
+        } else if (!strcmp(a, "--max-connections") || !strcmp(a, "--max-conn-per-ip") ||
+                   !strcmp(a, "--timeout-header") || !strcmp(a, "--timeout-body") ||
+                   !strcmp(a, "--keep-alive")) {
+            /* bounds: a day of idle time; connections well past what one thread each allows */
+            if (parse_int_opt(argc, argv, &i, 1, 86400, &n) < 0)
+                return ORK_EXIT_USAGE;
+            uint32_t *dst = !strcmp(a, "--max-connections")  ? &sp.max_connections
+                            : !strcmp(a, "--max-conn-per-ip") ? &sp.max_conn_per_ip
+                            : !strcmp(a, "--timeout-header")  ? &sp.timeout_header_s
+                            : !strcmp(a, "--timeout-body")    ? &sp.timeout_body_s
+                                                              : &sp.keep_alive_s;
+            *dst = (uint32_t)n;
         } else {
             fprintf(stderr, "ork %s: unknown option '%s' (see ork %s --help)\n", CMD, a, CMD);
             return ORK_EXIT_USAGE;
@@ -138,6 +281,13 @@ int ork_cmd_serve(int argc, char **argv)
         return ORK_EXIT_USAGE;
     }
     sp.model_path = model;
+    sp.api_keys = keys->v;
+    sp.n_api_keys = keys->n;
+    sp.cors_origins = origins->v;
+    sp.n_cors_origins = origins->n;
+    if (!is_loopback(sp.host) && !sp.n_api_keys)
+        fprintf(stderr, "ork %s: warning: listening on %s without --api-key: anyone who can "
+                "reach this address can use the server\n", CMD, sp.host);
 
     /* Block the stop signals in every thread (the server's threads inherit this mask) and wait
      * for them here; a dead client must not kill the process through SIGPIPE. */
@@ -148,21 +298,31 @@ int ork_cmd_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop_sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* Listen first (/health answers 503 while loading), then load the model. */
     struct ork_model *m = NULL;
     struct ork_server *srv = NULL;
-    int ret = ork_model_load(model, &mp, &m);
-    if (ret < 0) {
-        fprintf(stderr, "ork %s: cannot load model '%s': %s\n", CMD, model,
-                ork_error_describe(ret));
+    int ret;
+    if ((ret = ork_server_create(NULL, &sp, &srv)) < 0 || (ret = ork_server_start(srv)) < 0) {
+        ork_cli_error(CMD, ret);
+        ork_server_free(srv);
         return ORK_EXIT_ERROR;
     }
-    if ((ret = ork_server_create(m, &sp, &srv)) < 0 || (ret = ork_server_start(srv)) < 0) {
+    bool v6 = strchr(sp.host, ':') != NULL;   /* IPv6 literals go in brackets in URLs */
+    printf("ork serve: loading %s; /health answers 503 on http://%s%s%s:%d until it is ready\n",
+           model, v6 ? "[" : "", sp.host, v6 ? "]" : "", ork_server_port(srv));
+    fflush(stdout);
+    if ((ret = ork_model_load(model, &mp, &m)) < 0) {
+        fprintf(stderr, "ork %s: cannot load model '%s': %s\n", CMD, model,
+                ork_error_describe(ret));
+        ork_server_free(srv);
+        return ORK_EXIT_ERROR;
+    }
+    if ((ret = ork_server_set_model(srv, m)) < 0) {
         ork_cli_error(CMD, ret);
         ork_server_free(srv);
         ork_model_free(m);
         return ORK_EXIT_ERROR;
     }
-    bool v6 = strchr(sp.host, ':') != NULL;   /* IPv6 literals go in brackets in URLs */
     printf("ork serve: listening on http://%s%s%s:%d (%d slot%s)\n", v6 ? "[" : "", sp.host,
            v6 ? "]" : "", ork_server_port(srv), sp.n_parallel, sp.n_parallel == 1 ? "" : "s");
     fflush(stdout);

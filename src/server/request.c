@@ -2,8 +2,10 @@
  * (llama-server /completion, /tokenize, /detokenize; OpenAI /v1/completions and
  * /v1/chat/completions) into struct srv_req.
  *
- * Every problem becomes a 400 error naming the field: malformed JSON, invalid UTF-8, a field of
- * the wrong type, a value out of range, a token id outside the vocabulary. Unknown fields are
+ * Every problem becomes a 400 error naming the field: malformed JSON, invalid UTF-8, a \u0000
+ * escape, a field of the wrong type, a value out of range, a token id outside the vocabulary,
+ * and a field of the OpenAI or llama-server API that ork knows but does not implement (the
+ * table unsupported_fields; a harmless value such as "tools": [] passes). Unknown fields are
  * ignored, as both reference APIs do. Nothing here touches the model: the fuzz target
  * (tests/fuzz/fuzz_http.c) drives these functions directly. */
 #include "srv_priv.h"
@@ -13,7 +15,9 @@
 
 #include <cjson/cJSON.h>
 
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -77,30 +81,96 @@ bool ork__srv_utf8_valid(const char *str, size_t len)
     return true;
 }
 
-static int json_depth_ok(const char *s, size_t len)
+enum json_scan { JSON_SCAN_OK = 0, JSON_SCAN_DEEP, JSON_SCAN_NUL_ESCAPE };
+
+/* One pass over the raw text: nesting depth, and \u0000 escapes inside strings (cJSON would
+ * decode them to a NUL that silently ends the C string). */
+static enum json_scan json_scan(const char *s, size_t len)
 {
     int depth = 0;
     bool in_str = false, esc = false;
     for (size_t i = 0; i < len; i++) {
         char c = s[i];
         if (in_str) {
-            if (esc)
+            if (esc) {
                 esc = false;
-            else if (c == '\\')
+                if (c == 'u' && len - i > 4 && !memcmp(s + i + 1, "0000", 4))
+                    return JSON_SCAN_NUL_ESCAPE;
+            } else if (c == '\\') {
                 esc = true;
-            else if (c == '"')
+            } else if (c == '"') {
                 in_str = false;
+            }
             continue;
         }
         if (c == '"')
             in_str = true;
         else if (c == '{' || c == '[') {
             if (++depth > SRV_MAX_JSON_DEPTH)
-                return 0;
+                return JSON_SCAN_DEEP;
         } else if (c == '}' || c == ']')
             depth--;
     }
-    return 1;
+    return JSON_SCAN_OK;
+}
+
+/* The raw text of the first top-level member named key (written without escapes) of a JSON
+ * object already validated by cJSON: for integers cJSON would round to a double. */
+static bool raw_member(const char *s, size_t len, const char *key, const char **val,
+                       size_t *vlen)
+{
+    size_t i = 0, klen = strlen(key);
+#define SKIP_WS() while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++
+    SKIP_WS();
+    if (i >= len || s[i++] != '{')
+        return false;
+    for (;;) {
+        SKIP_WS();
+        if (i >= len || s[i] != '"')
+            return false;
+        size_t k0 = ++i;
+        while (i < len && s[i] != '"')
+            i += s[i] == '\\' ? 2 : 1;
+        size_t k1 = i++;
+        SKIP_WS();
+        if (i >= len || s[i++] != ':')
+            return false;
+        SKIP_WS();
+        size_t v0 = i;
+        int depth = 0;
+        bool in_str = false;
+        for (; i < len; i++) {
+            char c = s[i];
+            if (in_str) {
+                if (c == '\\')
+                    i++;
+                else if (c == '"')
+                    in_str = false;
+                continue;
+            }
+            if (c == '"')
+                in_str = true;
+            else if (c == '{' || c == '[')
+                depth++;
+            else if ((c == '}' || c == ']') && depth-- == 0)
+                break;
+            else if (c == ',' && depth == 0)
+                break;
+        }
+        if (k1 - k0 == klen && !memcmp(s + k0, key, klen)) {
+            size_t v1 = i;
+            while (v1 > v0 && (s[v1 - 1] == ' ' || s[v1 - 1] == '\t' || s[v1 - 1] == '\n' ||
+                               s[v1 - 1] == '\r'))
+                v1--;
+            *val = s + v0;
+            *vlen = v1 - v0;
+            return true;
+        }
+        if (i >= len || s[i] != ',')
+            return false;
+        i++;
+    }
+#undef SKIP_WS
 }
 
 /* ---- typed field getters: absent -> leave default; wrong type / range -> error ------------ */
@@ -185,30 +255,54 @@ static int get_token_array(const cJSON *a, const char *name, int32_t n_vocab, in
     return 0;
 }
 
-/* "prompt": a string, an array of token ids, or a one-element array holding either. */
-static int get_prompt(const cJSON *o, const char *name, int32_t n_vocab, struct srv_req *r,
+static int add_prompt(const cJSON *f, const char *name, int32_t n_vocab, struct srv_req *r,
                       struct srv_error *err)
+{
+    struct srv_prompt *p = &r->prompts[r->n_prompts++];
+    if (cJSON_IsString(f)) {
+        if (!f->valuestring[0])
+            return BAD("'%s' is empty", name);
+        return dup_string(f, name, &p->text, err);
+    }
+    if (cJSON_IsArray(f)) {
+        int ret = get_token_array(f, name, n_vocab, &p->ids, &p->n_ids, err);
+        if (ret < 0)
+            return ret;
+        if (p->n_ids == 0)
+            return BAD("'%s' is empty", name);
+        return 0;
+    }
+    return BAD("'%s' must be a string, an array of token ids, or an array of those", name);
+}
+
+/* "prompt" (or an embedding input): a string, an array of token ids, or an array of several
+ * of those (one result per prompt). Strings and ids mixed in one prompt are refused. */
+static int get_prompts(const cJSON *o, const char *name, int32_t n_vocab, struct srv_req *r,
+                       struct srv_error *err)
 {
     const cJSON *f = field(o, name);
     if (!f)
         return BAD("'%s' is required", name);
-    if (cJSON_IsArray(f) && cJSON_GetArraySize(f) == 1 &&
-        (cJSON_IsString(f->child) || cJSON_IsArray(f->child)))
-        f = f->child;   /* a batch of one prompt */
-    if (cJSON_IsString(f)) {
-        if (!f->valuestring[0])
-            return BAD("'%s' is empty", name);
-        return dup_string(f, name, &r->prompt_text, err);
-    }
-    if (cJSON_IsArray(f)) {
-        int ret = get_token_array(f, name, n_vocab, &r->prompt_ids, &r->n_prompt_ids, err);
+    bool many = cJSON_IsArray(f) && f->child &&
+                (cJSON_IsString(f->child) || cJSON_IsArray(f->child));
+    int n = many ? cJSON_GetArraySize(f) : 1;
+    if (n > SRV_MAX_PROMPTS)
+        return BAD("'%s' has more than %d prompts", name, SRV_MAX_PROMPTS);
+    if (!(r->prompts = ork_calloc((size_t)n, sizeof(*r->prompts))))
+        return ork__srv_errorf(err, 500, "server_error", "out of memory");
+    r->prompt_array = many && n > 1;
+    if (!many)
+        return add_prompt(f, name, n_vocab, r, err);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, f) {
+        if (!cJSON_IsString(e) && !cJSON_IsArray(e))
+            return BAD("'%s'[%d] must be a string or an array of token ids (strings and ids "
+                       "cannot be mixed in one prompt)", name, r->n_prompts);
+        int ret = add_prompt(e, name, n_vocab, r, err);
         if (ret < 0)
             return ret;
-        if (r->n_prompt_ids == 0)
-            return BAD("'%s' is empty", name);
-        return 0;
     }
-    return BAD("'%s' must be a string or an array of token ids", name);
+    return 0;
 }
 
 static int get_stops(const cJSON *o, struct srv_req *r, struct srv_error *err)
@@ -337,23 +431,183 @@ static int get_sampling(const cJSON *o, struct srv_req *r, struct srv_error *err
         (ret = get_float(o, "frequency_penalty", -SRV_MAX_PENALTY, SRV_MAX_PENALTY,
                          &s->frequency_penalty, err)) < 0)
         return ret;
+    return 0;
+}
+
+/* "seed": an integer read from the request text itself, all 64 bits (a JSON number parsed as a
+ * double would lose those above 2^53). Negative, and 2^64 - 1 (ORK_SEED_RANDOM), mean random,
+ * as -1 does for llama-server. */
+static int get_seed(const cJSON *o, const char *body, size_t len, struct srv_req *r,
+                    struct srv_error *err)
+{
     const cJSON *seed = field(o, "seed");
-    if (seed) {
-        if (!cJSON_IsNumber(seed) || seed->valuedouble != floor(seed->valuedouble))
-            return BAD("'seed' must be an integer");
-        /* llama-server: -1 (or any negative) means a random seed. 2^64 bounds the cast. */
-        if (seed->valuedouble < 0)
-            s->seed = ORK_SEED_RANDOM;
-        else if (seed->valuedouble >= 18446744073709551616.0)
-            return BAD("'seed' is out of range");
-        else
-            s->seed = (uint64_t)seed->valuedouble;
+    if (!seed)
+        return 0;
+    if (!cJSON_IsNumber(seed) || seed->valuedouble != floor(seed->valuedouble))
+        return BAD("'seed' must be an integer");
+    r->seed_set = true;
+    if (seed->valuedouble < 0) {
+        r->sampling.seed = ORK_SEED_RANDOM;
+        return 0;
+    }
+    const char *v;
+    size_t n;
+    char digits[24];
+    if (raw_member(body, len, "seed", &v, &n) && n > 0 && n < sizeof digits &&
+        strspn(v, "0123456789") >= n) {
+        memcpy(digits, v, n);
+        digits[n] = 0;
+        errno = 0;
+        unsigned long long u = strtoull(digits, NULL, 10);
+        if (errno == ERANGE)
+            return BAD("'seed' is out of range [0, 2^64 - 1]");
+        r->sampling.seed = (uint64_t)u;
+        return 0;
+    }
+    /* written as 1e3, 12.0 or with escapes in the key: exact below 2^53 only */
+    if (seed->valuedouble >= 9007199254740992.0)
+        return BAD("'seed' above 2^53 must be written as an integer literal");
+    r->sampling.seed = (uint64_t)seed->valuedouble;
+    return 0;
+}
+
+/* ---- fields ork knows but does not implement: 400 naming them -------------------------- */
+
+/* When such a field's value is harmless (it asks for what ork does anyway). */
+enum neutral {
+    NEUTRAL_FALSY,          /* null, false, 0, "", [], {} */
+    NEUTRAL_ANY,            /* any value: the field only acts together with a refused one */
+    NEUTRAL_ONE,            /* the number 1 (typical_p, best_of) */
+    NEUTRAL_NOT_POSITIVE,   /* a number <= 0 (top_n_sigma: -1 = off) */
+    NEUTRAL_TEXT_FORMAT,    /* {"type": "text"} (response_format) */
+    NEUTRAL_NONE,           /* "none" (tool_choice, function_call, reasoning_format) */
+    NEUTRAL_TEXT_ONLY,      /* ["text"] (modalities) */
+};
+
+struct unsupported {
+    const char *name;
+    enum neutral neutral;
+    const char *what;       /* for the message */
+};
+
+/* Sources: the OpenAI API reference (chat and completions create) and llama-server's README
+ * "POST /completion" (serving-reference.md 1.2). Constrained output (grammar, json_schema,
+ * response_format, tools, tool_choice) awaits its own issue. */
+static const struct unsupported unsupported_fields[] = {
+    { "grammar",               NEUTRAL_FALSY,        "constrained output" },
+    { "json_schema",           NEUTRAL_FALSY,        "constrained output" },
+    { "response_format",       NEUTRAL_TEXT_FORMAT,  "constrained output" },
+    { "tools",                 NEUTRAL_FALSY,        "tool calls" },
+    { "tool_choice",           NEUTRAL_NONE,         "tool calls" },
+    { "functions",             NEUTRAL_FALSY,        "tool calls" },
+    { "function_call",         NEUTRAL_NONE,         "tool calls" },
+    { "parallel_tool_calls",   NEUTRAL_ANY,          "tool calls" },
+    { "logit_bias",            NEUTRAL_FALSY,        "logit bias" },
+    { "mirostat",              NEUTRAL_FALSY,        "the mirostat sampler" },
+    { "mirostat_tau",          NEUTRAL_ANY,          "the mirostat sampler" },
+    { "mirostat_eta",          NEUTRAL_ANY,          "the mirostat sampler" },
+    { "typical_p",             NEUTRAL_ONE,          "locally typical sampling" },
+    { "dynatemp_range",        NEUTRAL_FALSY,        "dynamic temperature" },
+    { "dynatemp_exponent",     NEUTRAL_ANY,          "dynamic temperature" },
+    { "dry_multiplier",        NEUTRAL_FALSY,        "the DRY sampler" },
+    { "dry_base",              NEUTRAL_ANY,          "the DRY sampler" },
+    { "dry_allowed_length",    NEUTRAL_ANY,          "the DRY sampler" },
+    { "dry_penalty_last_n",    NEUTRAL_ANY,          "the DRY sampler" },
+    { "dry_sequence_breakers", NEUTRAL_ANY,          "the DRY sampler" },
+    { "xtc_probability",       NEUTRAL_FALSY,        "the XTC sampler" },
+    { "xtc_threshold",         NEUTRAL_ANY,          "the XTC sampler" },
+    { "top_n_sigma",           NEUTRAL_NOT_POSITIVE, "top-n-sigma sampling" },
+    { "samplers",              NEUTRAL_FALSY,        "a custom sampler order" },
+    { "min_keep",              NEUTRAL_FALSY,        "min_keep" },
+    { "n_indent",              NEUTRAL_FALSY,        "indentation limits" },
+    { "t_max_predict_ms",      NEUTRAL_FALSY,        "generation time limits" },
+    { "n_cache_reuse",         NEUTRAL_FALSY,        "KV shifting" },
+    { "lora",                  NEUTRAL_FALSY,        "LoRA adapters" },
+    { "post_sampling_probs",   NEUTRAL_FALSY,        "post-sampling probabilities" },
+    { "response_fields",       NEUTRAL_FALSY,        "response projection" },
+    { "return_progress",       NEUTRAL_FALSY,        "prompt progress events" },
+    { "speculative",           NEUTRAL_FALSY,        "speculative decoding" },
+    { "image_data",            NEUTRAL_FALSY,        "multimodal input" },
+    { "multimodal_data",       NEUTRAL_FALSY,        "multimodal input" },
+    { "chat_template_kwargs",  NEUTRAL_FALSY,        "template arguments" },
+    { "reasoning_format",      NEUTRAL_NONE,         "reasoning extraction" },
+    { "reasoning_effort",      NEUTRAL_FALSY,        "reasoning models" },
+    { "audio",                 NEUTRAL_FALSY,        "audio output" },
+    { "modalities",            NEUTRAL_TEXT_ONLY,    "non-text output" },
+    { "prediction",            NEUTRAL_FALSY,        "predicted outputs" },
+    { "web_search_options",    NEUTRAL_FALSY,        "web search" },
+    { "suffix",                NEUTRAL_FALSY,        "insertion (suffix)" },
+    { "echo",                  NEUTRAL_FALSY,        "echoing the prompt" },
+    { "best_of",               NEUTRAL_ONE,          "best_of" },
+};
+
+static bool is_neutral(const cJSON *f, enum neutral kind)
+{
+    if (cJSON_IsNull(f))
+        return true;
+    switch (kind) {
+    case NEUTRAL_ANY:
+        return true;
+    case NEUTRAL_FALSY:
+        return cJSON_IsFalse(f) || (cJSON_IsNumber(f) && f->valuedouble == 0) ||
+               (cJSON_IsString(f) && !f->valuestring[0]) ||
+               ((cJSON_IsArray(f) || cJSON_IsObject(f)) && !f->child);
+    case NEUTRAL_ONE:
+        return cJSON_IsNumber(f) && f->valuedouble == 1;
+    case NEUTRAL_NOT_POSITIVE:
+        return cJSON_IsNumber(f) && f->valuedouble <= 0;
+    case NEUTRAL_TEXT_FORMAT: {
+        const cJSON *ty = cJSON_GetObjectItemCaseSensitive(f, "type");
+        return cJSON_IsObject(f) && cJSON_IsString(ty) && !strcmp(ty->valuestring, "text");
+    }
+    case NEUTRAL_NONE:
+        return cJSON_IsString(f) && !strcmp(f->valuestring, "none");
+    case NEUTRAL_TEXT_ONLY:
+        return cJSON_IsArray(f) && cJSON_GetArraySize(f) == 1 && cJSON_IsString(f->child) &&
+               !strcmp(f->child->valuestring, "text");
+    }
+    return false;
+}
+
+static int check_unsupported(const cJSON *o, struct srv_error *err)
+{
+    for (size_t i = 0; i < sizeof unsupported_fields / sizeof unsupported_fields[0]; i++) {
+        const struct unsupported *u = &unsupported_fields[i];
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, u->name);
+        if (f && !is_neutral(f, u->neutral))
+            return BAD("'%s' is not supported by ork (%s is not implemented)", u->name, u->what);
     }
     return 0;
 }
 
+/* OpenAI log-probabilities: chat "logprobs": bool + "top_logprobs": 0..N; completions
+ * "logprobs": 0..N (alternatives per token). */
+static int get_oai_logprobs(const cJSON *o, enum srv_endpoint ep, struct srv_req *r,
+                            struct srv_error *err)
+{
+    const cJSON *lp = field(o, "logprobs");
+    int ret;
+    if (ep == SRV_EP_OAI_CHAT) {
+        bool want = false;
+        if ((ret = get_bool(o, "logprobs", &want, err)) < 0 ||
+            (ret = get_int(o, "top_logprobs", 0, SRV_MAX_N_PROBS, &r->n_probs, err)) < 0)
+            return ret;
+        if (field(o, "top_logprobs") && !want)
+            return BAD("'top_logprobs' needs 'logprobs': true");
+        r->want_probs = want;
+        return 0;
+    }
+    if (!lp)
+        return 0;
+    if ((ret = get_int(o, "logprobs", 0, SRV_MAX_N_PROBS, &r->n_probs, err)) < 0)
+        return ret;
+    r->want_probs = true;
+    return 0;
+}
+
 static int parse_generation(const cJSON *o, enum srv_endpoint ep, int32_t n_vocab,
-                            struct srv_req *r, struct srv_error *err)
+                            const char *body, size_t len, struct srv_req *r,
+                            struct srv_error *err)
 {
     int ret;
     bool oai = ep != SRV_EP_COMPLETION;
@@ -361,26 +615,33 @@ static int parse_generation(const cJSON *o, enum srv_endpoint ep, int32_t n_voca
         r->sampling.temp = SRV_OAI_DEFAULT_TEMP;
         r->sampling.top_p = SRV_OAI_DEFAULT_TOP_P;
     }
+    if ((ret = check_unsupported(o, err)) < 0)
+        return ret;
     if (ep == SRV_EP_OAI_CHAT)
         ret = get_messages(o, r, err);
     else
-        ret = get_prompt(o, "prompt", n_vocab, r, err);
+        ret = get_prompts(o, "prompt", n_vocab, r, err);
     if (ret < 0)
         return ret;
-    if ((ret = get_sampling(o, r, err)) < 0 || (ret = get_stops(o, r, err)) < 0 ||
+    if ((ret = get_sampling(o, r, err)) < 0 || (ret = get_seed(o, body, len, r, err)) < 0 ||
+        (ret = get_stops(o, r, err)) < 0 ||
         (ret = get_bool(o, "stream", &r->stream, err)) < 0 ||
         (ret = get_bool(o, "cache_prompt", &r->cache_prompt, err)) < 0 ||
-        (ret = get_bool(o, "ignore_eos", &r->ignore_eos, err)) < 0)
+        (ret = get_bool(o, "ignore_eos", &r->ignore_eos, err)) < 0 ||
+        (ret = get_bool(o, "parse_special", &r->parse_special, err)) < 0 ||
+        (ret = get_int(o, "id_slot", -1, INT32_MAX, &r->id_slot, err)) < 0)
+        return ret;
+    /* "n" (OpenAI) and "n_cmpl" (llama-server) */
+    if ((ret = get_int(o, "n_cmpl", 1, SRV_MAX_CHOICES, &r->n_choices, err)) < 0 ||
+        (ret = get_int(o, "n", 1, SRV_MAX_CHOICES, &r->n_choices, err)) < 0)
         return ret;
     if (oai) {
         /* max_completion_tokens is the newer OpenAI name; max_tokens the older one. */
         if ((ret = get_int(o, "max_tokens", -1, SRV_MAX_N_PREDICT, &r->n_predict, err)) < 0 ||
             (ret = get_int(o, "max_completion_tokens", -1, SRV_MAX_N_PREDICT, &r->n_predict,
-                           err)) < 0)
+                           err)) < 0 ||
+            (ret = get_oai_logprobs(o, ep, r, err)) < 0)
             return ret;
-        const cJSON *n = field(o, "n");
-        if (n && (!cJSON_IsNumber(n) || n->valuedouble != 1))
-            return BAD("'n' must be 1 (one choice per request)");
         const cJSON *so = field(o, "stream_options");
         if (so) {
             if (!cJSON_IsObject(so))
@@ -397,17 +658,68 @@ static int parse_generation(const cJSON *o, enum srv_endpoint ep, int32_t n_voca
         }
     } else {
         if ((ret = get_int(o, "n_predict", -1, SRV_MAX_N_PREDICT, &r->n_predict, err)) < 0 ||
+            (ret = get_int(o, "max_tokens", -1, SRV_MAX_N_PREDICT, &r->n_predict, err)) < 0 ||
             (ret = get_int(o, "n_probs", 0, SRV_MAX_N_PROBS, &r->n_probs, err)) < 0 ||
             (ret = get_bool(o, "return_tokens", &r->return_tokens, err)) < 0)
             return ret;
+        r->want_probs = r->n_probs > 0;
     }
+    if (r->n_prompts * r->n_choices > SRV_MAX_PROMPTS)
+        return BAD("%d prompts x 'n' %d is more than %d results per request", r->n_prompts,
+                   r->n_choices, SRV_MAX_PROMPTS);
     return 0;
+}
+
+/* /embedding ("content", or "input" as OpenAI) and /v1/embeddings ("input",
+ * "encoding_format" float|base64, "model"). */
+static int parse_embedding(const cJSON *o, enum srv_endpoint ep, int32_t n_vocab,
+                           struct srv_req *r, struct srv_error *err)
+{
+    const char *name = ep == SRV_EP_EMBEDDING && field(o, "content") ? "content" : "input";
+    int ret = get_prompts(o, name, n_vocab, r, err);
+    if (ret < 0)
+        return ret;
+    const cJSON *fmt = field(o, "encoding_format");
+    if (fmt) {
+        if (!cJSON_IsString(fmt) ||
+            (strcmp(fmt->valuestring, "float") && strcmp(fmt->valuestring, "base64")))
+            return BAD("'encoding_format' must be \"float\" or \"base64\"");
+        r->oai_b64 = !strcmp(fmt->valuestring, "base64");
+    }
+    const cJSON *dims = field(o, "dimensions");
+    if (dims)
+        return BAD("'dimensions' is not supported by ork (embeddings have the model's size)");
+    const cJSON *model = field(o, "model");
+    if (model && cJSON_IsString(model) && (ret = dup_string(model, "model", &r->model, err)) < 0)
+        return ret;
+    return 0;
+}
+
+/* A /slots save or restore file name: one path component, no leading dot. */
+static int parse_slot_action(const cJSON *o, struct srv_req *r, struct srv_error *err)
+{
+    const cJSON *f = field(o, "filename");
+    if (!f)
+        return 0;   /* erase needs none; the handler checks save and restore */
+    if (!cJSON_IsString(f))
+        return BAD("'filename' must be a string");
+    const char *n = f->valuestring;
+    if (!n[0] || strlen(n) > SRV_MAX_FILENAME || n[0] == '.' || strchr(n, '/') ||
+        strchr(n, '\\'))
+        return BAD("'filename' must be a plain file name (no '/', no leading '.', at most %d "
+                   "bytes)", SRV_MAX_FILENAME);
+    return dup_string(f, "filename", &r->filename, err);
 }
 
 void ork__srv_req_free(struct srv_req *r)
 {
     ork_free(r->prompt_text);
     ork_free(r->prompt_ids);
+    for (int32_t i = 0; i < r->n_prompts; i++) {
+        ork_free(r->prompts[i].text);
+        ork_free(r->prompts[i].ids);
+    }
+    ork_free(r->prompts);
     for (size_t i = 0; i < r->n_msgs; i++) {
         ork_free(r->msgs[i].role);
         ork_free(r->msgs[i].content);
@@ -416,6 +728,7 @@ void ork__srv_req_free(struct srv_req *r)
     for (size_t i = 0; i < r->n_stops; i++)
         ork_free(r->stops[i]);
     ork_free(r->model);
+    ork_free(r->filename);
     memset(r, 0, sizeof(*r));
 }
 
@@ -427,14 +740,20 @@ int ork__srv_req_parse(enum srv_endpoint ep, const char *body, size_t len, int32
     ork_sampler_params_default(&r->sampling);
     r->n_predict = -1;
     r->cache_prompt = true;
+    r->parse_special = true;
+    r->n_choices = 1;
+    r->id_slot = -1;
     if (len == 0 || !body)
         return BAD("the request body is empty (a JSON object is required)");
     if (!ork__srv_utf8_valid(body, len))
         return BAD("the request body is not valid UTF-8");
     if (memchr(body, 0, len))
         return BAD("the request body contains a NUL byte");
-    if (!json_depth_ok(body, len))
+    enum json_scan sc = json_scan(body, len);
+    if (sc == JSON_SCAN_DEEP)
         return BAD("the request JSON is nested deeper than %d levels", SRV_MAX_JSON_DEPTH);
+    if (sc == JSON_SCAN_NUL_ESCAPE)
+        return BAD("a string contains \\u0000 (NUL characters are not accepted)");
     const char *end = NULL;
     cJSON *o = cJSON_ParseWithLengthOpts(body, len, &end, 0);
     if (!o) {
@@ -456,8 +775,20 @@ int ork__srv_req_parse(enum srv_endpoint ep, const char *body, size_t len, int32
     case SRV_EP_COMPLETION:
     case SRV_EP_OAI_COMPLETION:
     case SRV_EP_OAI_CHAT:
-        ret = parse_generation(o, ep, n_vocab, r, err);
+        ret = parse_generation(o, ep, n_vocab, body, len, r, err);
         break;
+    case SRV_EP_EMBEDDING:
+    case SRV_EP_OAI_EMBEDDING:
+        ret = parse_embedding(o, ep, n_vocab, r, err);
+        break;
+    case SRV_EP_APPLY_TEMPLATE:
+        ret = get_messages(o, r, err);
+        break;
+    case SRV_EP_SLOT_ACTION:
+        ret = parse_slot_action(o, r, err);
+        break;
+    case SRV_EP_PROPS:
+        break;   /* llama-server: "no options yet" */
     case SRV_EP_TOKENIZE: {
         const cJSON *c = field(o, "content");
         if (!c || !cJSON_IsString(c)) {
@@ -466,6 +797,7 @@ int ork__srv_req_parse(enum srv_endpoint ep, const char *body, size_t len, int32
         }
         if ((ret = dup_string(c, "content", &r->prompt_text, err)) < 0 ||
             (ret = get_bool(o, "add_special", &r->add_special, err)) < 0 ||
+            (ret = get_bool(o, "parse_special", &r->parse_special, err)) < 0 ||
             (ret = get_bool(o, "with_pieces", &r->with_pieces, err)) < 0)
             break;
         break;

@@ -47,42 +47,63 @@ int ork__srv_sse_task_error(const struct srv_task *t, char **buf, size_t *len, s
 /* Fill err from a failed or unstarted task; false when the task ended normally. */
 bool ork__srv_task_error(const struct srv_task *t, struct srv_error *err);
 
-/* ---- generation (routes.c) --------------------------------------------------------------- */
+/* Text of one token (specials rendered) as a JSON string member; a piece that is not valid
+ * UTF-8 by itself (byte tokens) as an array of its bytes instead, as llama-server does. */
+void ork__srv_add_piece(cJSON *o, const char *name, const struct ork_server *srv, int32_t id);
+/* The token's bytes as an array member "bytes". */
+void ork__srv_add_bytes(cJSON *o, const struct ork_server *srv, int32_t id);
+/* The token's text (specials rendered) into buf (NUL-terminated); its length. */
+int ork__srv_piece(const struct ork_server *srv, int32_t id, char *buf, size_t cap);
+
+/* ---- requests that become tasks (routes.c) ----------------------------------------------- */
+
+#define SRV_HANDLER(name)                                                                      \
+    void name(struct ork_server *srv, const struct srv_route *rt, const struct srv_call *call, \
+              struct srv_reply *out)
 
 /* POST /completion, /v1/completions, /v1/chat/completions: parse the body with rt->ep's
- * schema, build the prompt and sampler, queue the task. */
-void ork__srv_handle_generate(struct ork_server *srv, const struct srv_route *rt,
-                              const char *body, size_t len, struct srv_reply *out);
+ * schema, build each prompt's tokens and each choice's sampler, queue the tasks. */
+SRV_HANDLER(ork__srv_handle_generate);
+/* POST /embedding, /embeddings, /v1/embeddings (--embeddings). */
+SRV_HANDLER(ork__srv_handle_embed);
+/* POST /slots/{id}?action=save|restore|erase (--slot-save-path). */
+SRV_HANDLER(ork__srv_handle_slot_action);
+/* Render messages with the model's chat template (routes.c; used by /apply-template). */
+int ork__srv_render_chat(struct ork_server *srv, const struct srv_req *r, char **text,
+                         struct srv_error *err);
 
 /* ---- llama-server API (routes_native.c) -------------------------------------------------- */
 
-void ork__srv_get_health(struct ork_server *srv, const struct srv_route *rt, const char *body,
-                         size_t len, struct srv_reply *out);
-void ork__srv_get_props(struct ork_server *srv, const struct srv_route *rt, const char *body,
-                        size_t len, struct srv_reply *out);
-void ork__srv_get_slots(struct ork_server *srv, const struct srv_route *rt, const char *body,
-                        size_t len, struct srv_reply *out);
-void ork__srv_get_metrics(struct ork_server *srv, const struct srv_route *rt, const char *body,
-                          size_t len, struct srv_reply *out);
-void ork__srv_post_tokenize(struct ork_server *srv, const struct srv_route *rt,
-                            const char *body, size_t len, struct srv_reply *out);
-void ork__srv_post_detokenize(struct ork_server *srv, const struct srv_route *rt,
-                              const char *body, size_t len, struct srv_reply *out);
+SRV_HANDLER(ork__srv_get_health);
+SRV_HANDLER(ork__srv_get_props);
+SRV_HANDLER(ork__srv_post_props);
+SRV_HANDLER(ork__srv_get_slots);
+SRV_HANDLER(ork__srv_get_metrics);
+SRV_HANDLER(ork__srv_post_tokenize);
+SRV_HANDLER(ork__srv_post_detokenize);
+SRV_HANDLER(ork__srv_post_apply_template);
 /* /completion's result and stream events (shapes of ork__srv_task_reply and
- * ork__srv_stream_events). */
-char *ork__srv_native_result(struct ork_server *srv, const struct srv_task *t);
+ * ork__srv_stream_events); several prompts give an array of results. */
+char *ork__srv_native_result(struct ork_server *srv, struct srv_task *const *ts, int32_t n);
 int ork__srv_native_stream(struct ork_server *srv, const struct srv_task *t,
                            struct srv_stream_pos *pos, bool final, char **buf, size_t *len,
                            size_t *cap);
+/* /embedding's and /slots actions' results. */
+char *ork__srv_native_embed_result(struct ork_server *srv, struct srv_task *const *ts,
+                                   int32_t n);
+char *ork__srv_slot_action_result(struct ork_server *srv, const struct srv_task *t);
 
 /* ---- OpenAI API (routes_openai.c) -------------------------------------------------------- */
 
-void ork__srv_get_models(struct ork_server *srv, const struct srv_route *rt, const char *body,
-                         size_t len, struct srv_reply *out);
+SRV_HANDLER(ork__srv_get_models);
+SRV_HANDLER(ork__srv_get_model);
 /* /v1/completions' and /v1/chat/completions' result and stream events. */
-char *ork__srv_oai_result(struct ork_server *srv, const struct srv_task *t);
+char *ork__srv_oai_result(struct ork_server *srv, struct srv_task *const *ts, int32_t n);
 int ork__srv_oai_stream(struct ork_server *srv, const struct srv_task *t,
                         struct srv_stream_pos *pos, bool final, char **buf, size_t *len,
                         size_t *cap);
+int ork__srv_oai_stream_end(struct ork_server *srv, struct srv_task *const *ts, int32_t n,
+                            char **buf, size_t *len, size_t *cap);
+char *ork__srv_oai_embed_result(struct ork_server *srv, struct srv_task *const *ts, int32_t n);
 
 #endif

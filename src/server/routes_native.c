@@ -13,42 +13,12 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Bytes of one token's text for /tokenize pieces and n_probs entries. */
-#define ROUTE_PIECE_CAP 1024
-
-/* Text of one token (specials rendered) as a JSON string; invalid UTF-8 pieces as U+FFFD. */
-static void add_piece(cJSON *o, const char *name, const struct ork_server *srv, int32_t id)
-{
-    char buf[ROUTE_PIECE_CAP];
-    int len = ork_token_to_bytes(srv->tok, id, true, buf, sizeof buf - 1);
-    if (len < 0 || (size_t)len >= sizeof buf)
-        len = 0;
-    buf[len] = 0;
-    if (!ork__srv_utf8_valid(buf, (size_t)len)) {
-        /* Partial UTF-8 (byte tokens): give the bytes instead, as llama-server does. */
-        cJSON *a = cJSON_AddArrayToObject(o, name);
-        for (int i = 0; i < len && a; i++)
-            cJSON_AddItemToArray(a, cJSON_CreateNumber((unsigned char)buf[i]));
-        return;
-    }
-    cJSON_AddStringToObject(o, name, buf);
-}
-
-static void add_bytes(cJSON *o, const struct ork_server *srv, int32_t id)
-{
-    char buf[ROUTE_PIECE_CAP];
-    int len = ork_token_to_bytes(srv->tok, id, true, buf, sizeof buf);
-    cJSON *a = cJSON_AddArrayToObject(o, "bytes");
-    for (int i = 0; i < len && a; i++)
-        cJSON_AddItemToArray(a, cJSON_CreateNumber((unsigned char)buf[i]));
-}
-
 /* ---- tokenization ------------------------------------------------------------------------ */
 
 static char *tokenize_json(struct ork_server *srv, const struct srv_req *r, struct srv_error *err)
 {
     int32_t *ids, n;
-    int ret = ork__srv_tokenize(srv, r->prompt_text, r->add_special, true, &ids, &n);
+    int ret = ork__srv_tokenize(srv, r->prompt_text, r->add_special, r->parse_special, &ids, &n);
     if (ret < 0) {
         ork__srv_errorf(err, 400, "invalid_request_error", "cannot tokenize: %s",
                         ork_error_describe(ret));
@@ -62,7 +32,7 @@ static char *tokenize_json(struct ork_server *srv, const struct srv_req *r, stru
         }
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "id", ids[i]);
-        add_piece(o, "piece", srv, ids[i]);
+        ork__srv_add_piece(o, "piece", srv, ids[i]);
         cJSON_AddItemToArray(a, o);
     }
     ork_free(ids);
@@ -100,8 +70,8 @@ static char *detokenize_json(struct ork_server *srv, const struct srv_req *r,
 }
 
 /* Parse a /tokenize or /detokenize body with rt->ep's schema and answer with build's body. */
-static void post_tok(struct ork_server *srv, const struct srv_route *rt, const char *body,
-                     size_t len, struct srv_reply *out,
+static void post_tok(struct ork_server *srv, const struct srv_route *rt,
+                     const struct srv_call *call, struct srv_reply *out,
                      char *(*build)(struct ork_server *, const struct srv_req *,
                                     struct srv_error *))
 {
@@ -109,7 +79,7 @@ static void post_tok(struct ork_server *srv, const struct srv_route *rt, const c
     struct srv_error err;
     ork__srv_errorf(&err, 500, "server_error", "out of memory");   /* if build runs out */
     char *b = NULL;
-    if (ork__srv_req_parse(rt->ep, body, len, srv->n_vocab, &r, &err) == 0)
+    if (ork__srv_req_parse(rt->ep, call->body, call->len, srv->n_vocab, &r, &err) == 0)
         b = build(srv, &r, &err);
     ork__srv_req_free(&r);
     if (!b)
@@ -118,16 +88,48 @@ static void post_tok(struct ork_server *srv, const struct srv_route *rt, const c
         ork__srv_reply_json(out, 200, b);
 }
 
-void ork__srv_post_tokenize(struct ork_server *srv, const struct srv_route *rt,
-                            const char *body, size_t len, struct srv_reply *out)
+static char *apply_template_json(struct ork_server *srv, const struct srv_req *r,
+                                 struct srv_error *err)
 {
-    post_tok(srv, rt, body, len, out, tokenize_json);
+    char *text = NULL;
+    if (ork__srv_render_chat(srv, r, &text, err) < 0)
+        return NULL;
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "prompt", text);
+    ork_free(text);
+    return ork__srv_json_print(root);
 }
 
-void ork__srv_post_detokenize(struct ork_server *srv, const struct srv_route *rt,
-                              const char *body, size_t len, struct srv_reply *out)
+static char *props_json(struct ork_server *srv, const struct srv_req *r, struct srv_error *err)
 {
-    post_tok(srv, rt, body, len, out, detokenize_json);
+    (void)srv, (void)r, (void)err;
+    return ork_strdup("{\"success\":true}");
+}
+
+SRV_HANDLER(ork__srv_post_tokenize)
+{
+    post_tok(srv, rt, call, out, tokenize_json);
+}
+
+SRV_HANDLER(ork__srv_post_detokenize)
+{
+    post_tok(srv, rt, call, out, detokenize_json);
+}
+
+SRV_HANDLER(ork__srv_post_apply_template)
+{
+    post_tok(srv, rt, call, out, apply_template_json);
+}
+
+/* POST /props: llama-server accepts it only when started with --props, and has no options yet. */
+SRV_HANDLER(ork__srv_post_props)
+{
+    if (!srv->p.props_post) {
+        ork__srv_reply_errorf(out, 501, "not_supported_error", "This server does not support "
+                              "changing global properties. Start it with --props");
+        return;
+    }
+    post_tok(srv, rt, call, out, props_json);
 }
 
 /* ---- /completion results ----------------------------------------------------------------- */
@@ -145,24 +147,24 @@ static const char *stop_type_name(enum srv_stop s)
     return "none";
 }
 
-static void add_probs(struct ork_server *srv, cJSON *root, const struct srv_task *t, int32_t from,
-                      int32_t to)
+static void add_probs(const struct ork_server *srv, cJSON *root, const struct srv_task *t,
+                      int32_t from, int32_t to)
 {
     cJSON *a = cJSON_AddArrayToObject(root, "completion_probabilities");
     for (int32_t i = from; i < to && a; i++) {
         const struct srv_prob *p = &t->probs[i];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "id", p->id);
-        add_piece(o, "token", srv, p->id);
+        ork__srv_add_piece(o, "token", srv, p->id);
         cJSON_AddNumberToObject(o, "logprob", p->logprob);
-        add_bytes(o, srv, p->id);
+        ork__srv_add_bytes(o, srv, p->id);
         cJSON *top = cJSON_AddArrayToObject(o, "top_logprobs");
         for (int32_t k = 0; k < p->n_top; k++) {
             cJSON *e = cJSON_CreateObject();
             cJSON_AddNumberToObject(e, "id", p->top_ids[k]);
-            add_piece(e, "token", srv, p->top_ids[k]);
+            ork__srv_add_piece(e, "token", srv, p->top_ids[k]);
             cJSON_AddNumberToObject(e, "logprob", p->top_logprobs[k]);
-            add_bytes(e, srv, p->top_ids[k]);
+            ork__srv_add_bytes(e, srv, p->top_ids[k]);
             cJSON_AddItemToArray(top, e);
         }
         cJSON_AddItemToArray(a, o);
@@ -183,39 +185,49 @@ static void add_native_tail(struct ork_server *srv, cJSON *root, const struct sr
     cJSON_AddNumberToObject(root, "id_slot", t->slot_used);
     cJSON_AddStringToObject(root, "stop_type", stop_type_name(t->stop));
     cJSON_AddStringToObject(root, "stopping_word",
-                            t->stop_word >= 0 && (size_t)t->stop_word < t->req.n_stops
-                                ? t->req.stops[t->stop_word] : "");
+                            t->stop_word >= 0 && (size_t)t->stop_word < t->rq->n_stops
+                                ? t->rq->stops[t->stop_word] : "");
     cJSON_AddNumberToObject(root, "tokens_predicted", t->n_ids);
     cJSON_AddNumberToObject(root, "tokens_evaluated", t->n_prompt);
     cJSON_AddNumberToObject(root, "tokens_cached", t->n_cached);
     cJSON_AddBoolToObject(root, "truncated", t->truncated);
     cJSON *gs = cJSON_AddObjectToObject(root, "generation_settings");
-    cJSON_AddNumberToObject(gs, "n_predict", t->req.n_predict);
+    cJSON_AddNumberToObject(gs, "n_predict", t->rq->n_predict);
     char seed[32];   /* 64-bit seeds do not fit a JSON double exactly: print the integer */
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)ork_sampler_seed(t->smp));
     cJSON_AddRawToObject(gs, "seed", seed);
-    cJSON_AddNumberToObject(gs, "temperature", t->req.sampling.temp);
-    cJSON_AddNumberToObject(gs, "top_k", t->req.sampling.top_k);
-    cJSON_AddNumberToObject(gs, "top_p", t->req.sampling.top_p);
-    cJSON_AddNumberToObject(gs, "min_p", t->req.sampling.min_p);
+    cJSON_AddNumberToObject(gs, "temperature", t->rq->sampling.temp);
+    cJSON_AddNumberToObject(gs, "top_k", t->rq->sampling.top_k);
+    cJSON_AddNumberToObject(gs, "top_p", t->rq->sampling.top_p);
+    cJSON_AddNumberToObject(gs, "min_p", t->rq->sampling.min_p);
     cJSON_AddNumberToObject(gs, "n_ctx", srv->p.session.ctx_size);
     ork__srv_add_timings(root, t);
 }
 
-char *ork__srv_native_result(struct ork_server *srv, const struct srv_task *t)
+static cJSON *native_result(struct ork_server *srv, const struct srv_task *t)
 {
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddNumberToObject(root, "index", 0);
+    cJSON_AddNumberToObject(root, "index", t->index);
     cJSON_AddStringToObject(root, "content", t->text ? t->text : "");
-    if (t->req.return_tokens)
+    if (t->rq->return_tokens)
         add_token_array(root, "tokens", t->ids, t->n_ids);
     else
         cJSON_AddArrayToObject(root, "tokens");
     cJSON_AddBoolToObject(root, "stop", true);
     add_native_tail(srv, root, t);
-    if (t->req.n_probs > 0)
+    if (t->rq->want_probs)
         add_probs(srv, root, t, 0, t->n_ids);
-    return ork__srv_json_print(root);
+    return root;
+}
+
+char *ork__srv_native_result(struct ork_server *srv, struct srv_task *const *ts, int32_t n)
+{
+    if (n == 1 && !ts[0]->rq->prompt_array)
+        return ork__srv_json_print(native_result(srv, ts[0]));
+    cJSON *arr = cJSON_CreateArray();
+    for (int32_t i = 0; i < n && arr; i++)
+        cJSON_AddItemToArray(arr, native_result(srv, ts[i]));
+    return ork__srv_json_print(arr);
 }
 
 int ork__srv_native_stream(struct ork_server *srv, const struct srv_task *t,
@@ -223,20 +235,22 @@ int ork__srv_native_stream(struct ork_server *srv, const struct srv_task *t,
                            size_t *cap)
 {
     int ret;
-    if (pos->text_off < t->text_len || pos->ids_off < t->n_ids) {
+    /* with probabilities, tokens go out once theirs are computed */
+    int32_t ids = t->rq->want_probs ? t->n_probs_done : t->n_ids;
+    if (pos->text_off < t->text_len || pos->ids_off < ids) {
         char *s = ork__srv_slice(t, pos->text_off, t->text_len);
         if (!s)
             return ORK_ENOMEM;
         cJSON *root = cJSON_CreateObject();
-        cJSON_AddNumberToObject(root, "index", 0);
+        cJSON_AddNumberToObject(root, "index", t->index);
         cJSON_AddStringToObject(root, "content", s);
-        add_token_array(root, "tokens", t->ids + pos->ids_off, t->n_ids - pos->ids_off);
+        add_token_array(root, "tokens", t->ids + pos->ids_off, ids - pos->ids_off);
         cJSON_AddBoolToObject(root, "stop", false);
-        if (t->req.n_probs > 0)
-            add_probs(srv, root, t, pos->ids_off, t->n_ids);
+        if (t->rq->want_probs)
+            add_probs(srv, root, t, pos->ids_off, ids);
         ork_free(s);
         pos->text_off = t->text_len;
-        pos->ids_off = t->n_ids;
+        pos->ids_off = ids;
         if ((ret = ork__srv_sse(root, buf, len, cap)) < 0)
             return ret;
     }
@@ -245,7 +259,7 @@ int ork__srv_native_stream(struct ork_server *srv, const struct srv_task *t,
     if ((ret = ork__srv_sse_task_error(t, buf, len, cap)) < 0)
         return ret;
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddNumberToObject(root, "index", 0);
+    cJSON_AddNumberToObject(root, "index", t->index);
     cJSON_AddStringToObject(root, "content", "");
     cJSON_AddArrayToObject(root, "tokens");
     cJSON_AddBoolToObject(root, "stop", true);
@@ -253,13 +267,65 @@ int ork__srv_native_stream(struct ork_server *srv, const struct srv_task *t,
     return ork__srv_sse(root, buf, len, cap);
 }
 
+/* ---- /embedding and /slots actions ------------------------------------------------------- */
+
+/* llama-server's native shape: [{index, embedding: [[...]]}] (one pooled vector per input). */
+char *ork__srv_native_embed_result(struct ork_server *srv, struct srv_task *const *ts,
+                                   int32_t n)
+{
+    int32_t dim = ork_embedder_dim(srv->embedder);
+    cJSON *arr = cJSON_CreateArray();
+    for (int32_t i = 0; i < n && arr; i++) {
+        cJSON *o = cJSON_CreateObject(), *outer = cJSON_AddArrayToObject(o, "embedding");
+        cJSON_AddNumberToObject(o, "index", ts[i]->index);
+        cJSON_AddItemToArray(outer, cJSON_CreateFloatArray(ts[i]->embd, dim));
+        cJSON_AddItemToArray(arr, o);
+    }
+    return ork__srv_json_print(arr);
+}
+
+char *ork__srv_slot_action_result(struct ork_server *srv, const struct srv_task *t)
+{
+    (void)srv;
+    cJSON *root = cJSON_CreateObject(), *tm;
+    cJSON_AddNumberToObject(root, "id_slot", t->target_slot);
+    switch (t->kind) {
+    case SRV_TASK_SLOT_SAVE:
+        cJSON_AddStringToObject(root, "filename", t->rq->filename);
+        cJSON_AddNumberToObject(root, "n_saved", (double)t->act_n);
+        cJSON_AddNumberToObject(root, "n_written", (double)t->act_bytes);
+        tm = cJSON_AddObjectToObject(root, "timings");
+        cJSON_AddNumberToObject(tm, "save_ms", t->act_ms);
+        break;
+    case SRV_TASK_SLOT_RESTORE:
+        cJSON_AddStringToObject(root, "filename", t->rq->filename);
+        cJSON_AddNumberToObject(root, "n_restored", (double)t->act_n);
+        cJSON_AddNumberToObject(root, "n_read", (double)t->act_bytes);
+        tm = cJSON_AddObjectToObject(root, "timings");
+        cJSON_AddNumberToObject(tm, "restore_ms", t->act_ms);
+        break;
+    default:
+        cJSON_AddNumberToObject(root, "n_erased", (double)t->act_n);
+        break;
+    }
+    return ork__srv_json_print(root);
+}
+
 /* ---- server information ------------------------------------------------------------------ */
 
-void ork__srv_get_health(struct ork_server *srv, const struct srv_route *rt, const char *body,
-                         size_t len, struct srv_reply *out)
+/* While the model loads: 503 with llama-server's error and {"status": "loading model"}. */
+SRV_HANDLER(ork__srv_get_health)
 {
-    (void)srv, (void)rt, (void)body, (void)len;
-    ork__srv_reply_json(out, 200, ork_strdup("{\"status\":\"ok\"}"));
+    (void)rt, (void)call;
+    pthread_mutex_lock(&srv->mu);
+    bool ready = srv->ready;
+    pthread_mutex_unlock(&srv->mu);
+    if (ready)
+        ork__srv_reply_json(out, 200, ork_strdup("{\"status\":\"ok\"}"));
+    else
+        ork__srv_reply_json(out, 503, ork_strdup("{\"status\":\"loading model\",\"error\":"
+                                                 "{\"code\":503,\"message\":\"Loading model\","
+                                                 "\"type\":\"unavailable_error\"}}"));
 }
 
 static void add_default_params(cJSON *o)
@@ -280,10 +346,9 @@ static void add_default_params(cJSON *o)
     cJSON_AddBoolToObject(o, "cache_prompt", true);
 }
 
-void ork__srv_get_props(struct ork_server *srv, const struct srv_route *rt, const char *body,
-                        size_t len, struct srv_reply *out)
+SRV_HANDLER(ork__srv_get_props)
 {
-    (void)rt, (void)body, (void)len;
+    (void)rt, (void)call;
     cJSON *root = cJSON_CreateObject();
     cJSON *dg = cJSON_AddObjectToObject(root, "default_generation_settings");
     cJSON_AddNumberToObject(dg, "n_ctx", srv->p.session.ctx_size);
@@ -296,16 +361,15 @@ void ork__srv_get_props(struct ork_server *srv, const struct srv_route *rt, cons
     cJSON_AddStringToObject(root, "build_info", "ork 0.1.0");
     int32_t bos = ork_tokenizer_bos(srv->tok), eos = ork_tokenizer_eos(srv->tok);
     if (bos >= 0)
-        add_piece(root, "bos_token", srv, bos);
+        ork__srv_add_piece(root, "bos_token", srv, bos);
     if (eos >= 0)
-        add_piece(root, "eos_token", srv, eos);
+        ork__srv_add_piece(root, "eos_token", srv, eos);
     ork__srv_reply_json(out, 200, ork__srv_json_print(root));
 }
 
-void ork__srv_get_slots(struct ork_server *srv, const struct srv_route *rt, const char *body,
-                        size_t len, struct srv_reply *out)
+SRV_HANDLER(ork__srv_get_slots)
 {
-    (void)rt, (void)body, (void)len;
+    (void)rt, (void)call;
     cJSON *root = cJSON_CreateArray();
     pthread_mutex_lock(&srv->mu);
     for (int32_t i = 0; i < srv->p.n_parallel; i++) {
@@ -402,10 +466,9 @@ static char *metrics_text(struct ork_server *srv)
     return b;
 }
 
-void ork__srv_get_metrics(struct ork_server *srv, const struct srv_route *rt, const char *body,
-                          size_t len, struct srv_reply *out)
+SRV_HANDLER(ork__srv_get_metrics)
 {
-    (void)rt, (void)body, (void)len;
+    (void)rt, (void)call;
     ork__srv_reply_json(out, 200, metrics_text(srv));
     out->ctype = ORK_SRV_CTYPE_PROMETHEUS;
 }

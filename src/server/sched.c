@@ -8,6 +8,10 @@
  * sampled tokens together with ork_model_eval_multi (one forward pass, M = generating slots), or
  * slot by slot when batching is off. A request that arrives mid-step joins at the next step.
  *
+ * Embeddings and /slots actions are tasks too: they wait for their slot like a generation,
+ * then run in one go on this thread (which alone touches the sessions). Log-probabilities are
+ * computed by probs.c's worker from a copy of the logits.
+ *
  * Not here: HTTP (http.c), JSON (routes.c, request.c). */
 #include "srv_priv.h"
 
@@ -45,15 +49,25 @@ struct srv_task *ork__srv_task_new(void)
     t->slot = -1;
     t->slot_used = -1;
     t->stop_word = -1;
+    t->target_slot = -1;
+    t->rq = &t->req;
+    t->wake = &t->cv;
     return t;
+}
+
+bool ork__srv_task_complete(const struct srv_task *t)
+{
+    return t->done && (!t->rq->want_probs || t->n_probs_done >= t->n_ids);
 }
 
 void ork__srv_task_release_locked(struct ork_server *srv, struct srv_task *t)
 {
-    (void)srv;
     if (--t->refs > 0)
         return;
+    if (t->req_owner)
+        ork__srv_task_release_locked(srv, t->req_owner);
     ork__srv_req_free(&t->req);
+    ork_free(t->embd);
     ork_free(t->prompt);
     ork_sampler_free(t->smp);
     ork_free(t->text);
@@ -63,7 +77,7 @@ void ork__srv_task_release_locked(struct ork_server *srv, struct srv_task *t)
     ork_free(t);
 }
 
-int ork__srv_submit(struct ork_server *srv, struct srv_task *t)
+int ork__srv_submit(struct ork_server *srv, struct srv_task *const *ts, int32_t n)
 {
     pthread_mutex_lock(&srv->mu);
     int ret = 0;
@@ -72,16 +86,19 @@ int ork__srv_submit(struct ork_server *srv, struct srv_task *t)
         busy += srv->slots[i].task != NULL;
     if (srv->stopping) {
         ret = ORK_ECANCELED;
-    } else if (busy + srv->q_len >= srv->p.n_parallel + srv->p.queue_size) {
+    } else if (busy + srv->q_len + n > srv->p.n_parallel + srv->p.queue_size) {
         srv->met.requests_rejected++;
         ret = ORK_EBUSY;
     } else {
         int32_t cap = srv->p.queue_size + srv->p.n_parallel;
-        t->id = srv->next_task_id++;
-        t->t_submit_ms = now_ms();
-        t->refs++;   /* the scheduler's reference */
-        srv->queue[(srv->q_head + srv->q_len) % cap] = t;
-        srv->q_len++;
+        for (int32_t i = 0; i < n; i++) {
+            struct srv_task *t = ts[i];
+            t->id = srv->next_task_id++;
+            t->t_submit_ms = now_ms();
+            t->refs++;   /* the scheduler's reference */
+            srv->queue[(srv->q_head + srv->q_len) % cap] = t;
+            srv->q_len++;
+        }
         pthread_cond_signal(&srv->sched_cv);
     }
     pthread_mutex_unlock(&srv->mu);
@@ -108,7 +125,8 @@ static int append_text_locked(struct srv_task *t, const char *s, size_t n)
     return 0;
 }
 
-static int append_token_locked(struct srv_task *t, int32_t id, const struct srv_prob *pr)
+/* Amortised growth: the arrays double, so a long generation reallocates O(log n) times. */
+static int append_token_locked(struct srv_task *t, int32_t id, bool probs)
 {
     if (t->n_ids + 1 > t->ids_cap) {
         int32_t cap = t->ids_cap ? t->ids_cap * 2 : 64;
@@ -116,7 +134,7 @@ static int append_token_locked(struct srv_task *t, int32_t id, const struct srv_
         if (!ni)
             return ORK_ENOMEM;
         t->ids = ni;
-        if (pr) {
+        if (probs) {
             struct srv_prob *np = ork_realloc(t->probs, (size_t)cap * sizeof(*np));
             if (!np)
                 return ORK_ENOMEM;
@@ -124,8 +142,6 @@ static int append_token_locked(struct srv_task *t, int32_t id, const struct srv_
         }
         t->ids_cap = cap;
     }
-    if (pr)
-        t->probs[t->n_ids] = *pr;
     t->ids[t->n_ids++] = id;
     return 0;
 }
@@ -183,7 +199,7 @@ static void finish_locked(struct ork_server *srv, struct srv_slot *sl, enum srv_
     srv->met.completions_total++;
     srv->met.tokens_predicted_total += (uint64_t)sl->n_gen;
     srv->met.gen_ms_total += t->gen_ms;
-    pthread_cond_broadcast(&t->cv);
+    pthread_cond_broadcast(t->wake);
     ork__srv_task_release_locked(srv, t);
     if (sl->stop) {
         ork_stop_free(sl->stop);
@@ -205,16 +221,20 @@ static int32_t common_prefix(const struct ork_session *s, const int32_t *ids, in
     return k;
 }
 
-/* Idle slot for t: longest cached prefix (cache_prompt), ties and misses by least recent use. */
+/* Idle slot for t: its target slot (id_slot, /slots actions) when that one is idle; else the
+ * longest cached prefix (cache_prompt), ties and misses by least recent use. NULL: wait. */
 static struct srv_slot *pick_slot_locked(struct ork_server *srv, const struct srv_task *t)
 {
+    if (t->target_slot >= 0)
+        return srv->slots[t->target_slot].task ? NULL : &srv->slots[t->target_slot];
     struct srv_slot *best = NULL;
     int32_t best_lcp = -1;
+    bool prefix = t->kind == SRV_TASK_GENERATE && t->rq->cache_prompt;
     for (int32_t i = 0; i < srv->p.n_parallel; i++) {
         struct srv_slot *sl = &srv->slots[i];
         if (sl->task)
             continue;
-        int32_t lcp = t->req.cache_prompt ? common_prefix(sl->sess, t->prompt, t->n_prompt) : 0;
+        int32_t lcp = prefix ? common_prefix(sl->sess, t->prompt, t->n_prompt) : 0;
         if (!best || lcp > best_lcp || (lcp == best_lcp && sl->last_used < best->last_used)) {
             best = sl;
             best_lcp = lcp;
@@ -223,12 +243,91 @@ static struct srv_slot *pick_slot_locked(struct ork_server *srv, const struct sr
     return best;
 }
 
+/* Move queued tasks into idle slots, in queue order; a task whose slot is busy waits without
+ * holding back the ones behind it. Cancelled tasks are dropped. Returns the slots filled. */
+static int32_t admit_locked(struct ork_server *srv, struct srv_slot **fresh)
+{
+    int32_t cap = srv->p.queue_size + srv->p.n_parallel, n_fresh = 0, kept = 0, n = srv->q_len;
+    for (int32_t i = 0; i < n; i++) {
+        struct srv_task *t = srv->queue[(srv->q_head + i) % cap];
+        struct srv_slot *sl = t->cancelled ? NULL : pick_slot_locked(srv, t);
+        if (t->cancelled) {
+            t->done = true;
+            ork__srv_task_release_locked(srv, t);
+            continue;
+        }
+        if (!sl) {
+            srv->queue[(srv->q_head + kept++) % cap] = t;
+            continue;
+        }
+        sl->task = t;
+        sl->state = SRV_SLOT_PREFILL;
+        t->slot = sl->id;
+        t->slot_used = sl->id;
+        fresh[n_fresh++] = sl;
+    }
+    srv->q_len = kept;
+    return n_fresh;
+}
+
+/* The file of a /slots action under --slot-save-path. */
+static void slot_file(const struct ork_server *srv, const struct srv_task *t, char *path,
+                      size_t cap)
+{
+    snprintf(path, cap, "%s/%s", srv->p.slot_save_path, t->rq->filename ? t->rq->filename : "");
+}
+
+/* Run a task that does not generate (embedding, /slots action) in its slot: the scheduler
+ * thread owns the session. Returns 0 or an error (message set by the engine). */
+static int run_other(struct ork_server *srv, struct srv_slot *sl)
+{
+    struct srv_task *t = sl->task;
+    double t0 = now_ms();
+    int ret = 0;
+    char path[4096];
+    sl->n_gen = 0;
+    switch (t->kind) {
+    case SRV_TASK_EMBED:
+        ret = ork_embed(srv->embedder, sl->sess, t->prompt, t->n_prompt,
+                        srv->p.pooling == ORK_SERVER_POOL_LAST ? ORK_EMBD_POOL_LAST
+                                                               : ORK_EMBD_POOL_MEAN,
+                        true, t->embd);
+        break;
+    case SRV_TASK_SLOT_SAVE:
+        slot_file(srv, t, path, sizeof path);
+        t->act_n = ork_session_n_past(sl->sess);
+        ret = ork_session_save_file(sl->sess, path, &t->act_bytes);
+        break;
+    case SRV_TASK_SLOT_RESTORE: {
+        int32_t n = 0;
+        slot_file(srv, t, path, sizeof path);
+        ret = ork_session_load_file(sl->sess, path, &n, &t->act_bytes);
+        t->act_n = n;
+        break;
+    }
+    case SRV_TASK_SLOT_ERASE:
+        t->act_n = ork_session_n_past(sl->sess);
+        ork_session_reset(sl->sess);
+        break;
+    case SRV_TASK_GENERATE:
+        break;
+    }
+    double dt = now_ms() - t0;
+    pthread_mutex_lock(&srv->mu);
+    t->act_ms = dt;
+    t->prompt_ms = t->kind == SRV_TASK_EMBED ? dt : 0;
+    if (t->kind == SRV_TASK_EMBED)
+        srv->met.prompt_tokens_total += (uint64_t)t->n_prompt;
+    pthread_mutex_unlock(&srv->mu);
+    return ret;
+}
+
 /* Evaluate the prompt (minus the cached prefix) so the slot has logits to sample from. */
 static int prefill(struct ork_server *srv, struct srv_slot *sl)
 {
     struct srv_task *t = sl->task;
     int32_t keep = 0;
-    if (t->req.cache_prompt) {
+    if (t->rq->cache_prompt) {
         keep = common_prefix(sl->sess, t->prompt, t->n_prompt);
         if (keep == t->n_prompt)
             keep--;   /* the last prompt token is evaluated again for its logits */
@@ -239,8 +338,8 @@ static int prefill(struct ork_server *srv, struct srv_slot *sl)
     sl->dt.first = false;   /* a continuation keeps its leading space (as ork_generate does) */
     sl->n_gen = 0;
     sl->pending_tok = -1;
-    if (t->req.n_stops) {
-        int ret = ork_stop_create((const char *const *)t->req.stops, t->req.n_stops, &sl->stop);
+    if (t->rq->n_stops) {
+        int ret = ork_stop_create((const char *const *)t->rq->stops, t->rq->n_stops, &sl->stop);
         if (ret < 0)
             return ret;
     }
@@ -262,42 +361,12 @@ static int prefill(struct ork_server *srv, struct srv_slot *sl)
     return ret;
 }
 
-/* Top-n log-probabilities of the raw logits (softmax without the sampling chain, as
- * llama-server documents for n_probs), and the sampled token's. */
-static void token_probs(const float *logits, int32_t n_vocab, int32_t id, int32_t n,
-                        struct srv_prob *pr)
-{
-    float mx = -INFINITY;
-    for (int32_t i = 0; i < n_vocab; i++)
-        mx = logits[i] > mx ? logits[i] : mx;
-    double sum = 0;
-    for (int32_t i = 0; i < n_vocab; i++)
-        sum += exp((double)logits[i] - mx);
-    double lse = (double)mx + log(sum);
-    pr->id = id;
-    pr->logprob = (float)((double)logits[id] - lse);
-    pr->n_top = 0;
-    for (int32_t k = 0; k < n && k < n_vocab; k++) {
-        int32_t best = -1;
-        for (int32_t i = 0; i < n_vocab; i++) {
-            bool taken = false;
-            for (int32_t j = 0; j < k && !taken; j++)
-                taken = pr->top_ids[j] == i;
-            if (!taken && (best < 0 || logits[i] > logits[best]))
-                best = i;
-        }
-        pr->top_ids[k] = best;
-        pr->top_logprobs[k] = (float)((double)logits[best] - lse);
-        pr->n_top = k + 1;
-    }
-}
-
 /* Sample the next token of a generating slot. Returns true when the slot continues (its token
  * must be evaluated), false when the task finished. */
 static bool sample_step(struct ork_server *srv, struct srv_slot *sl)
 {
     struct srv_task *t = sl->task;
-    if (t->req.ignore_eos)
+    if (t->rq->ignore_eos)
         for (int32_t i = 0; i < srv->n_eog; i++)
             sl->logits[srv->eog_ids[i]] = -INFINITY;
     int32_t id = ork_sampler_sample(t->smp, sl->logits);
@@ -307,11 +376,8 @@ static bool sample_step(struct ork_server *srv, struct srv_slot *sl)
         pthread_mutex_unlock(&srv->mu);
         return false;
     }
-    struct srv_prob pr;
-    if (t->req.n_probs > 0)
-        token_probs(sl->logits, srv->n_vocab, id, t->req.n_probs, &pr);
     ork_sampler_accept(t->smp, id);
-    if (!t->req.ignore_eos && ork_tokenizer_is_eog(srv->tok, id)) {
+    if (!t->rq->ignore_eos && ork_tokenizer_is_eog(srv->tok, id)) {
         pthread_mutex_lock(&srv->mu);
         finish_locked(srv, sl, SRV_STOP_EOS, NULL);
         pthread_mutex_unlock(&srv->mu);
@@ -331,15 +397,21 @@ static bool sample_step(struct ork_server *srv, struct srv_slot *sl)
     bool ctx_full = false;   /* the context is full: the next token has no room */
     if (stopped)
         stop = SRV_STOP_WORD;
-    else if (t->req.n_predict >= 0 && sl->n_gen >= t->req.n_predict)
+    else if (t->rq->n_predict >= 0 && sl->n_gen >= t->rq->n_predict)
         stop = SRV_STOP_LIMIT;
     else if (ork_session_n_past(sl->sess) >= ork_session_ctx_size(sl->sess))
         stop = SRV_STOP_LIMIT, ctx_full = true;
 
     pthread_mutex_lock(&srv->mu);
-    int ret = append_token_locked(t, id, t->req.n_probs > 0 ? &pr : NULL);
+    int32_t idx = t->n_ids;
+    int ret = append_token_locked(t, id, t->rq->want_probs);
     if (ret == 0 && n)
         ret = append_text_locked(t, out, n);
+    if (ret == 0 && t->rq->want_probs) {
+        pthread_mutex_unlock(&srv->mu);
+        ret = ork__srv_probs_queue(srv, t, idx, sl->logits);
+        pthread_mutex_lock(&srv->mu);
+    }
     if (ret < 0) {
         finish_locked(srv, sl, SRV_STOP_ERROR, "out of memory");
         pthread_mutex_unlock(&srv->mu);
@@ -353,7 +425,7 @@ static bool sample_step(struct ork_server *srv, struct srv_slot *sl)
         pthread_mutex_unlock(&srv->mu);
         return false;
     }
-    pthread_cond_broadcast(&t->cv);
+    pthread_cond_broadcast(t->wake);
     pthread_mutex_unlock(&srv->mu);
     sl->pending_tok = id;
     return true;
@@ -417,31 +489,11 @@ static void *sched_main(void *arg)
             if (!t->cancelled)
                 snprintf(t->error, sizeof t->error, "the server is shutting down");
             t->done = true;
-            pthread_cond_broadcast(&t->cv);
+            pthread_cond_broadcast(t->wake);
             ork__srv_task_release_locked(srv, t);
         }
         /* 2. queued tasks join at this step */
-        int32_t n_fresh = 0;
-        while (srv->q_len > 0) {
-            struct srv_task *t = srv->queue[srv->q_head];
-            if (t->cancelled) {
-                srv->q_head = (srv->q_head + 1) % cap;
-                srv->q_len--;
-                t->done = true;
-                ork__srv_task_release_locked(srv, t);
-                continue;
-            }
-            struct srv_slot *sl = pick_slot_locked(srv, t);
-            if (!sl)
-                break;
-            srv->q_head = (srv->q_head + 1) % cap;
-            srv->q_len--;
-            sl->task = t;
-            sl->state = SRV_SLOT_PREFILL;
-            t->slot = sl->id;
-            t->slot_used = sl->id;
-            fresh[n_fresh++] = sl;
-        }
+        int32_t n_fresh = admit_locked(srv, fresh);
         int32_t active = 0;
         for (int32_t i = 0; i < np; i++)
             active += srv->slots[i].task != NULL;
@@ -453,13 +505,16 @@ static void *sched_main(void *arg)
         }
         pthread_mutex_unlock(&srv->mu);
 
-        /* 3. prefill the newcomers */
+        /* 3. prefill the newcomers (n_predict 0: the prompt only); run the other tasks */
         for (int32_t i = 0; i < n_fresh; i++) {
             struct srv_slot *sl = fresh[i];
-            int ret = prefill(srv, sl);
+            bool gen = sl->task->kind == SRV_TASK_GENERATE;
+            int ret = gen ? prefill(srv, sl) : run_other(srv, sl);
             pthread_mutex_lock(&srv->mu);
             if (ret < 0)
                 finish_locked(srv, sl, SRV_STOP_ERROR, ork_error_describe(ret));
+            else if (!gen || sl->task->rq->n_predict == 0)
+                finish_locked(srv, sl, SRV_STOP_LIMIT, NULL);
             else
                 sl->state = SRV_SLOT_GENERATE;
             pthread_mutex_unlock(&srv->mu);
@@ -498,11 +553,16 @@ static void *sched_main(void *arg)
 
 int ork__srv_sched_start(struct ork_server *srv)
 {
+    int ret = ork__srv_probs_start(srv);
+    if (ret < 0)
+        return ret;
     srv->sched_running = true;
     if (pthread_create(&srv->sched_thread, NULL, sched_main, srv) != 0) {
         srv->sched_running = false;
+        ork__srv_probs_stop(srv);
         return ork_errorf(ORK_ENOMEM, "server: cannot create the scheduler thread");
     }
+    srv->sched_started = true;
     return 0;
 }
 
@@ -512,5 +572,9 @@ void ork__srv_sched_stop(struct ork_server *srv)
     srv->stopping = true;
     pthread_cond_signal(&srv->sched_cv);
     pthread_mutex_unlock(&srv->mu);
-    pthread_join(srv->sched_thread, NULL);
+    if (srv->sched_started) {
+        pthread_join(srv->sched_thread, NULL);
+        srv->sched_started = false;
+    }
+    ork__srv_probs_stop(srv);   /* after the scheduler: it queues the jobs */
 }

@@ -27,6 +27,11 @@ enum srv_endpoint {
     SRV_EP_OAI_CHAT,            /* POST /v1/chat/completions */
     SRV_EP_TOKENIZE,            /* POST /tokenize */
     SRV_EP_DETOKENIZE,          /* POST /detokenize */
+    SRV_EP_EMBEDDING,           /* POST /embedding (llama-server: "content") */
+    SRV_EP_OAI_EMBEDDING,       /* POST /v1/embeddings ("input") */
+    SRV_EP_APPLY_TEMPLATE,      /* POST /apply-template ("messages") */
+    SRV_EP_SLOT_ACTION,         /* POST /slots/{id}?action=... ("filename") */
+    SRV_EP_PROPS,               /* POST /props (any object; no options yet) */
     SRV_EP_COUNT_,
 };
 
@@ -36,6 +41,19 @@ enum srv_endpoint {
 #define SRV_MAX_N_PROBS 32          /* n_probs upper bound */
 #define SRV_MAX_N_PREDICT 1000000   /* n_predict / max_tokens upper bound */
 #define SRV_MAX_MESSAGES 1024       /* chat messages per request */
+/* Prompts (or embedding inputs) per request and choices per prompt ("n"); a request's tasks
+ * (prompts x n) must also fit the queue (503 otherwise). Bounds of our own: a board serves a
+ * few slots, and these keep one request from filling the queue by itself. */
+#define SRV_MAX_PROMPTS 64
+#define SRV_MAX_CHOICES 16
+#define SRV_MAX_FILENAME 200        /* bytes of a /slots save file name */
+
+/* One prompt of a request: text (tokenized with the model's tokenizer) or token ids. */
+struct srv_prompt {
+    char *text;
+    int32_t *ids;
+    int32_t n_ids;
+};
 
 struct srv_msg {
     char *role;
@@ -44,16 +62,26 @@ struct srv_msg {
 
 struct srv_req {
     enum srv_endpoint ep;
-    char *prompt_text;              /* string prompt / tokenize content, or NULL */
-    int32_t *prompt_ids;            /* token-id prompt / detokenize tokens, or NULL */
+    char *prompt_text;              /* /tokenize content, or NULL */
+    int32_t *prompt_ids;            /* /detokenize tokens, or NULL */
     int32_t n_prompt_ids;
+    struct srv_prompt *prompts;     /* generation / embedding inputs (n_prompts >= 1) */
+    int32_t n_prompts;
+    bool prompt_array;              /* several prompts were given (the reply is per prompt) */
     struct srv_msg *msgs;           /* chat messages */
     size_t n_msgs;
     struct ork_sampler_params sampling;
     int32_t n_predict;              /* -1: until end of generation / context full */
     char *stops[SRV_MAX_STOPS];
     size_t n_stops;
-    int32_t n_probs;                /* top-N probabilities per generated token (0: none) */
+    int32_t n_probs;                /* top-N alternatives per generated token */
+    bool want_probs;                /* per-token log-probabilities (n_probs > 0, logprobs) */
+    int32_t n_choices;              /* OpenAI "n" / llama-server "n_cmpl": choices per prompt */
+    int32_t id_slot;                /* the slot to run in, or -1 (any) */
+    bool seed_set;                  /* "seed" was given (choice i then uses seed + i) */
+    bool parse_special;             /* special-token text in string prompts is parsed (true) */
+    bool oai_b64;                   /* /v1/embeddings encoding_format "base64" */
+    char *filename;                 /* /slots action file name */
     bool stream;
     bool cache_prompt;              /* reuse the slot's cached prefix (default true) */
     bool ignore_eos;                /* keep generating past end-of-generation tokens */
@@ -68,7 +96,7 @@ struct srv_req {
 struct srv_error {
     int status;
     const char *type;               /* "invalid_request_error", "not_found_error", ... */
-    char message[256];
+    char message[320];
 };
 
 /* Parse and validate a JSON request body for endpoint ep. Unknown fields are ignored; every
@@ -95,6 +123,14 @@ enum srv_stop {
     SRV_STOP_ERROR,                 /* evaluation failed (message in task->error) */
 };
 
+enum srv_task_kind {
+    SRV_TASK_GENERATE = 0,
+    SRV_TASK_EMBED,                 /* pooled final hidden state of the prompt */
+    SRV_TASK_SLOT_SAVE,             /* the slot's KV cache to a file */
+    SRV_TASK_SLOT_RESTORE,          /* ... from a file */
+    SRV_TASK_SLOT_ERASE,            /* forget the slot's cache */
+};
+
 /* Top-N probabilities of one generated token (n_probs > 0). */
 struct srv_prob {
     int32_t id;                     /* the sampled token */
@@ -106,7 +142,16 @@ struct srv_prob {
 
 struct srv_task {
     uint64_t id;
-    struct srv_req req;             /* immutable after submission */
+    enum srv_task_kind kind;
+    struct srv_req req;             /* immutable after submission; shared by a request's tasks
+                                     * (the first task of a group owns it: req_owner) */
+    const struct srv_req *rq;       /* the request (&req, or the group owner's) */
+    struct srv_task *req_owner;     /* holds a reference while this task lives, or NULL */
+    int32_t index;                  /* choice / result index in the reply (prompt * n + choice) */
+    int32_t prompt_index;
+    int32_t target_slot;            /* id_slot or the slot of a /slots action, or -1 */
+    int64_t created;                /* unix time of the request (OpenAI "created") */
+    char oai_id[48];                /* "chatcmpl-..." / "cmpl-...", unique across restarts */
     int32_t *prompt;                /* (n_prompt) tokens to evaluate */
     int32_t n_prompt;
     struct ork_sampler *smp;        /* created by the HTTP side, used by the scheduler */
@@ -114,6 +159,7 @@ struct srv_task {
 
     /* shared with the HTTP side, under srv->mu */
     pthread_cond_t cv;              /* signalled on new output, completion, cancellation */
+    pthread_cond_t *wake;           /* the cv to signal: the first task's, for all of a request */
     int refs;
     bool cancelled;                 /* the client went away: free the slot at the next step */
     bool done;
@@ -124,13 +170,21 @@ struct srv_task {
     size_t text_len, text_cap;
     int32_t *ids;                   /* generated token ids */
     int32_t n_ids, ids_cap;
-    struct srv_prob *probs;         /* (n_ids) when n_probs > 0 */
+    struct srv_prob *probs;         /* (n_ids) when want_probs */
+    int32_t n_probs_done;           /* entries of probs computed (by the probs worker) */
+    float *embd;                    /* (n_embd) embedding result */
+    int64_t act_n;                  /* slot action: tokens saved / restored / erased */
+    int64_t act_bytes;              /* ... bytes written / read */
+    double act_ms;
     int32_t slot;                   /* slot id while running, else -1 */
     int32_t slot_used;              /* the slot that ran the task (id_slot), or -1 */
     int32_t n_cached;               /* prompt tokens reused from the slot's cache */
     bool truncated;                 /* generation stopped because the context was full */
     double prompt_ms, gen_ms;
 };
+
+/* Under srv->mu: every output of t is final (done, and its probabilities computed). */
+bool ork__srv_task_complete(const struct srv_task *t);
 
 enum srv_slot_state { SRV_SLOT_IDLE = 0, SRV_SLOT_PREFILL, SRV_SLOT_GENERATE };
 
@@ -174,7 +228,12 @@ struct ork_server {
     enum ork_chat_format chat_fmt;
     char *chat_template;            /* the model's template text, or NULL */
     char model_id[256];
-    int64_t created;                /* unix time of creation (OpenAI "created") */
+    int64_t created;                /* unix time of creation (/v1/models "created") */
+    uint64_t id_nonce;              /* random per process: response ids unique across restarts */
+    uint64_t id_seq;                /* requests given an id (atomic) */
+    bool ready;                     /* the model is set (under mu); else 503 "loading model" */
+    bool sched_started;
+    struct ork_embedder *embedder;  /* --embeddings, else NULL */
 
     pthread_mutex_t mu;
     pthread_cond_t sched_cv;        /* wakes the scheduler: new task, cancellation, stop */
@@ -197,11 +256,42 @@ struct ork_server {
     float *batch_logits;            /* (n_parallel, n_vocab) for the batched decode */
     struct ork_session **batch_sess;
     int32_t *batch_tok;
+
+    /* n_probs off the scheduler's path (probs.c): the scheduler copies a token's logits into
+     * a free snapshot and queues it; one worker thread computes the top-N and the logprob. */
+    struct srv_probs_job *pjobs;    /* (n_snap) */
+    float *snap;                    /* (n_snap, n_vocab), allocated at the first request */
+    int32_t n_snap;
+    int32_t pj_free;                /* free list head (index), -1: none */
+    int32_t pj_head, pj_tail;       /* FIFO of queued jobs (indexes), -1: empty */
+    pthread_cond_t probs_cv;        /* wakes the worker: job queued, stop */
+    pthread_cond_t snap_cv;         /* wakes the scheduler: a snapshot became free */
+    pthread_t probs_thread;
+    bool probs_running, probs_stop;
 };
 
-/* Queue a task (takes the scheduler's reference). ORK_EBUSY when the queue is full,
- * ORK_ECANCELED when the server is stopping. Caller holds no lock. */
-int ork__srv_submit(struct ork_server *srv, struct srv_task *t);
+/* ---- log-probabilities (probs.c) --------------------------------------------------------- */
+
+struct srv_probs_job {
+    struct srv_task *t;             /* holds a reference */
+    int32_t idx;                    /* which generated token */
+    int32_t next;                   /* free list / FIFO link */
+};
+
+/* Top-n log-probabilities of logits (softmax of the raw logits) by partial selection, O(n_vocab
+ * log n), and token id's own. */
+void ork__srv_token_probs(const float *logits, int32_t n_vocab, int32_t id, int32_t n,
+                          struct srv_prob *pr);
+/* Scheduler thread, srv->mu not held: queue token idx of t (logits as sampled) for the worker;
+ * waits for a free snapshot when all are queued. Returns 0 or ORK_ENOMEM. */
+int ork__srv_probs_queue(struct ork_server *srv, struct srv_task *t, int32_t idx,
+                         const float *logits);
+int ork__srv_probs_start(struct ork_server *srv);
+void ork__srv_probs_stop(struct ork_server *srv);
+
+/* Queue n tasks, all or none (takes the scheduler's references). ORK_EBUSY when the queue has
+ * no room for them all, ORK_ECANCELED when the server is stopping. Caller holds no lock. */
+int ork__srv_submit(struct ork_server *srv, struct srv_task *const *t, int32_t n);
 /* Drop a reference (under srv->mu); frees the task at zero. */
 void ork__srv_task_release_locked(struct ork_server *srv, struct srv_task *t);
 struct srv_task *ork__srv_task_new(void);
@@ -217,28 +307,45 @@ struct srv_reply {
     unsigned status;
     char *body;
     const char *ctype;
-    struct srv_task *task;          /* generation: the transport's reference, or NULL */
+    struct srv_task **tasks;        /* queued tasks: the transport's references, or NULL */
+    int32_t n_tasks;
 };
 
 struct srv_route;
 
-/* Answer one request; body[0..len) is the request body (NUL-terminated; NULL when empty). Runs
- * on the connection's thread without srv->mu held. Never fails: errors are replies. */
+/* What a handler gets of the HTTP request. */
+struct srv_call {
+    const char *body;               /* NUL-terminated; NULL when empty */
+    size_t len;
+    const char *path_arg;           /* the path after a prefix route's path ("" for exact) */
+    const char *action;             /* query argument "action", or NULL */
+};
+
+/* Answer one request. Runs on the connection's thread without srv->mu held. Never fails:
+ * errors are replies. */
 typedef void (*srv_handler_fn)(struct ork_server *srv, const struct srv_route *rt,
-                               const char *body, size_t len, struct srv_reply *out);
+                               const struct srv_call *call, struct srv_reply *out);
 
 /* One row of the route table (routes.c). */
+enum srv_route_flags {
+    SRV_RT_PUBLIC = 1u << 0,        /* no API key needed (/health) */
+    SRV_RT_METRICS = 1u << 1,       /* public unless --metrics-auth */
+    SRV_RT_PREFIX = 1u << 2,        /* path is a prefix ("/slots/"): the rest is path_arg */
+    SRV_RT_LOADING = 1u << 3,       /* answers while the model loads (else 503) */
+};
+
 struct srv_route {
     const char *method;             /* "GET" (also answers HEAD) or "POST" */
-    const char *path;               /* exact match */
+    const char *path;               /* exact match, or a prefix with SRV_RT_PREFIX */
     srv_handler_fn handler;
     enum srv_endpoint ep;           /* POST: the request schema (request.c) and response shape */
+    unsigned flags;                 /* enum srv_route_flags */
 };
 
 /* The route of method and path, or NULL; *path_known then tells a wrong method (405) from an
- * unknown path (404). */
+ * unknown path (404), and allow (cap bytes) lists the path's methods for the Allow header. */
 const struct srv_route *ork__srv_route_find(const char *method, const char *path,
-                                            bool *path_known);
+                                            bool *path_known, char *allow, size_t cap);
 
 /* The JSON body of an error in the OpenAI shape {"error": {"code", "message", "type"}}. */
 char *ork__srv_error_json(const struct srv_error *err);
@@ -250,17 +357,22 @@ struct srv_stream_pos {
     size_t text_off;                /* bytes of task->text already sent */
     int32_t ids_off;                /* tokens of task->ids already sent */
     bool role_sent;                 /* chat streams: the opening delta with the role */
+    bool final_sent;                /* the task's closing events */
 };
 
 /* Under srv->mu: the task has output past pos that ork__srv_stream_events would send. */
 bool ork__srv_stream_pending(const struct srv_task *t, const struct srv_stream_pos *pos);
-/* Under srv->mu: append the server-sent events for new output past pos to a growable buffer
- * and advance pos; final adds the closing events. Returns 0 or ORK_ENOMEM. */
+/* Under srv->mu: append the server-sent events for new output of t past pos to a growable
+ * buffer and advance pos; final (t complete) adds t's closing events. Returns 0 or
+ * ORK_ENOMEM. */
 int ork__srv_stream_events(struct ork_server *srv, const struct srv_task *t,
                            struct srv_stream_pos *pos, bool final, char **buf, size_t *len,
                            size_t *cap);
-/* Under srv->mu: the reply (result or error) of a finished, non-streamed task. */
-void ork__srv_task_reply(struct ork_server *srv, const struct srv_task *t,
+/* Under srv->mu: the events that close a stream of the tasks (usage, [DONE]). */
+int ork__srv_stream_end(struct ork_server *srv, struct srv_task *const *tasks, int32_t n,
+                        char **buf, size_t *len, size_t *cap);
+/* Under srv->mu: the reply (result or error) of finished, non-streamed tasks. */
+void ork__srv_task_reply(struct ork_server *srv, struct srv_task *const *tasks, int32_t n,
                          struct srv_reply *out);
 
 /* ---- HTTP (http.c) ----------------------------------------------------------------------- */
