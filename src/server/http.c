@@ -57,11 +57,23 @@
 /* How long a CORS preflight answer may be cached by the browser (s). */
 #define HTTP_CORS_MAX_AGE "600"
 
+/* A refusal decided from the headers, answered once the body (if any) has been read and
+ * dropped, so that the client is reading when the answer comes. */
+struct refusal {
+    int status;                     /* 0: none */
+    const char *type;
+    char message[256];
+    const char *hname;              /* one extra header (Allow, WWW-Authenticate), or NULL */
+    char hvalue[128];
+};
+
 struct conn {
     char *body;
     size_t len, cap;
-    bool too_large;
+    bool too_large;                 /* the body is being dropped (413) */
+    size_t dropped;                 /* bytes of body dropped */
     const struct srv_route *rt;
+    struct refusal ref;
     char cors[256];                 /* Access-Control-Allow-Origin value, or "" */
 };
 
@@ -424,27 +436,55 @@ static bool ready(struct ork_server *srv)
     return r;
 }
 
+static enum MHD_Result refuse(struct conn *c, int status, const char *type, const char *hname,
+                              const char *hvalue, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+static enum MHD_Result refuse(struct conn *c, int status, const char *type, const char *hname,
+                              const char *hvalue, const char *fmt, ...)
+{
+    struct refusal *r = &c->ref;
+    r->status = status;
+    r->type = type;
+    r->hname = hname;
+    snprintf(r->hvalue, sizeof r->hvalue, "%s", hvalue ? hvalue : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->message, sizeof r->message, fmt, ap);
+    va_end(ap);
+    return MHD_YES;   /* answered after the body (on_request's last call) */
+}
+
+static enum MHD_Result send_refusal(struct ork_server *srv, struct MHD_Connection *mc,
+                                    const struct conn *c)
+{
+    const char *hdr[] = { c->ref.hname, c->ref.hvalue, NULL };
+    return send_error_h(srv, mc, c->ref.status, c->ref.type, c->cors,
+                        c->ref.hname ? hdr : NULL, "%s", c->ref.message);
+}
+
 /* The first call for a request (its headers are in): apply the policy. Returns MHD_YES with
- * c->rt set to go on (read the body), or the result of queueing a refusal. */
+ * c->rt set to go on (read the body), or with c->ref set to drop the body and refuse, or the
+ * result of queueing an OPTIONS answer. */
 static enum MHD_Result admit(struct ork_server *srv, struct MHD_Connection *mc, struct conn *c,
                              const char *url, const char *method, const char *version)
 {
     MHD_set_connection_option(mc, MHD_CONNECTION_OPTION_TIMEOUT,
                               (unsigned)srv->p.timeout_body_s);
     if (strcmp(version, MHD_HTTP_VERSION_1_1) && strcmp(version, MHD_HTTP_VERSION_1_0))
-        return send_errorf(srv, mc, 505, "invalid_request_error", NULL,
+        return refuse(c, 505, "invalid_request_error", NULL, NULL,
                            "HTTP version %.16s is not supported (HTTP/1.0 and 1.1 are)", version);
-    size_t hbytes = 0;
+    size_t hbytes = 0, ubytes = strlen(url);   /* the path, then its query arguments */
     MHD_get_connection_values(mc, MHD_HEADER_KIND, count_header, &hbytes);
-    if (strlen(url) > HTTP_MAX_URI)
-        return send_errorf(srv, mc, 414, "invalid_request_error", NULL,
+    MHD_get_connection_values(mc, MHD_GET_ARGUMENT_KIND, count_header, &ubytes);
+    if (ubytes > HTTP_MAX_URI)
+        return refuse(c, 414, "invalid_request_error", NULL, NULL,
                            "the URL is longer than %d bytes", HTTP_MAX_URI);
     if (hbytes > HTTP_MAX_HEADER_BYTES)
-        return send_errorf(srv, mc, 431, "invalid_request_error", NULL,
+        return refuse(c, 431, "invalid_request_error", NULL, NULL,
                            "the request headers are larger than %d bytes", HTTP_MAX_HEADER_BYTES);
     bool origin_ok = origin_allowed(srv, mc, c->cors, sizeof c->cors);
     if (!origin_ok)
-        return send_errorf(srv, mc, 403, "permission_error", NULL,
+        return refuse(c, 403, "permission_error", NULL, NULL,
                            "origin not allowed (start the server with --cors-origin ORIGIN)");
     char allow[128];
     bool path_known;
@@ -461,35 +501,31 @@ static enum MHD_Result admit(struct ork_server *srv, struct MHD_Connection *mc, 
                            hdr);
     }
     if (!rt) {
-        const char *hdr[] = { MHD_HTTP_HEADER_ALLOW, allow, NULL };
         if (path_known)
-            return send_error_h(srv, mc, 405, "invalid_request_error", c->cors, hdr,
-                                "method %.16s is not allowed on %.100s (allowed: %s)", method,
-                                url, allow);
-        return send_errorf(srv, mc, 404, "not_found_error", c->cors,
-                           "no endpoint %.100s (method %.16s)", url, method);
+            return refuse(c, 405, "invalid_request_error", MHD_HTTP_HEADER_ALLOW, allow,
+                          "method %.16s is not allowed on %.100s (allowed: %s)", method, url,
+                          allow);
+        return refuse(c, 404, "not_found_error", NULL, NULL, "no endpoint %.100s (method %.16s)",
+                      url, method);
     }
     bool public = (rt->flags & SRV_RT_PUBLIC) ||
                   ((rt->flags & SRV_RT_METRICS) && !srv->p.metrics_auth);
-    if (srv->p.n_api_keys && !public && !authorized(srv, mc)) {
-        const char *hdr[] = { MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer", NULL };
-        return send_error_h(srv, mc, 401, "authentication_error", c->cors, hdr,
-                            "Invalid API Key (send Authorization: Bearer KEY)");
-    }
+    if (srv->p.n_api_keys && !public && !authorized(srv, mc))
+        return refuse(c, 401, "authentication_error", MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer",
+                      "Invalid API Key (send Authorization: Bearer KEY)");
     if (!(rt->flags & SRV_RT_LOADING) && !ready(srv))
-        return send_errorf(srv, mc, 503, "unavailable_error", c->cors, "Loading model");
+        return refuse(c, 503, "unavailable_error", NULL, NULL, "Loading model");
     if (!strcmp(method, "POST")) {
         const char *ct = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_TYPE);
         if (!is_json(ct))
-            return send_errorf(srv, mc, 415, "invalid_request_error", c->cors,
-                               "Content-Type must be application/json (got '%.64s')",
-                               ct ? ct : "none");
+            return refuse(c, 415, "invalid_request_error", NULL, NULL,
+                          "Content-Type must be application/json (got '%.64s')",
+                          ct ? ct : "none");
         const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > srv->p.max_body)
-            return send_errorf(srv, mc, 413, "invalid_request_error", c->cors,
-                               "the request body is larger than %zu bytes", srv->p.max_body);
+            c->too_large = true;
     }
     c->rt = rt;
     return MHD_YES;
@@ -530,8 +566,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (c->too_large)
-            return MHD_YES;
+        if (c->too_large || c->ref.status) {
+            /* drop it; a body far past the limit is not worth reading: close */
+            c->dropped += n;
+            return c->dropped > 2 * srv->p.max_body + HTTP_STREAM_BLOCK ? MHD_NO : MHD_YES;
+        }
         if (c->len + n > srv->p.max_body) {
             c->too_large = true;
             ork_free(c->body);
@@ -554,6 +593,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         c->body[c->len] = 0;
         return MHD_YES;
     }
+    if (c->ref.status)
+        return send_refusal(srv, mc, c);
     return dispatch(srv, mc, url, c);
 }
 

@@ -37,7 +37,8 @@ export function finish() {
   process.exit(failures ? 1 : 0);
 }
 
-export async function startServer(ork, model, args = []) {
+// opts.loading: resolve at the "loading ..." line (the server listens before its model loads).
+export async function startServer(ork, model, args = [], opts = {}) {
   const proc = spawn(ork, ['serve', '-m', model, '--host', '127.0.0.1', '--port', '0', ...args],
                      { stdio: ['ignore', 'pipe', 'pipe'] });
   const srv = { proc, stderr: '', exited: null };
@@ -53,7 +54,7 @@ export async function startServer(ork, model, args = []) {
     const t = setTimeout(() => reject(new Error('server did not start: ' + srv.stderr)), 20000);
     proc.stdout.on('data', (d) => {
       out += d;
-      const m = /listening on http:\/\/\S+:(\d+) \(/.exec(out);
+      const m = (opts.loading ? /answers 503 on http:\/\/\S+:(\d+) / : /listening on http:\/\/\S+:(\d+) \(/).exec(out);
       if (m) { clearTimeout(t); resolve(Number(m[1])); }
     });
     proc.on('exit', () => { clearTimeout(t); reject(new Error('server exited: ' + srv.stderr)); });
@@ -79,8 +80,8 @@ export async function post(srv, path, body, headers = {}) {
   return { status: r.status, headers: r.headers, text, json };
 }
 
-export async function get(srv, path) {
-  const r = await fetch(srv.base + path);
+export async function get(srv, path, headers = {}) {
+  const r = await fetch(srv.base + path, { headers });
   const text = await r.text();
   let json = null;
   try { json = JSON.parse(text); } catch { /* not JSON */ }
@@ -91,7 +92,7 @@ export async function get(srv, path) {
 // "data: [DONE]", raw}.
 export async function postStream(srv, path, body, opts = {}) {
   const r = await fetch(srv.base + path, {
-    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    method: 'POST', headers: { 'Content-Type': 'application/json', ...(opts.headers ?? {}) },
     body: JSON.stringify({ ...body, stream: true }), signal: opts.signal,
   });
   const events = [];
@@ -128,4 +129,27 @@ export async function waitFor(fn, ms) {
     await sleep(10);
   }
   return -1;
+}
+
+// A raw HTTP/1.1 exchange over one socket: send `data`, optionally half-close (end) our side,
+// collect everything until the server closes or ms pass. Returns {status, headers, body}.
+import net from 'node:net';
+export function rawRequest(port, data, { halfClose = false, ms = 5000, localAddress } = {}) {
+  return new Promise((resolve) => {
+    const sock = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true, localAddress });
+    let buf = '';
+    const done = () => {
+      clearTimeout(t);
+      sock.destroy();
+      const m = /^HTTP\/1\.[01] (\d+)/.exec(buf);
+      const i = buf.indexOf('\r\n\r\n');
+      resolve({ status: m ? Number(m[1]) : 0, head: i >= 0 ? buf.slice(0, i) : buf,
+                body: i >= 0 ? buf.slice(i + 4) : '' });
+    };
+    const t = setTimeout(done, ms);
+    sock.on('connect', () => { sock.write(data); if (halfClose) sock.end(); });
+    sock.on('data', (d) => { buf += d; });
+    sock.on('end', done);
+    sock.on('error', done);
+  });
 }
