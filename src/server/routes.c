@@ -327,7 +327,8 @@ static struct srv_task **tasks_new(struct ork_server *srv, const struct srv_rout
     }
     const struct srv_req *r = &owner->req;
     int32_t per = kind == SRV_TASK_GENERATE ? r->n_choices : 1;
-    int32_t np = r->ep == SRV_EP_OAI_CHAT ? 1 : r->n_prompts, n = np * per;
+    bool one = r->ep == SRV_EP_OAI_CHAT || r->ep == SRV_EP_SLOT_ACTION;
+    int32_t np = one || r->n_prompts < 1 ? 1 : r->n_prompts, n = np * per;
     struct srv_task **ts = ork_calloc((size_t)n, sizeof(*ts));
     if (!ts) {
         pthread_mutex_lock(&srv->mu);
