@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# tools/a76_cost.sh -- the Cortex-A76 cost table of the NEON kernels, from the compiled loops.
+#
+# Each kernel's source file is cross-compiled to assembly with the build's compiler and flags
+# (aarch64-linux-gnu-gcc -std=c11 -O2, as cmake/toolchain-aarch64.cmake; clang
+# --target=aarch64-linux-gnu -O2 when ORK_A76_CC=clang), the kernel's hot loop is cut out of
+# its function (the innermost loop holding the most sdot instructions: from the label a
+# backward branch goes to, to that branch), and llvm-mca runs it with -mcpu=cortex-a76.
+# Per kernel it prints the modelled cycles per 32-weight block (of one weight row, against all
+# the X rows of a call), the implied GB/s of weights per core at 2.4 GHz, the same at the
+# instruction-issue bound, and for the M > 1 tiles the share of the sdot issue bound.
+#
+# The work of one loop iteration is counted from its sdot instructions, each of which is 16
+# multiply-adds (4 rows x 4 elements; ARM ARM, SDOT (by element)): a 32-weight block of one row
+# against one X row is 2 sdot for Q8_0 / Q4_0 and 2.125 for Q4_K (64 quant sdot and 4 min sdot
+# per 4 rows and 256 weights); the tool checks that the count comes out whole.
+#
+# Issue bound (per iteration): the largest of ASIMD instructions / 2, loads and stores / 2,
+# integer instructions / 3 and all instructions / 4: the A76 decodes 4 instructions a cycle and
+# issues to two ASIMD pipelines (V0, V1), two load/store pipelines (L0, L1) and three integer
+# ones (S0, S1, M) (Arm Cortex-A76 Software Optimization Guide, 2.1 "Pipeline overview"). It
+# ignores instructions that only one V pipeline runs. sdot bound: sdot instructions / 2 (both V
+# pipelines run SDOT, one per cycle each; same guide, 3.x "ASIMD integer instructions").
+#
+# Note on the model: the llvm-mca of Debian 12 (LLVM 14 to 16) has no Cortex-A76 scheduling
+# model; -mcpu=cortex-a76 runs on its Cortex-A57 model (3-wide dispatch, the same two FP/ASIMD
+# pipelines), which the table says in its header. The A57 model is the more pessimistic one
+# (narrower dispatch, longer FP latencies), so its throughputs are lower bounds here.
+#
+# Usage: tools/a76_cost.sh [--tsv FILE] [--md]
+#   --tsv FILE   also write the table as tab-separated values (tools/a76_cost.tsv: the twin's CPU
+#                cost model reads it; docs/kernels.md "A76 cost table" describes the columns)
+#   --md         print the table as Markdown (default: aligned text)
+# Needs: aarch64-linux-gnu-gcc (or clang), llvm-mca (Debian: llvm; scripts/setup-deps --aarch64).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TSV=""
+MD=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --tsv) TSV=$2; shift 2 ;;
+    --md) MD=1; shift ;;
+    -h | --help) sed -n '2,33p' "$0"; exit 0 ;;
+    *) echo "a76_cost: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+
+CLOCK_GHZ=2.4               # the RK3588's A76 cores (Rockchip RK3588 datasheet: up to 2.4 GHz)
+MCA_ITER=200                # llvm-mca iterations of each loop (steady state)
+MCPU=cortex-a76
+
+MCA=${ORK_A76_MCA:-}
+if [ -z "$MCA" ]; then
+    for c in llvm-mca llvm-mca-16 llvm-mca-15 llvm-mca-14; do
+        command -v "$c" >/dev/null && { MCA=$c; break; }
+    done
+fi
+[ -n "$MCA" ] || { echo "a76_cost: llvm-mca missing (apt-get install llvm)" >&2; exit 1; }
+
+CCKIND=${ORK_A76_CC:-gcc}
+if [ "$CCKIND" = clang ]; then
+    CC=(clang --target=aarch64-linux-gnu)
+else
+    command -v aarch64-linux-gnu-gcc >/dev/null ||
+        { echo "a76_cost: aarch64-linux-gnu-gcc missing (scripts/setup-deps --aarch64)" >&2; exit 1; }
+    CC=(aarch64-linux-gnu-gcc)
+fi
+CFLAGS=(-std=c11 -O2 -DNDEBUG -Iinclude -Isrc/kernels -S)
+
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+# kernel table: label | type | kind | source | function | X rows | sdot per 32-weight block and
+# X row | weight bytes per 32-weight block (GGUF block sizes: Q8_0 34 B / 32, Q4_0 18 B / 32,
+# Q4_K 144 B / 256)
+KERNELS='
+x16 Q8_0 decode, 4 streams|Q8_0|decode|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g4m1|1|2|34
+x16 Q8_0 decode, 1 stream|Q8_0|decode|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g1m1|1|2|34
+x16 Q8_0 tile, 4 X rows|Q8_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g1m4|4|2|34
+x16 Q8_0 tile, 2 X rows|Q8_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g1m2|2|2|34
+x16 Q4_0 decode, 4 streams|Q4_0|decode|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g4m1|1|2|18
+x16 Q4_0 decode, 1 stream|Q4_0|decode|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g1m1|1|2|18
+x16 Q4_0 tile, 4 X rows|Q4_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g1m4|4|2|18
+x16 Q4_0 tile, 2 X rows|Q4_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g1m2|2|2|18
+x16 Q4_K decode, 4 streams|Q4_K|decode|src/kernels/arm/rows16_q4_k_neon.c|xkn_g4m1|1|2.125|18
+x16 Q4_K decode, 1 stream|Q4_K|decode|src/kernels/arm/rows16_q4_k_neon.c|xkn_g1m1|1|2.125|18
+x16 Q4_K tile, 4 X rows|Q4_K|tile|src/kernels/arm/rows16_q4_k_neon.c|xkn_g1m4|4|2.125|18
+rows Q8_0/Q4_0 one-row dot|Q8_0|decode|src/kernels/arm/qdot_neon.c|q8_blocks_neon_dot|1|2|34
+'
+
+# Branch mnemonics (GCC writes b.ne as bne).
+BRANCH_RE='^(b|b\.[a-z]+|b(eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le)|cbz|cbnz|tbz|tbnz)$'
+
+# The innermost loop of function $2 in assembly file $1 with the most sdot: its instructions.
+extract_loop() {
+    awk -v fn="$2" -v BR="$BRANCH_RE" '
+        $0 ~ "^" fn ":" { on = 1; next }
+        on && $0 ~ "^\t\\.size\t" fn "," { on = 0 }
+        !on { next }
+        /^\.L[A-Za-z0-9_]+:/ { sub(":.*", ""); lab[$0] = n; next }
+        /^[ \t]*(\/\/|#|\.)/ { next }          # comments, #APP markers, directives
+        /^\t[a-z]/ {
+            line = $0; sub(/\t*\/\/.*/, "", line); ins[n] = line
+            op = $1
+            if (op ~ BR) br[n] = $NF
+            n++
+        }
+        END {
+            best = -1
+            for (ik in br) {
+                i = ik + 0; t = br[ik]
+                if (!(t in lab) || lab[t] > i) continue
+                s = lab[t]; e = i
+                inner = 1                       # no other backward branch inside
+                for (j in br) if (j + 0 > s && j + 0 < e && (br[j] in lab) && lab[br[j]] <= j + 0 && lab[br[j]] >= s) inner = 0
+                if (!inner) continue
+                k = 0
+                for (j = s; j <= e; j++) if (ins[j] ~ /^\t[su]dot\t/) k++
+                if (k > best || (k == best && e - s < bl)) { best = k; bs = s; be = e; bl = e - s }
+            }
+            if (best < 0) exit 1
+            for (j = bs; j <= be; j++) print ins[j]
+        }' "$1"
+}
+
+# Instruction classes of a loop on stdin: "total sdot vec mem int".
+classify() {
+    awk -v BR="$BRANCH_RE" '
+        { op = $1; tot++
+          if (op ~ /^[su]dot$/) sd++
+          if (op ~ /^(ld|st)/) mem++
+          else if (op ~ BR || op == "ret") br++
+          else if ($0 ~ /[ \t,]v[0-9]+\./ || $2 ~ /^[qdsbh][0-9]+,?$/) vec++
+          else intg++ }
+        END { printf "%d %d %d %d %d\n", tot, sd, vec, mem, intg + br }'
+}
+
+mca_cycles() {
+    "$MCA" -mtriple=aarch64-linux-gnu -mcpu="$MCPU" -iterations="$MCA_ITER" -timeline=false \
+        -instruction-info=false -resource-pressure=false "$1" 2>/dev/null |
+        awk -v it="$MCA_ITER" '/^Total Cycles:/ { printf "%.2f\n", $3 / it }'
+}
+
+model=$("$MCA" -mtriple=aarch64-linux-gnu -mcpu="$MCPU" -iterations=1 <(printf 'add x0, x0, x1\n') 2>/dev/null |
+        awk '/^\[[0-9.]+\] +- /{ print $3; exit }')
+case "$model" in
+A57*) model_note="LLVM's Cortex-A57 model (no Cortex-A76 model in this llvm-mca)" ;;
+*) model_note="unit names ${model%Unit*}" ;;
+esac
+mca_ver=$("$MCA" --version 2>/dev/null | awk '/LLVM version/ { print $NF; exit }')
+cc_ver=$("${CC[@]}" --version | head -1)
+
+declare -A asm_of
+rows=()
+while IFS='|' read -r label type kind src fn mx spb bpb; do
+    [ -n "$label" ] || continue
+    if [ -z "${asm_of[$src]:-}" ]; then
+        out="$TMP/$(basename "$src" .c).s"
+        "${CC[@]}" "${CFLAGS[@]}" -o "$out" "$src"
+        asm_of[$src]=$out
+    fi
+    loop="$TMP/$fn.loop.s"
+    extract_loop "${asm_of[$src]}" "$fn" > "$loop" ||
+        { echo "a76_cost: no sdot loop in $fn" >&2; exit 1; }
+    read -r tot sd vec mem intg < <(classify < "$loop")
+    cyc=$(mca_cycles "$loop")
+    rows+=("$(awk -v label="$label" -v type="$type" -v kind="$kind" -v mx="$mx" -v spb="$spb" \
+        -v bpb="$bpb" -v tot="$tot" -v sd="$sd" -v vec="$vec" -v mem="$mem" -v intg="$intg" \
+        -v cyc="$cyc" -v ghz="$CLOCK_GHZ" -v fn="$fn" 'BEGIN {
+        wb = sd / (spb * mx)                    # weight 32-blocks (of one row) per iteration
+        if (wb < 0.99 || (wb - int(wb + 0.5)) ^ 2 > 1e-4) {
+            printf "a76_cost: %s: %d sdot is not a whole number of blocks\n", fn, sd > "/dev/stderr"; exit 1 }
+        wb = int(wb + 0.5)
+        iss = vec / 2; if (mem / 2 > iss) iss = mem / 2; if (intg / 3 > iss) iss = intg / 3
+        if (tot / 4 > iss) iss = tot / 4
+        cpb = cyc / wb; ipb = iss / wb
+        gbs = bpb / cpb * ghz; igbs = bpb / ipb * ghz
+        gops = 2 * 32 * mx / cpb * ghz
+        sdpct = kind == "tile" ? sprintf("%.0f", 100 * (sd / 2) / cyc) : "-"
+        sdipct = kind == "tile" ? sprintf("%.0f", 100 * (sd / 2) / iss) : "-"
+        printf "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%s\t%s\n",
+            label, type, kind, fn, mx, wb, tot, sd, cyc, cpb, ipb, gbs, igbs, gops, sdpct, sdipct }')")
+done <<< "$KERNELS"
+
+hdr="kernel	type	kind	function	x_rows	blocks_per_iter	insns_per_iter	sdot_per_iter	mca_cycles_per_iter	mca_cycles_per_block	issue_cycles_per_block	mca_gbps	issue_gbps	mca_gops	pct_sdot_bound_mca	pct_sdot_bound_issue"
+if [ -n "$TSV" ]; then
+    {
+        echo "# A76 cost table of the NEON kernels (tools/a76_cost.sh; docs/kernels.md \"A76 cost table\")"
+        echo "# compiler: $cc_ver -O2; llvm-mca $mca_ver -mcpu=$MCPU ($model_note); clock ${CLOCK_GHZ} GHz"
+        echo "# block = 32 weights of one row against all x_rows X rows of a call; gbps = weight bytes per second of one core"
+        echo "$hdr"
+        printf '%s\n' "${rows[@]}"
+    } > "$TSV"
+fi
+
+echo "A76 cost: $cc_ver -O2; llvm-mca $mca_ver -mcpu=$MCPU: $model_note; ${CLOCK_GHZ} GHz"
+if [ $MD -eq 1 ]; then
+    echo
+    echo "| kernel | X rows | cycles / block (mca) | GB/s / core (mca) | cycles / block (issue bound) | GB/s / core (issue bound) | GOP/s (mca) | % of sdot bound (mca / issue) |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+    printf '%s\n' "${rows[@]}" | awk -F'\t' '{ printf "| %s | %d | %.2f | %.1f | %.2f | %.1f | %.1f | %s / %s |\n", $1, $5, $10, $12, $11, $13, $14, $15, $16 }'
+else
+    { echo "$hdr"; printf '%s\n' "${rows[@]}"; } | column -t -s $'\t'
+fi
