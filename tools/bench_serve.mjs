@@ -7,6 +7,11 @@
 // Runs once with batched decode (default) and once with --no-batch for comparison.
 // Environment: N_PREDICT (default 128), REQS (default 4), THREADS (default: all CPUs), PROMPT
 // (one prompt for every request instead of the built-in eight), BASELINE=0 (skip --no-batch).
+//
+// NPROBS=K switches to the log-probability cost test: a server with 2 slots, client A streams
+// plain requests while client B streams the same requests at the same time, once with n_probs 0
+// and once with n_probs K, alternated REQS times; it prints A's tokens/s (time to its last
+// token) in both cases and the slowdown that B's n_probs causes A.
 import { spawn } from 'node:child_process';
 
 const [ork, model, ...rest] = process.argv.slice(2);
@@ -36,11 +41,11 @@ async function start(extra) {
   return { proc, base: `http://127.0.0.1:${port}` };
 }
 
-async function streamOne(base, prompt) {
+async function streamOne(base, prompt, extra = {}) {
   const r = await fetch(base + '/completion', {
     method: 'POST', headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ prompt, n_predict: nPredict, ignore_eos: true, temperature: 0,
-                           stream: true, cache_prompt: false }),
+                           stream: true, cache_prompt: false, ...extra }),
   });
   let n = 0, buf = '';
   const dec = new TextDecoder();
@@ -80,6 +85,32 @@ async function run(base, c) {
   const rows = m1.rows - m0.rows, steps = m1.steps - m0.steps;
   return { tokens, ms, tps: tokens * 1000 / ms, decodeTps: rows / (m1.decodeS - m0.decodeS),
            rowsPerStep: rows / steps };
+}
+
+if (process.env.NPROBS) {
+  const k = Number(process.env.NPROBS);
+  clients.length = 0;   // start() sizes --parallel from the client counts
+  clients.push(2);
+  const srv = await start([]);
+  const timed = async (extra) => {
+    const t0 = performance.now();
+    const [nA] = await Promise.all([streamOne(srv.base, prompts[0]), streamOne(srv.base, prompts[1 % prompts.length], extra)]);
+    return nA * 1000 / (performance.now() - t0);
+  };
+  await timed({});   // warm-up
+  const plain = [], probs = [];
+  for (let q = 0; q < reqs; q++) {
+    plain.push(await timed({}));
+    probs.push(await timed({ n_probs: k }));
+  }
+  const mean = (a) => a.reduce((x, y) => x + y, 0) / a.length;
+  console.log(`model ${model}, n_predict ${nPredict}, ${reqs} pairs, threads ${threads ?? 'all'}`);
+  console.log(`client A with B at n_probs 0: ${mean(plain).toFixed(2)} tok/s (${plain.map((x) => x.toFixed(2)).join(' ')})`);
+  console.log(`client A with B at n_probs ${k}: ${mean(probs).toFixed(2)} tok/s (${probs.map((x) => x.toFixed(2)).join(' ')})`);
+  console.log(`slowdown of A: ${((1 - mean(probs) / mean(plain)) * 100).toFixed(1)} %`);
+  srv.proc.kill('SIGTERM');
+  await new Promise((r) => srv.proc.on('exit', r));
+  process.exit(0);
 }
 
 console.log(`model ${model}, n_predict ${nPredict}, ${reqs} requests per client, ` +

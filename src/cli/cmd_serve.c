@@ -153,13 +153,11 @@ int ork_cmd_serve(int argc, char **argv)
     return ret;
 }
 
-static int serve(int argc, char **argv, struct keys *keys, struct keys *origins)
+/* Parse the flags into sp, mp and *model. Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct ork_server_params *sp,
+                      struct ork_model_params *mp, const char **model, struct keys *keys,
+                      struct keys *origins)
 {
-    struct ork_server_params sp;
-    ork_server_params_default(&sp);
-    struct ork_model_params mp;
-    ork_model_params_default(&mp);
-    const char *model = NULL;
     long long n;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -168,49 +166,49 @@ static int serve(int argc, char **argv, struct keys *keys, struct keys *origins)
             return ORK_EXIT_OK;
         }
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            if (!(model = ork_cli_value(CMD, argc, argv, &i)))
+            if (!(*model = ork_cli_value(CMD, argc, argv, &i)))
                 return ORK_EXIT_USAGE;
         } else if (!strcmp(a, "--host")) {
-            if (!(sp.host = ork_cli_value(CMD, argc, argv, &i)))
+            if (!(sp->host = ork_cli_value(CMD, argc, argv, &i)))
                 return ORK_EXIT_USAGE;
         } else if (!strcmp(a, "--alias")) {
-            if (!(sp.alias = ork_cli_value(CMD, argc, argv, &i)))
+            if (!(sp->alias = ork_cli_value(CMD, argc, argv, &i)))
                 return ORK_EXIT_USAGE;
         } else if (!strcmp(a, "--port")) {
             if (parse_int_opt(argc, argv, &i, 0, 65535, &n) < 0)
                 return ORK_EXIT_USAGE;
-            sp.port = (int)n;
+            sp->port = (int)n;
         } else if (!strcmp(a, "-np") || !strcmp(a, "--parallel")) {
             if (parse_int_opt(argc, argv, &i, 1, 256, &n) < 0)
                 return ORK_EXIT_USAGE;
-            sp.n_parallel = (int32_t)n;
+            sp->n_parallel = (int32_t)n;
         } else if (!strcmp(a, "--queue")) {
             if (parse_int_opt(argc, argv, &i, 0, 1 << 20, &n) < 0)
                 return ORK_EXIT_USAGE;
-            sp.queue_size = (int32_t)n;
+            sp->queue_size = (int32_t)n;
         } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
             if (parse_int_opt(argc, argv, &i, 1, 1 << 24, &n) < 0)
                 return ORK_EXIT_USAGE;
-            sp.session.ctx_size = (int32_t)n;
+            sp->session.ctx_size = (int32_t)n;
         } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
             if (parse_int_opt(argc, argv, &i, 1, 1 << 16, &n) < 0)
                 return ORK_EXIT_USAGE;
-            sp.session.n_batch = (int32_t)n;
+            sp->session.n_batch = (int32_t)n;
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
             if (parse_int_opt(argc, argv, &i, 1, 1024, &n) < 0)
                 return ORK_EXIT_USAGE;
-            sp.session.n_threads = (int32_t)n;
+            sp->session.n_threads = (int32_t)n;
         } else if (!strcmp(a, "--spin-us")) {
             if (parse_int_opt(argc, argv, &i, 0, ORK_POOL_SPIN_US_MAX, &n) < 0)
                 return ORK_EXIT_USAGE;
-            sp.session.spin_us = (int32_t)n;
+            sp->session.spin_us = (int32_t)n;
         } else if (!strcmp(a, "--max-body")) {
             if (parse_int_opt(argc, argv, &i, 1, 1ll << 30, &n) < 0)
                 return ORK_EXIT_USAGE;
-            sp.max_body = (size_t)n;
+            sp->max_body = (size_t)n;
         } else if (!strcmp(a, "--kv-type")) {
             const char *v = ork_cli_value(CMD, argc, argv, &i);
-            if (!v || !ork_cli_parse_kv_type(CMD, v, &sp.session.kv_type))
+            if (!v || !ork_cli_parse_kv_type(CMD, v, &sp->session.kv_type))
                 return ORK_EXIT_USAGE;
         } else if (!strcmp(a, "--device")) {
             const char *v = ork_cli_value(CMD, argc, argv, &i);
@@ -223,12 +221,12 @@ static int serve(int argc, char **argv, struct keys *keys, struct keys *origins)
             }
         } else if (!strcmp(a, "--sim-calibration") || !strcmp(a, "--twin")) {
             /* the board twin's options (shared with run and bench, ork_cli_device_opt) */
-            if (ork_cli_device_opt(CMD, argc, argv, &i, &mp) < 0)
+            if (ork_cli_device_opt(CMD, argc, argv, &i, mp) < 0)
                 return ORK_EXIT_USAGE;
-        } else if (ork_cli_load_opt(a, &mp)) {
+        } else if (ork_cli_load_opt(a, mp)) {
             continue;
         } else if (!strcmp(a, "--no-batch")) {
-            sp.batched = false;
+            sp->batched = false;
         } else if (!strcmp(a, "--api-key") || !strcmp(a, "--cors-origin")) {
             const char *v = ork_cli_value(CMD, argc, argv, &i);
             if (!v)
@@ -244,20 +242,20 @@ static int serve(int argc, char **argv, struct keys *keys, struct keys *origins)
             if (!v || !keys_load(keys, v))
                 return ORK_EXIT_USAGE;
         } else if (!strcmp(a, "--metrics-auth")) {
-            sp.metrics_auth = true;
+            sp->metrics_auth = true;
         } else if (!strcmp(a, "--embeddings")) {
-            sp.embeddings = true;
+            sp->embeddings = true;
         } else if (!strcmp(a, "--props")) {
-            sp.props_post = true;
+            sp->props_post = true;
         } else if (!strcmp(a, "--pooling")) {
             const char *v = ork_cli_value(CMD, argc, argv, &i);
             if (!v || (strcmp(v, "mean") && strcmp(v, "last"))) {
                 fprintf(stderr, "ork %s: --pooling must be mean or last\n", CMD);
                 return ORK_EXIT_USAGE;
             }
-            sp.pooling = strcmp(v, "mean") ? ORK_SERVER_POOL_LAST : ORK_SERVER_POOL_MEAN;
+            sp->pooling = strcmp(v, "mean") ? ORK_SERVER_POOL_LAST : ORK_SERVER_POOL_MEAN;
         } else if (!strcmp(a, "--slot-save-path")) {
-            if (!(sp.slot_save_path = ork_cli_value(CMD, argc, argv, &i)))
+            if (!(sp->slot_save_path = ork_cli_value(CMD, argc, argv, &i)))
                 return ORK_EXIT_USAGE;
         } else if (!strcmp(a, "--max-connections") || !strcmp(a, "--max-conn-per-ip") ||
                    !strcmp(a, "--timeout-header") || !strcmp(a, "--timeout-body") ||
@@ -265,17 +263,30 @@ static int serve(int argc, char **argv, struct keys *keys, struct keys *origins)
             /* bounds: a day of idle time; connections well past what one thread each allows */
             if (parse_int_opt(argc, argv, &i, 1, 86400, &n) < 0)
                 return ORK_EXIT_USAGE;
-            uint32_t *dst = !strcmp(a, "--max-connections")  ? &sp.max_connections
-                            : !strcmp(a, "--max-conn-per-ip") ? &sp.max_conn_per_ip
-                            : !strcmp(a, "--timeout-header")  ? &sp.timeout_header_s
-                            : !strcmp(a, "--timeout-body")    ? &sp.timeout_body_s
-                                                              : &sp.keep_alive_s;
+            uint32_t *dst = !strcmp(a, "--max-connections")  ? &sp->max_connections
+                            : !strcmp(a, "--max-conn-per-ip") ? &sp->max_conn_per_ip
+                            : !strcmp(a, "--timeout-header")  ? &sp->timeout_header_s
+                            : !strcmp(a, "--timeout-body")    ? &sp->timeout_body_s
+                                                              : &sp->keep_alive_s;
             *dst = (uint32_t)n;
         } else {
             fprintf(stderr, "ork %s: unknown option '%s' (see ork %s --help)\n", CMD, a, CMD);
             return ORK_EXIT_USAGE;
         }
     }
+    return -1;
+}
+
+static int serve(int argc, char **argv, struct keys *keys, struct keys *origins)
+{
+    struct ork_server_params sp;
+    ork_server_params_default(&sp);
+    struct ork_model_params mp;
+    ork_model_params_default(&mp);
+    const char *model = NULL;
+    int st = parse_args(argc, argv, &sp, &mp, &model, keys, origins);
+    if (st >= 0)
+        return st;
     if (!model) {
         fprintf(stderr, "ork %s: -m MODEL is required (see ork %s --help)\n", CMD, CMD);
         return ORK_EXIT_USAGE;
