@@ -31,7 +31,11 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 
 # QEMU CPU model for the tests: the RK3588's big core.
 set(ORK_QEMU_CPU cortex-a76 CACHE STRING "QEMU -cpu model for running aarch64 tests")
-find_program(ORK_QEMU_AARCH64 NAMES qemu-aarch64-static qemu-aarch64)
+# Only the static build of QEMU user mode (qemu-user-static): Debian 12's dynamically linked
+# qemu-aarch64 (qemu-user 7.2) hangs in the guest's first pthread_create when the guest is a
+# dynamically linked program (run with -L /usr/aarch64-linux-gnu; a static guest, or the same
+# guest under qemu-aarch64-static, runs), which stalled every test that starts the thread pool.
+find_program(ORK_QEMU_AARCH64 NAMES qemu-aarch64-static)
 if(ORK_QEMU_AARCH64)
   set(CMAKE_CROSSCOMPILING_EMULATOR ${ORK_QEMU_AARCH64} -cpu ${ORK_QEMU_CPU})
 endif()
