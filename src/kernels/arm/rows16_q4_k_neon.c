@@ -32,6 +32,8 @@
 
 #define TGT_X16KN __attribute__((target("arch=armv8.2-a+dotprod")))
 #define XKN_INLINE inline __attribute__((always_inline))
+/* The pair, quarter, group and X-row loops unrolled whole (GCC 12 -O2 keeps them as loops). */
+#define XKN_UNROLL _Pragma("GCC unroll 16")
 
 #define XKN_QUARTER 16          /* a register: 4 bytes of each of 4 rows of a chunk */
 #define XKN_QUARTERS 4
@@ -88,7 +90,7 @@ TGT_X16KN static XKN_INLINE float32x4_t xkn_quarter(const uint8_t *wb, int q, co
     const uint8x16_t mn_hi = vorrq_u8(vshrq_n_u8(u2, 4),
                                       vandq_u8(vshrq_n_u8(u1, XKN_TOP2_SHIFT), top2));
     int32x4_t s = vdupq_n_s32(0);
-    for (int p = 0; p < XKN_PAIRS; p++) {
+    XKN_UNROLL for (int p = 0; p < XKN_PAIRS; p++) {
         const int8_t *xp = (const int8_t *)x + p * XKN_PAIR_X;
         const int8x16_t xl0 = vld1q_s8(xp), xl1 = vld1q_s8(xp + XKN_X_REG);
         const int8x16_t xh0 = vld1q_s8(xp + XKN_HI_X), xh1 = vld1q_s8(xp + XKN_HI_X + XKN_X_REG);
@@ -134,12 +136,12 @@ TGT_X16KN static XKN_INLINE void xkn_core(int ng, int mx, const uint8_t *const *
         for (int t = 0; t < mx; t++)
             memset(out[s] + (size_t)t * ldo, 0, ORK_X16_ROWS * sizeof(float));
     for (int64_t b = 0; b < nb; b++)
-        for (int s = 0; s < ng; s++) {
+        XKN_UNROLL for (int s = 0; s < ng; s++) {
             const uint8_t *wb = g[s] + (size_t)b * XK_GROUP_BYTES;
-            for (int t = 0; t < mx; t++) {
+            XKN_UNROLL for (int t = 0; t < mx; t++) {
                 const uint8_t *x = xs + (size_t)t * xstride + (size_t)b * ORK_X16K_XBLOCK;
                 float *o = out[s] + (size_t)t * ldo;
-                for (int q = 0; q < XKN_QUARTERS; q++)
+                XKN_UNROLL for (int q = 0; q < XKN_QUARTERS; q++)
                     vst1q_f32(o + 4 * q, vaddq_f32(vld1q_f32(o + 4 * q), xkn_quarter(wb, q, x)));
             }
         }
