@@ -34,7 +34,8 @@ extern "C" {
     X(ECONTEXT,     -13, "context length exceeded")                             \
     X(ENOSPC,       -14, "buffer too small")                                    \
     X(ESTALE,       -15, "stale or foreign data")                               \
-    X(EFAULT,       -16, "bad address")
+    X(EFAULT,       -16, "bad address")                                         \
+    X(EACCES,       -17, "permission denied")
 
 enum ork_error {
     ORK_OK = 0,

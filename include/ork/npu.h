@@ -46,19 +46,41 @@ struct ork_sim_opts;                /* <ork/sim.h>: include it to fill simulator
 struct ork_npu_opts {
     uint32_t struct_size;           /* sizeof(struct ork_npu_opts); 0 or NULL opts = defaults */
     const char *device;             /* "auto" (default: the board's rknpu, else rocket; never
-                                     * the simulator), "rknpu", "rocket" or "sim" */
+                                     * the simulator), "rknpu", "rocket", "sim" (the simulator
+                                     * behind the rknpu backend) or "sim-rocket" (the simulator
+                                     * behind the rocket backend) */
     const char *node;               /* device node override (e.g. "/dev/dri/card1"); NULL probes */
     const struct ork_sim_opts *sim; /* "sim" only: simulator options; NULL = defaults */
     ork_log_fn log;                 /* when set, installed with ork_log_set (process-wide) */
     void *log_user;
     uint32_t domain;                /* IOMMU domain for every buffer of this device (spec §13) */
+    /* Submit forms beyond the validated ones (docs/npu.md "Submit forms"). A plan asking for a
+     * form that is not confirmed runs in the validated form instead (logged once per device). */
+    const char *capabilities;       /* capability record: a twin calibration JSON whose
+                                     * "capabilities" object says which forms a board confirmed
+                                     * (ork_twin_caps_load, written by `ork selftest
+                                     * --confirm-forms`); NULL = none. A file that cannot be
+                                     * read fails the open, naming it */
+    uint32_t confirmed_forms;       /* ORK_NPU_FORM_* the caller vouches for itself (e.g. a
+                                     * record it loaded); OR-ed with the file's */
 };
 
+/* Submit forms a capability can confirm (bits of ork_npu_opts.confirmed_forms; the same bits
+ * as ORK_TWIN_FORM_* in <ork/twin.h>). */
+enum ork_npu_form {
+    ORK_NPU_FORM_ONE_JOB = 1u << 0, /* multi-core as one job, core_mask 0x7 with the per-core
+                                     * ranges in subcore_task[2..4] (spec §9 [CAP]) */
+};
+/* The forms this device may use: the options' and the capability file's, plus what the backend
+ * confirms itself (only the simulator, when ork_sim_opts.confirm_one_job asks it to). */
+uint32_t ork_npu_confirmed_forms(const struct ork_npu *npu);
+
 /* Open a device. With "auto" and no NPU present: ORK_ENOENT, message "no RK3588 NPU found
- * (tried rknpu, rocket); use --device sim for the simulator". */
+ * (tried rknpu, rocket); use --device sim for the simulator". A node that exists but cannot be
+ * opened is ORK_EACCES naming the node, its group and a udev rule (never "not found"). */
 int ork_npu_open(const struct ork_npu_opts *opts, struct ork_npu **out);
 void ork_npu_close(struct ork_npu *npu);
-/* Backend name: "rknpu", "rocket" or "sim". */
+/* Backend name: "rknpu", "rocket", "sim" or "sim-rocket". */
 const char *ork_npu_backend(const struct ork_npu *npu);
 /* True when the device is the simulator. */
 bool ork_npu_is_sim(const struct ork_npu *npu);
@@ -116,8 +138,13 @@ enum ork_npu_matmul_flags {
     ORK_NPU_MATMUL_NO_WARMUP = 1u << 1,  /* skip the two warm-up submits at creation that
                                           * absorb the stale-first-submit effect (spec §14.4) */
     ORK_NPU_MATMUL_ONE_JOB = 1u << 2,    /* multi-core plans: one job carrying a task range
-                                          * per core (spec §9) instead of the default one
-                                          * submit per core from the per-core workers */
+                                          * per core (spec §9 [CAP]) instead of the default one
+                                          * submit per core from the per-core workers. Honoured
+                                          * only when ORK_NPU_FORM_ONE_JOB is confirmed
+                                          * (ork_npu_confirmed_forms); otherwise the plan uses
+                                          * the per-core form and the device logs why, once.
+                                          * rocket: multi-core is several jobs in one SUBMIT
+                                          * either way (§11.3) */
 };
 
 struct ork_npu_matmul_desc {

@@ -1,6 +1,7 @@
 /* ork/sim.h -- public options of the ork NPU simulator.
  *
- * The simulator is a userspace model of the vendor rknpu kernel driver plus the RK3588 NPU
+ * The simulator is a userspace model of the vendor rknpu kernel driver (device "sim") and of the
+ * mainline rocket accel driver (device "sim-rocket") plus the RK3588 NPU
  * (spec/rk3588-npu.md): buffer objects with 32-bit IOVAs in per-domain windows, the task and
  * PC-chain walker, a functional executor, hazard checks, a per-core timing model, the debugfs
  * `load` file and fault injection. It is reached through the same kernel vtable as real hardware
@@ -62,6 +63,19 @@ struct ork_sim_opts {
                                  * npu_chain_ns, npu_bw_core, npu_bw_all, npu_mac_int8/fp16,
                                  * npu_domain_switch_ns), copied at create; NULL = the twin's
                                  * defaults (ork_twin_consts_default). One table for both. */
+    /* Discovery fakes (docs/sim.md "Discovery"), so the board owner's failure messages are
+     * tested in CI: the sim's open fails exactly as a board's would, from the same code. */
+    uint32_t drv_version;       /* GET_DRV_VERSION answer (major*10000 + minor*100 + patch);
+                                 * 0 = 908 (0.9.8, spec §10.1). 907: older than 0.9.8, so
+                                 * IOMMU domains other than 0 are refused (§10.3) */
+    int fake_node_errno;        /* 0: the device is present. ENOENT: no device node (open fails
+                                 * "no rknpu device found"); EACCES: the node exists but opening
+                                 * it is denied (ORK_EACCES naming node, group and a udev rule) */
+    const char *fake_node;      /* the node named by those messages; NULL = /dev/dri/card1
+                                 * ("sim") or /dev/accel/accel0 ("sim-rocket") */
+    bool confirm_one_job;       /* declare the one-job multi-core form (core_mask 0x7, §9 [CAP])
+                                 * confirmed on this simulated device, so tests can exercise it;
+                                 * default false: the sim claims nothing a board has not shown */
 };
 
 /* The vendor debugfs `load` line (spec §12.1), as the kernel's `/sys/kernel/debug/rknpu/load` and

@@ -131,6 +131,26 @@ int ork_twin_calib_load(const char *path, struct ork_twin_consts *c);
 int ork_twin_calib_format(const struct ork_twin_consts *c, const char *source, char **out);
 int ork_twin_calib_save(const char *path, const struct ork_twin_consts *c, const char *source);
 
+/* Capabilities: the submit forms a board has confirmed, in the same file's "capabilities"
+ * object: {"source": "...", "one_job_0x7": "confirmed" | "failed" | "untested"}. libork uses a
+ * form that the spec marks [CAP]/[INF] only when it is confirmed here (ork_npu_opts
+ * .capabilities; docs/npu.md "Submit forms"); `ork selftest --confirm-forms` tests the forms on
+ * the board and records them. */
+enum ork_twin_form {
+    ORK_TWIN_FORM_ONE_JOB = 1u << 0,    /* one job, core_mask 0x7, subcore_task[2..4] (§9 [CAP]) */
+};
+struct ork_twin_caps {
+    uint32_t struct_size;
+    uint32_t confirmed;                 /* ORK_TWIN_FORM_* bits recorded as "confirmed" */
+    char source[160];                   /* who confirmed them, on what ("" when not given) */
+};
+/* Load the capabilities of a calibration file (a file without the object confirms nothing).
+ * Unknown forms or values fail with ORK_EFORMAT naming them. */
+int ork_twin_caps_load(const char *path, struct ork_twin_caps *out);
+/* Write caps into the file's "capabilities" object (created when absent; other keys kept):
+ * confirmed forms as "confirmed", the other `tested` bits as "failed", the rest "untested". */
+int ork_twin_caps_save(const char *path, const struct ork_twin_caps *caps, uint32_t tested);
+
 /* ---- 3. work and cost functions ----------------------------------------------------------
  * fixed_ns runs first and moves no bytes (launch, syscall, wake). The body is issue_ns of
  * single-core issue-bound time (split evenly over the op's cores) and `bytes` of DRAM traffic:

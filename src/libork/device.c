@@ -6,8 +6,12 @@
 #include <ork/alloc.h>
 #include <ork/debug.h>
 #include <ork/error.h>
+#include <ork/twin.h>
 
 #include <string.h>
+
+_Static_assert((unsigned)ORK_NPU_FORM_ONE_JOB == (unsigned)ORK_TWIN_FORM_ONE_JOB,
+               "npu.h and twin.h name the same form bits");
 
 /* Tasks per job when the backend does not say (the vendor driver's max_submit_number, spec §10.1). */
 #define DEFAULT_MAX_TASKS 4095u
@@ -23,9 +27,18 @@ int ork_npu_open(const struct ork_npu_opts *opts, struct ork_npu **out)
         memcpy(&o, opts, n);
     }
     const char *dev = o.device && *o.device ? o.device : "auto";
-    if (strcmp(dev, "auto") && strcmp(dev, "rknpu") && strcmp(dev, "rocket") && strcmp(dev, "sim"))
-        return ork_errorf(ORK_EINVAL, "npu open: unknown device '%s' (auto, rknpu, rocket, sim)",
-                          dev);
+    if (strcmp(dev, "auto") && strcmp(dev, "rknpu") && strcmp(dev, "rocket") && strcmp(dev, "sim") &&
+        strcmp(dev, "sim-rocket"))
+        return ork_errorf(ORK_EINVAL, "npu open: unknown device '%s' (auto, rknpu, rocket, sim, "
+                          "sim-rocket)", dev);
+    uint32_t forms = o.confirmed_forms;
+    if (o.capabilities) {
+        struct ork_twin_caps caps;
+        int r = ork_twin_caps_load(o.capabilities, &caps);
+        if (r < 0)
+            return r;                    /* the message names the file */
+        forms |= caps.confirmed;
+    }
     if (o.log)
         ork_log_set(o.log, o.log_user);
 
@@ -35,7 +48,8 @@ int ork_npu_open(const struct ork_npu_opts *opts, struct ork_npu **out)
     struct ork_kmd_opts ko = { .struct_size = sizeof ko, .node = o.node, .sim = o.sim };
     int ret = ork__kmd_open(dev, &ko, &npu->kmd, &npu->kctx);
     if (ret < 0) {
-        if (!strcmp(dev, "auto"))
+        /* absent: the short advice; present but unusable (EACCES, render node): its own words */
+        if (!strcmp(dev, "auto") && ret == ORK_ENOENT)
             ret = ork_errorf(ORK_ENOENT, "no RK3588 NPU found (tried rknpu, rocket); use "
                              "--device sim for the simulator");
         goto err_free;
@@ -50,6 +64,15 @@ int ork_npu_open(const struct ork_npu_opts *opts, struct ork_npu **out)
         if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_N_CORES, &v) == 0 && v &&
             npu->kmd->query(npu->kctx, ORK_KMD_CAP_CORE_SELECT, &sel) == 0 && sel)
             npu->n_cores = v < ORK_MM_MAX_CORES ? (uint32_t)v : ORK_MM_MAX_CORES;
+        /* rocket: no core select, but several jobs in one SUBMIT go to several cores (§11.3) */
+        uint64_t mj = 0, nc = 0;
+        if (!sel && npu->kmd->query(npu->kctx, ORK_KMD_CAP_MULTI_JOB, &mj) == 0 && mj &&
+            npu->kmd->query(npu->kctx, ORK_KMD_CAP_N_CORES, &nc) == 0 && nc) {
+            npu->multi_job = true;
+            npu->n_cores = nc < ORK_MM_MAX_CORES ? (uint32_t)nc : ORK_MM_MAX_CORES;
+        }
+        if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_ONE_JOB_CONFIRMED, &v) == 0 && v)
+            forms |= ORK_NPU_FORM_ONE_JOB;
         if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_PC_CHAIN, &v) == 0)
             npu->pc_chain = v != 0;
         if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_MAX_TASKS, &v) == 0 && v)
@@ -57,8 +80,9 @@ int ork_npu_open(const struct ork_npu_opts *opts, struct ork_npu **out)
         if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_SIM, &v) == 0)
             npu->is_sim = v != 0;
     }
-    if (!strcmp(npu->kmd->name, "sim"))
+    if (!strcmp(npu->kmd->name, "sim") || !strcmp(npu->kmd->name, "sim-rocket"))
         npu->is_sim = true;
+    npu->confirmed_forms = forms;
     ork_error_clear();
     *out = npu;
     return 0;
@@ -76,6 +100,11 @@ void ork_npu_close(struct ork_npu *npu)
     pthread_mutex_destroy(&npu->sched_lock);
     npu->kmd->close(npu->kctx);
     ork_free(npu);
+}
+
+uint32_t ork_npu_confirmed_forms(const struct ork_npu *npu)
+{
+    return npu ? npu->confirmed_forms : 0;
 }
 
 const char *ork_npu_backend(const struct ork_npu *npu)

@@ -278,6 +278,50 @@ static void trace_submit(const struct ork_npu_matmul *mm, int core, int64_t t0)
     ork__trace_submit(core, name, t0);
 }
 
+/* Byte offset in C of the word task t writes last: row M-1, column N-1 of its block (§8.6). */
+static uint64_t last_word_off(const struct ork_npu_matmul *mm, uint32_t t)
+{
+    const struct ork_mm_tile *tl = &mm->tiles[t];
+    const struct ork_slice *ns = &mm->ns[tl->nslice];
+    return mm->c_off[tl->kslice * mm->n_ns + tl->nslice] +
+           ((uint64_t)(tl->m0 + tl->m - 1) * ns->pad + ns->pad - 1) * OUT_BYTES;
+}
+
+bool ork__matmul_sentinel_needed(const struct ork_npu_matmul *mm)
+{
+    return mm->npu->multi_job;
+}
+
+int ork__matmul_sentinel_seed(struct ork_npu_matmul *mm, uint32_t last_task)
+{
+    uint64_t off = last_word_off(mm, last_task);
+    uint32_t seed = DOORBELL_SENTINEL;
+    memcpy((uint8_t *)mm->c_bo.map + off, &seed, sizeof seed);
+    return ork__npu_bo_sync(mm->npu, &mm->c_bo, off, sizeof seed, ORK_KBO_SYNC_TO_DEVICE);
+}
+
+int ork__matmul_sentinel_check(struct ork_npu_matmul *mm, uint32_t last_task, const char *what)
+{
+    uint64_t off = last_word_off(mm, last_task);
+    uint32_t v;
+    memcpy(&v, (const uint8_t *)mm->c_bo.map + off, sizeof v);   /* synced by the wait */
+    if (v != DOORBELL_SENTINEL)
+        return 0;
+    int ret = ork_errorf(ORK_ETIMEDOUT, "task %u completed without writing its last output word "
+                         "(still the sentinel 0x%08x): the kernel timed the job out and reset "
+                         "the core (500 ms, spec §11.3)", last_task, DOORBELL_SENTINEL);
+    return ork__npu_failed(mm->npu, ret, what);
+}
+
+/* Fill a job's BO lists (rocket orders jobs by them and waits on the outputs, §11.3). */
+static void job_bos(const struct ork_npu_matmul *mm, struct ork_kjob *job)
+{
+    job->in_bos = mm->in_bos;
+    job->n_in_bos = sizeof mm->in_bos / sizeof mm->in_bos[0];
+    job->out_bos = mm->out_bos;
+    job->n_out_bos = sizeof mm->out_bos / sizeof mm->out_bos[0];
+}
+
 /* Plan core c's tasks of the first `mtiles` M-tiles, blocking, on hardware core `hw` (-1: the
  * kernel picks one): one submit per group of chained programs, its own job record, so the
  * cores of a split run are submitted from different threads at once (spec §9). */
@@ -301,9 +345,15 @@ static int submit_core(struct ork_npu_matmul *mm, uint32_t c, uint32_t mtiles, i
             .domain = mm->npu->domain,
         };
         job.range[hw < 0 ? 0 : hw] = (struct ork_kcore_range){ 0, n };
+        job_bos(mm, &job);
+        const bool sentinel = ork__matmul_sentinel_needed(mm);
+        if (sentinel && (ret = ork__matmul_sentinel_seed(mm, start + n - 1)) < 0)
+            break;
         int64_t t0 = ork_trace_now_ns();
         ret = mm->npu->kmd->submit(mm->npu->kctx, &job);
         trace_submit(mm, hw, t0);
+        if (ret == 0 && sentinel)
+            ret = ork__matmul_sentinel_check(mm, start + n - 1, "npu matmul: submit");
         if (ret < 0) {
             char what[96];
             snprintf(what, sizeof what, "npu matmul: submit of tasks %u..%u on core %d", start,
@@ -340,8 +390,9 @@ static int split_core(void *arg, uint32_t c)
  * completes before returning. */
 static int submit_tasks(struct ork_npu_matmul *mm, uint32_t mtiles, bool async)
 {
-    if (mm->n_cores > 1 && !(mm->flags & ORK_NPU_MATMUL_ONE_JOB)) {
-        /* the default split: one submit per core, cores 1.. from the per-core workers */
+    if (mm->n_cores > 1 && !(mm->flags & ORK_NPU_MATMUL_ONE_JOB) && !mm->npu->multi_job) {
+        /* the default split: one submit per core, cores 1.. from the per-core workers; rocket
+         * takes the cores' ranges as several jobs of one SUBMIT below (§11.3) */
         struct split_ctx s = { mm, mtiles };
         return ork__pool_run(mm->npu, mm->n_cores, split_core, &s);
     }
@@ -385,12 +436,16 @@ static int submit_tasks(struct ork_npu_matmul *mm, uint32_t mtiles, bool async)
             if (mask & (1u << c))
                 job->range[mm->n_cores > 1 ? c : 0] =
                     (struct ork_kcore_range){ range[c].start - lo, range[c].count };
+        job_bos(mm, job);
+        const bool sentinel = ork__matmul_sentinel_needed(mm);
+        for (uint32_t c = 0; sentinel && c < mm->n_cores && ret == 0; c++)
+            if (mask & (1u << c))
+                ret = ork__matmul_sentinel_seed(mm, range[c].start + range[c].count - 1);
+        if (ret < 0)
+            break;
         if (nonblock) {
             /* Doorbell: row M-1, column N-1 of the last program's C, written last (§8.6). */
-            const struct ork_mm_tile *tl = &mm->tiles[hi - 1];
-            const struct ork_slice *ns = &mm->ns[tl->nslice];
-            uint64_t off = mm->c_off[tl->kslice * mm->n_ns + tl->nslice] +
-                           ((uint64_t)(tl->m0 + tl->m - 1) * ns->pad + ns->pad - 1) * OUT_BYTES;
+            uint64_t off = last_word_off(mm, hi - 1);
             uint32_t seed = DOORBELL_SENTINEL;
             memcpy((uint8_t *)mm->c_bo.map + off, &seed, sizeof seed);
             ret = ork__npu_bo_sync(mm->npu, &mm->c_bo, off, sizeof seed, ORK_KBO_SYNC_TO_DEVICE);
@@ -412,6 +467,12 @@ static int submit_tasks(struct ork_npu_matmul *mm, uint32_t mtiles, bool async)
             ret = ork__npu_failed(mm->npu, ret, what);
             break;
         }
+        for (uint32_t c = 0; sentinel && c < mm->n_cores && ret == 0; c++)
+            if (mask & (1u << c))
+                ret = ork__matmul_sentinel_check(mm, range[c].start + range[c].count - 1,
+                                                 "npu matmul: submit");
+        if (ret < 0)
+            break;
         if (ork_debug(ORK_DBG_SUBMIT))
             ORK_LOGI("npu submit: tasks %u..%u on core mask 0x%x%s (%u done), %lld ns", lo, hi - 1,
                      job->core_mask, nonblock ? " nonblocking" : "", job->task_counter,
@@ -473,6 +534,23 @@ int ork_npu_matmul_create(struct ork_npu_weights *w, const struct ork_npu_matmul
     mm->flags = md.flags;
     mm->timeout_ms = md.timeout_ms;
     int ret = make_nslices(mm, md.cores);
+    if (ret == 0 && (mm->flags & ORK_NPU_MATMUL_ONE_JOB) && mm->n_cores > 1 && !mm->npu->multi_job &&
+        !(mm->npu->confirmed_forms & ORK_NPU_FORM_ONE_JOB)) {
+        /* the one-job form (core_mask 0x7, subcore_task[2..4]) is [CAP] only (spec §9): without
+         * a capability confirming it, the validated per-core form runs the same programs */
+        mm->flags &= ~(uint32_t)ORK_NPU_MATMUL_ONE_JOB;
+        if (!mm->npu->one_job_logged) {
+            mm->npu->one_job_logged = true;
+            ORK_LOGN("npu: multi-core plans asked for the one-job form (core_mask 0x7, spec §9 "
+                     "[CAP]), which no capability record confirms on this device; using one "
+                     "submit per core (the validated form). Confirm it on a board with `ork "
+                     "selftest --confirm-forms`");
+        }
+    }
+    mm->in_bos[0] = &w->bo;
+    mm->in_bos[1] = &mm->a_bo;
+    mm->in_bos[2] = &mm->prog_bo;
+    mm->out_bos[0] = &mm->c_bo;
     if (ret == 0)
         ret = make_tiles(mm);
     if (ret == 0)

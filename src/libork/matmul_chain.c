@@ -20,6 +20,8 @@ struct ork_npu_chain {
     uint32_t n_tasks;
     struct ork_kbo prog_bo;          /* n_tasks program slots */
     struct ork_ktask *tasks;         /* [n_tasks], pointing into prog_bo */
+    const struct ork_kbo **in_bos;   /* every plan's weights and A, and prog_bo (rocket, §11.3) */
+    const struct ork_kbo **out_bos;  /* every plan's C */
     struct ork_npu_job job;          /* async run (async.c) */
 };
 
@@ -40,6 +42,8 @@ void ork_npu_chain_destroy(struct ork_npu_chain *ch)
     if (ch->job.queued)
         (void)ork_npu_job_wait(&ch->job);
     ork__npu_bo_destroy(ch->npu, &ch->prog_bo);
+    ork_free(ch->in_bos);
+    ork_free(ch->out_bos);
     ork_free(ch->tasks);
     ork_free(ch->plans);
     ork_free(ch);
@@ -88,11 +92,23 @@ int ork_npu_chain_create(struct ork_npu_matmul *const *plans, uint32_t n,
         ret = ork_errorf(ORK_ENOMEM, "npu chain: %llu task records", (unsigned long long)total);
         goto err;
     }
+    ch->in_bos = ork_calloc(2u * n + 1u, sizeof *ch->in_bos);
+    ch->out_bos = ork_calloc(n, sizeof *ch->out_bos);
+    if (!ch->in_bos || !ch->out_bos) {
+        ret = ork_errorf(ORK_ENOMEM, "npu chain: BO lists");
+        goto err;
+    }
     memcpy(ch->plans, plans, n * sizeof *plans);
+    for (uint32_t i = 0; i < n; i++) {
+        ch->in_bos[2 * i] = &plans[i]->w->bo;
+        ch->in_bos[2 * i + 1] = &plans[i]->a_bo;
+        ch->out_bos[i] = &plans[i]->c_bo;
+    }
     ret = ork__npu_bo_create(npu, total * ORK_PROG_SLOT, ORK_KBO_CACHEABLE, &ch->prog_bo,
                              "npu chain programs");
     if (ret < 0)
         goto err;
+    ch->in_bos[2 * n] = &ch->prog_bo;
     uint32_t t = 0;
     for (uint32_t i = 0; i < n; i++)
         for (uint32_t j = 0; j < plans[i]->n_tasks; j++, t++) {
@@ -148,9 +164,22 @@ int ork__chain_exec(struct ork_npu_chain *ch, void *const *c)
         .flags = ch->npu->pc_chain && ch->n_tasks > 1 ? ORK_KJOB_PINGPONG : 0,   /* §8.3 */
         .timeout_ms = ch->plans[0]->timeout_ms,
         .domain = ch->npu->domain,
+        .in_bos = ch->in_bos,
+        .n_in_bos = 2 * ch->n_plans + 1,
+        .out_bos = ch->out_bos,
+        .n_out_bos = ch->n_plans,
     };
+    /* rocket times out silently: the last plan's last word is the chain's sentinel (§8.6) */
+    struct ork_npu_matmul *last = ch->plans[ch->n_plans - 1];
+    const bool sentinel = ork__matmul_sentinel_needed(last);
+    int ret = sentinel ? ork__matmul_sentinel_seed(last, last->n_tasks - 1) : 0;
+    if (ret < 0)
+        return ret;
     int64_t t0 = ork_trace_now_ns();
-    int ret = ch->npu->kmd->submit(ch->npu->kctx, &job);
+    ret = ch->npu->kmd->submit(ch->npu->kctx, &job);
+    if (ret == 0 && sentinel &&
+        (ret = ork__matmul_sentinel_check(last, last->n_tasks - 1, "npu chain: submit")) < 0)
+        return ret;                      /* already reset and described */
     if (ork_trace_enabled()) {
         char name[48];
         snprintf(name, sizeof name, "chain of %u plans", ch->n_plans);

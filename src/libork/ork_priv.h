@@ -28,6 +28,10 @@ struct ork_npu {
     bool has_topo;              /* `topo` was injected (ork_npu_set_topology) */
     struct ork_cpu_topology topo;
     uint64_t resets;            /* NPU resets after failed submits */
+    bool multi_job;             /* several core ranges = several kernel jobs in one submit, the
+                                 * kernel picking cores (rocket, §11.3) */
+    uint32_t confirmed_forms;   /* ORK_NPU_FORM_* usable (ork_npu_confirmed_forms) */
+    bool one_job_logged;        /* the one-job fallback was logged */
 };
 
 struct ork_npu_weights {
@@ -96,7 +100,17 @@ struct ork_npu_matmul {
     bool cut_pending;           /* its prefix cut must be restored after it completes */
     int run_ret;
     struct ork_npu_job ajob;    /* async run (async.c) */
+    /* BO lists every job of the plan carries: rocket orders jobs by them (spec §11.3) */
+    const struct ork_kbo *in_bos[3];    /* weights, A, programs */
+    const struct ork_kbo *out_bos[1];   /* C */
 };
+
+/* On backends whose kernel times a job out silently (rocket: the fence signals after the core
+ * reset, §11.3 [INF]), each core range's last output word is seeded with the sentinel before a
+ * submit and checked after it (spec §8.6): still the sentinel = the job never finished. */
+bool ork__matmul_sentinel_needed(const struct ork_npu_matmul *mm);
+int ork__matmul_sentinel_seed(struct ork_npu_matmul *mm, uint32_t last_task);
+int ork__matmul_sentinel_check(struct ork_npu_matmul *mm, uint32_t last_task, const char *what);
 
 /* The two host halves of a plan's run, shared with matmul_chain.c: copy A[m][k] into the
  * K-slice blocks (and sync), and sum/gather the partial C blocks into C[m][n]. */

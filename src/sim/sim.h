@@ -1,6 +1,7 @@
-/* sim.h -- the simulator's model of the vendor rknpu KERNEL DRIVER (spec/rk3588-npu.md §8-§13):
- * one simulated device serving the rknpu ioctl requests exactly as the driver would, so the
- * rknpu backend (src/libork/kmd/kmd_rknpu.c) runs unchanged on top of it.
+/* sim.h -- the simulator's model of the vendor rknpu KERNEL DRIVER (spec/rk3588-npu.md §8-§13)
+ * and of the mainline rocket driver (§11, sim_rocket.c): one simulated device serving the rknpu
+ * ioctl requests exactly as the driver would, so the rknpu backend (src/libork/kmd/kmd_rknpu.c)
+ * runs unchanged on top of it, and the rocket requests per open file for the rocket backend.
  *
  * It owns: buffer objects with 32-bit IOVAs handed out top-down in per-domain windows (§13),
  * mmap offsets and host mappings, cache-sync bookkeeping (§10.4, MISSING_SYNC §14.3), SUBMIT
@@ -38,6 +39,17 @@ void *ork__sim_mmap(struct ork_sim *sim, uint64_t offset, uint64_t size);
  * status (0, ORK_ETIMEDOUT for a hung or dropped job, or its execution error). In paced mode
  * sleeps until the modelled completion. timeout_ns < 0: the job's own timeout. */
 int ork__sim_wait(struct ork_sim *sim, uint64_t seq, int64_t timeout_ns);
+
+/* ---- the rocket driver model (sim_rocket.c, spec §11) ------------------------------------
+ * Files are the model's open fds: each is its own IOMMU domain (§11.3). Requests are the
+ * rocket_uapi.h numbers plus DRM GEM_CLOSE; mappings come from ork__sim_mmap with the
+ * CREATE_BO offset. SUBMIT returns once the jobs are queued; PREP_BO waits for them until its
+ * absolute CLOCK_MONOTONIC deadline. */
+int ork__sim_rocket_file_open(struct ork_sim *sim);       /* file id >= 0, or ORK_E* */
+void ork__sim_rocket_file_close(struct ork_sim *sim, int file);   /* frees its BOs */
+int ork__sim_rocket_ioctl(struct ork_sim *sim, int file, uint32_t request, void *arg);
+/* ork_sim_opts.confirm_one_job: the one-job multi-core form is declared confirmed here. */
+bool ork__sim_confirms_one_job(const struct ork_sim *sim);
 
 /* CLOCK_MONOTONIC in ns (the paced clock's source). */
 int64_t ork__sim_real_ns(void);

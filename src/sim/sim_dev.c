@@ -201,18 +201,11 @@ static int sim_iova_alloc(struct sim_domain *d, uint64_t size, uint32_t *iova, u
     return -1;
 }
 
-static int sim_mem_create(struct ork_sim *sim, struct rknpu_mem_create *mc)
+int ork__sim_bo_new(struct ork_sim *sim, uint32_t domain, uint64_t req_size, uint32_t flags,
+                    struct sim_bo **out)
 {
-    if (mc->size == 0)
-        return ork_errorf(ORK_EINVAL, "sim MEM_CREATE: size 0");
-    if (mc->iommu_domain_id < 0 || (uint32_t)mc->iommu_domain_id >= SIM_MAX_DOMAINS)
-        return ork_errorf(ORK_EINVAL, "sim MEM_CREATE: iommu_domain_id %d outside 0..%u (§13)",
-                          mc->iommu_domain_id, SIM_MAX_DOMAINS - 1);
-    if (mc->flags & RKNPU_MEM_SECURE)
-        return ork_errorf(ORK_EUNSUPPORTED, "sim MEM_CREATE: SECURE buffers are not modelled");
-    uint32_t domain = (uint32_t)mc->iommu_domain_id;
     struct sim_domain *d = &sim->dom[domain];
-    uint64_t size = (mc->size + SIM_PAGE - 1) & ~(uint64_t)(SIM_PAGE - 1);
+    uint64_t size = (req_size + SIM_PAGE - 1) & ~(uint64_t)(SIM_PAGE - 1);
     if (size > sim->o.domain_limit || d->mapped + size > sim->o.domain_limit)
         return ork_errorf(ORK_ENOMEM, "sim MEM_CREATE: domain %u full: %llu bytes mapped + %llu "
                           "> limit %llu (DOMAIN_FULL, §13/§14.3)", domain,
@@ -260,7 +253,7 @@ static int sim_mem_create(struct ork_sim *sim, struct rknpu_mem_create *mc)
                           (unsigned long long)size);
     }
     bo->cpu = bo->dev;
-    if (sim->o.strict && (mc->flags & RKNPU_MEM_CACHEABLE)) {
+    if (sim->o.strict && (flags & RKNPU_MEM_CACHEABLE)) {
         /* strict MISSING_SYNC (§14.3): separate CPU and device copies, copied only on sync */
         bo->cpu = mmap(NULL, size, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -271,7 +264,7 @@ static int sim_mem_create(struct ork_sim *sim, struct rknpu_mem_create *mc)
         }
     }
     bo->handle = handle;
-    bo->flags = mc->flags;
+    bo->flags = flags;
     bo->domain = domain;
     bo->iova = iova;
     bo->size = size;
@@ -284,19 +277,37 @@ static int sim_mem_create(struct ork_sim *sim, struct rknpu_mem_create *mc)
     sim->handles[handle] = bo;
     sim->c.bos++;
     sim->c.bo_bytes += size;
-    mc->handle = handle;
+    *out = bo;
+    return 0;
+}
+
+static int sim_mem_create(struct ork_sim *sim, struct rknpu_mem_create *mc)
+{
+    if (mc->size == 0)
+        return ork_errorf(ORK_EINVAL, "sim MEM_CREATE: size 0");
+    if (mc->iommu_domain_id < 0 || (uint32_t)mc->iommu_domain_id >= SIM_MAX_DOMAINS)
+        return ork_errorf(ORK_EINVAL, "sim MEM_CREATE: iommu_domain_id %d outside 0..%u (§13)",
+                          mc->iommu_domain_id, SIM_MAX_DOMAINS - 1);
+    if (mc->flags & RKNPU_MEM_SECURE)
+        return ork_errorf(ORK_EUNSUPPORTED, "sim MEM_CREATE: SECURE buffers are not modelled");
+    struct sim_bo *bo;
+    int ret = ork__sim_bo_new(sim, (uint32_t)mc->iommu_domain_id, mc->size, mc->flags, &bo);
+    if (ret < 0)
+        return ret;
+    mc->handle = bo->handle;
     mc->obj_addr = bo->obj_addr;
-    mc->dma_addr = iova;
+    mc->dma_addr = bo->iova;
     mc->sram_size = 0;                   /* stock kernels give the NPU no SRAM (§1.2) */
     return 0;
 }
 
-static int sim_mem_destroy(struct ork_sim *sim, struct rknpu_mem_destroy *md)
+struct sim_bo *ork__sim_bo_by_handle(struct ork_sim *sim, uint32_t handle)
 {
-    struct sim_bo *bo = sim_bo_by_handle(sim, md->handle);
-    if (!bo || bo->obj_addr != md->obj_addr)
-        return ork_errorf(ORK_EINVAL, "sim MEM_DESTROY: no buffer with handle %u and obj_addr "
-                          "0x%llx", md->handle, (unsigned long long)md->obj_addr);
+    return sim_bo_by_handle(sim, handle);
+}
+
+void ork__sim_bo_free(struct ork_sim *sim, struct sim_bo *bo)
+{
     struct sim_domain *d = &sim->dom[bo->domain];
     for (uint32_t i = 0; i < d->n; i++) {
         if (d->bos[i] == bo) {
@@ -311,6 +322,15 @@ static int sim_mem_destroy(struct ork_sim *sim, struct rknpu_mem_destroy *md)
     sim->handles[bo->handle] = NULL;
     sim_bo_free_mem(bo);
     ork_free(bo);
+}
+
+static int sim_mem_destroy(struct ork_sim *sim, struct rknpu_mem_destroy *md)
+{
+    struct sim_bo *bo = sim_bo_by_handle(sim, md->handle);
+    if (!bo || bo->obj_addr != md->obj_addr)
+        return ork_errorf(ORK_EINVAL, "sim MEM_DESTROY: no buffer with handle %u and obj_addr "
+                          "0x%llx", md->handle, (unsigned long long)md->obj_addr);
+    ork__sim_bo_free(sim, bo);
     return 0;
 }
 
@@ -383,7 +403,7 @@ static int sim_action(struct ork_sim *sim, struct rknpu_action *a)
         a->value = RKNPU_HW_VERSION_RK3588;
         return 0;
     case RKNPU_GET_DRV_VERSION:
-        a->value = RKNPU_DRV_VERSION_0_9_8;
+        a->value = sim->o.drv_version ? sim->o.drv_version : RKNPU_DRV_VERSION_0_9_8;
         return 0;
     case RKNPU_GET_FREQ:
         a->value = sim->o.freq_mhz * 1000000u;
@@ -463,6 +483,11 @@ int ork__sim_ioctl(struct ork_sim *sim, uint32_t request, void *arg)
     }
     pthread_mutex_unlock(&sim->lock);
     return ret;
+}
+
+bool ork__sim_confirms_one_job(const struct ork_sim *sim)
+{
+    return sim && sim->o.confirm_one_job;
 }
 
 void ork__sim_counters(struct ork_sim *sim, struct ork_sim_counters *out)

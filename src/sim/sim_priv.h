@@ -39,6 +39,11 @@ struct sim_bo {
     uint64_t mmap_off;
     uint8_t *dev;                      /* what the NPU reads and writes */
     uint8_t *cpu;                      /* what mmap returns: == dev unless strict + CACHEABLE */
+    /* rocket (sim_rocket.c): the model time the jobs using it end, as the kernel's implicit
+     * dependencies order them (§11.3); -1 / 0 = none */
+    bool rocket;                       /* created by a rocket CREATE_BO on file `domain` */
+    int64_t r_read_until;              /* latest end of a job listing it as an input */
+    int64_t r_write_until;             /* latest end of a job listing it as an output */
 };
 
 struct sim_domain {
@@ -89,6 +94,8 @@ struct ork_sim {
     struct ork_sim_counters c;
     struct ork_sim_timing_table timing; /* the twin's NPU constants, fixed at create */
     char load_text[160];               /* last text written to load_path */
+    bool rocket_file[SIM_MAX_DOMAINS]; /* rocket files open: file f is IOMMU domain f (§11.3) */
+    uint64_t rocket_jobs;              /* rocket jobs accepted */
 };
 
 /* sim_dev.c */
@@ -101,8 +108,16 @@ struct sim_bo *ork__sim_bo_any(struct ork_sim *sim, uint32_t iova);
 void ork__sim_busy_add(struct ork_sim *sim, int core, int64_t start, int64_t end);
 void ork__sim_load_update(struct ork_sim *sim);          /* rewrite load_path if changed */
 void ork__sim_soft_reset(struct ork_sim *sim);
+/* A new BO of `size` bytes (page-rounded) in `domain` with rknpu MEM_CREATE `flags`; DOMAIN_FULL
+ * and IOVA exhaustion refused with a message. Free with ork__sim_bo_free. */
+int ork__sim_bo_new(struct ork_sim *sim, uint32_t domain, uint64_t size, uint32_t flags,
+                    struct sim_bo **out);
+void ork__sim_bo_free(struct ork_sim *sim, struct sim_bo *bo);
+struct sim_bo *ork__sim_bo_by_handle(struct ork_sim *sim, uint32_t handle);
 
 /* sim_submit.c */
+const struct ork_sim_fault *ork__sim_fault_for(const struct ork_sim *sim, uint64_t seq);
+void ork__sim_sleep_until(struct ork_sim *sim, int64_t model_ns);
 int ork__sim_submit(struct ork_sim *sim, void *arg);     /* RKNPU_SUBMIT */
 int ork__sim_set_domain(struct ork_sim *sim, uint32_t domain); /* switch, charging the cost */
 

@@ -52,7 +52,7 @@ static uint32_t pc_amount(uint32_t n)
            RKNPU_PC_DATA_AMOUNT_SCALE - 1;
 }
 
-static void sim_sleep_until(struct ork_sim *sim, int64_t model_ns)
+void ork__sim_sleep_until(struct ork_sim *sim, int64_t model_ns)
 {
     int64_t target = sim->epoch_real_ns + model_ns;
     struct timespec ts = { .tv_sec = target / 1000000000, .tv_nsec = target % 1000000000 };
@@ -78,7 +78,7 @@ int ork__sim_set_domain(struct ork_sim *sim, uint32_t domain)
     return 0;
 }
 
-static const struct ork_sim_fault *sim_fault_for(const struct ork_sim *sim, uint64_t seq)
+const struct ork_sim_fault *ork__sim_fault_for(const struct ork_sim *sim, uint64_t seq)
 {
     for (int i = 0; i < ORK_SIM_MAX_FAULTS; i++) {
         const struct ork_sim_fault *f = &sim->o.faults[i];
@@ -104,7 +104,7 @@ static void walk_core(struct ork_sim *sim, int core, const struct sim_bo *tbo, u
                       uint32_t task_start, struct core_run *r)
 {
     const struct rknpu_task *desc = (const struct rknpu_task *)tbo->dev; /* kernel mapping */
-    const struct ork_sim_fault *fault = sim_fault_for(sim, seq);
+    const struct ork_sim_fault *fault = ork__sim_fault_for(sim, seq);
     struct walk_mem wm = { sim, domain };
     struct ork_sim_mem mem = { &wm, walk_map };
     bool timing_only = sim->o.timing == ORK_SIM_TIMING_ONLY ||
@@ -393,7 +393,7 @@ static int submit_locked(struct ork_sim *sim, struct rknpu_submit *s, int64_t *s
     job->seq = seq;
     job->timeout_ns = (int64_t)s->timeout * MS_NS;
     ork__sim_set_domain(sim, s->iommu_domain_id);
-    const struct ork_sim_fault *fault = sim_fault_for(sim, seq);
+    const struct ork_sim_fault *fault = ork__sim_fault_for(sim, seq);
 
     int64_t t0 = now, done = now, longest = 0;   /* longest: commit -> end on one core */
     if (fault && fault->kind == ORK_SIM_FAULT_DROP) {
@@ -453,7 +453,7 @@ int ork__sim_submit(struct ork_sim *sim, void *arg)
     int ret = submit_locked(sim, arg, &sleep_until);
     pthread_mutex_unlock(&sim->lock);
     if (sleep_until >= 0)
-        sim_sleep_until(sim, sleep_until);
+        ork__sim_sleep_until(sim, sleep_until);
     return ret;
 }
 
@@ -485,7 +485,7 @@ int ork__sim_wait(struct ork_sim *sim, uint64_t seq, int64_t timeout_ns)
         sim->now_ns = until;
     pthread_mutex_unlock(&sim->lock);
     if (paced)
-        sim_sleep_until(sim, until);
+        ork__sim_sleep_until(sim, until);
     if (timed_out && status == 0)
         return ork_errorf(ORK_ETIMEDOUT, "job %llu not complete after %.3f ms",
                           (unsigned long long)seq, (double)limit / 1e6);

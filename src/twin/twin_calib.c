@@ -34,10 +34,12 @@ static int check_header(const cJSON *root)
     return 0;
 }
 
-/* Top-level keys: format, version, source (string), constants (object); nothing else, once. */
+/* Top-level keys: format, version, source (string), constants (object), capabilities (object,
+ * ork_twin_caps_*); nothing else, once. */
 static int check_top_keys(const cJSON *root)
 {
-    static const char *const known[] = { "format", "version", "source", "constants" };
+    static const char *const known[] = { "format", "version", "source", "constants",
+                                         "capabilities" };
     for (const cJSON *it = root->child; it; it = it->next) {
         size_t k = 0;
         while (k < sizeof known / sizeof known[0] && strcmp(known[k], it->string) != 0)
@@ -187,5 +189,140 @@ int ork_twin_calib_save(const char *path, const struct ork_twin_consts *c, const
         ret = ork_errorf(ORK_EIO, "twin calibration '%s': %s", path, strerror(errno));
 out:
     ork_free(text);
+    return ret;
+}
+
+/* ---- capabilities: submit forms a board has confirmed (docs/npu.md "Submit forms") --------- */
+
+/* Form names in the "capabilities" object, by ORK_TWIN_FORM_* bit. */
+static const char *const caps_form_names[] = { "one_job_0x7" };
+#define CAPS_N_FORMS (sizeof caps_form_names / sizeof caps_form_names[0])
+#define CAPS_CONFIRMED "confirmed"
+
+static int caps_apply(const cJSON *obj, struct ork_twin_caps *out)
+{
+    struct ork_twin_caps tmp = { .struct_size = sizeof tmp };
+    if (!cJSON_IsObject(obj))
+        return ork_errorf(ORK_EFORMAT, "capabilities: key 'capabilities' must be an object");
+    for (const cJSON *it = obj->child; it; it = it->next) {
+        if (!strcmp(it->string, "source")) {
+            if (!cJSON_IsString(it))
+                return ork_errorf(ORK_EFORMAT, "capabilities: 'source' must be a string");
+            snprintf(tmp.source, sizeof tmp.source, "%s", it->valuestring);
+            continue;
+        }
+        size_t k = 0;
+        while (k < CAPS_N_FORMS && strcmp(caps_form_names[k], it->string) != 0)
+            k++;
+        if (k == CAPS_N_FORMS)
+            return ork_errorf(ORK_EFORMAT, "capabilities: unknown form '%s' (known: one_job_0x7)",
+                              it->string);
+        if (!cJSON_IsString(it))
+            return ork_errorf(ORK_EFORMAT, "capabilities: form '%s' must be a string "
+                              "(\"confirmed\", \"failed\" or \"untested\")", it->string);
+        if (!strcmp(it->valuestring, CAPS_CONFIRMED))
+            tmp.confirmed |= 1u << k;
+        else if (strcmp(it->valuestring, "failed") && strcmp(it->valuestring, "untested"))
+            return ork_errorf(ORK_EFORMAT, "capabilities: form '%s' is \"%s\", expected "
+                              "\"confirmed\", \"failed\" or \"untested\"", it->string,
+                              it->valuestring);
+    }
+    *out = tmp;
+    return 0;
+}
+
+int ork_twin_caps_load(const char *path, struct ork_twin_caps *out)
+{
+    if (!path || !out)
+        return ork_errorf(ORK_EINVAL, "capabilities: NULL argument");
+    memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ork_errorf(ORK_EIO, "capabilities '%s': %s", path, strerror(errno));
+    int ret = 0;
+    cJSON *root = NULL;
+    char *buf = ork_malloc(TWIN_CALIB_MAX_BYTES + 1);
+    if (!buf) {
+        ret = ORK_ENOMEM;
+        goto out;
+    }
+    size_t n = fread(buf, 1, TWIN_CALIB_MAX_BYTES + 1, f);
+    if (ferror(f) || n > TWIN_CALIB_MAX_BYTES) {
+        ret = ork_errorf(ORK_EFORMAT, "capabilities '%s': unreadable or larger than %u bytes",
+                         path, TWIN_CALIB_MAX_BYTES);
+        goto out;
+    }
+    root = cJSON_ParseWithLength(buf, n);
+    if (!root || !cJSON_IsObject(root)) {
+        ret = ork_errorf(ORK_EFORMAT, "capabilities '%s': not a JSON object", path);
+        goto out;
+    }
+    if ((ret = check_top_keys(root)) < 0 || (ret = check_header(root)) < 0) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", ork_error_message());
+        ret = ork_errorf(ret, "capabilities '%s': %s", path, msg);
+        goto out;
+    }
+    const cJSON *caps = cJSON_GetObjectItemCaseSensitive(root, "capabilities");
+    if (caps && (ret = caps_apply(caps, out)) < 0) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", ork_error_message());
+        ret = ork_errorf(ret, "%s: %s", path, msg);
+    }
+out:
+    cJSON_Delete(root);
+    ork_free(buf);
+    fclose(f);
+    return ret;
+}
+
+int ork_twin_caps_save(const char *path, const struct ork_twin_caps *caps, uint32_t tested)
+{
+    if (!path || !caps)
+        return ork_errorf(ORK_EINVAL, "capabilities: NULL argument");
+    /* keep what the file already holds (constants, source): only "capabilities" is replaced */
+    cJSON *root = NULL;
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        char *buf = ork_malloc(TWIN_CALIB_MAX_BYTES + 1);
+        size_t n = buf ? fread(buf, 1, TWIN_CALIB_MAX_BYTES, f) : 0;
+        if (buf)
+            root = cJSON_ParseWithLength(buf, n);
+        ork_free(buf);
+        fclose(f);
+        if (root && (!cJSON_IsObject(root) || check_header(root) < 0)) {
+            cJSON_Delete(root);
+            return ork_errorf(ORK_EFORMAT, "capabilities '%s': exists and is not a twin "
+                              "calibration file; not overwritten", path);
+        }
+    }
+    int ret = ORK_ENOMEM;
+    if (!root && (!(root = cJSON_CreateObject()) ||
+                  !cJSON_AddStringToObject(root, "format", TWIN_CALIB_FORMAT) ||
+                  !cJSON_AddNumberToObject(root, "version", TWIN_CALIB_VERSION)))
+        goto out;
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "capabilities");
+    cJSON *obj = cJSON_AddObjectToObject(root, "capabilities");
+    if (!obj || (caps->source[0] && !cJSON_AddStringToObject(obj, "source", caps->source)))
+        goto out;
+    for (size_t k = 0; k < CAPS_N_FORMS; k++) {
+        const char *v = (caps->confirmed >> k) & 1u ? CAPS_CONFIRMED
+                        : (tested >> k) & 1u        ? "failed" : "untested";
+        if (!cJSON_AddStringToObject(obj, caps_form_names[k], v))
+            goto out;
+    }
+    char *text = cJSON_Print(root);
+    if (!text)
+        goto out;
+    ret = 0;
+    f = fopen(path, "wb");
+    if (!f)
+        ret = ork_errorf(ORK_EIO, "capabilities '%s': %s", path, strerror(errno));
+    else if (fprintf(f, "%s\n", text) < 0 || fclose(f) != 0)
+        ret = ork_errorf(ORK_EIO, "capabilities '%s': write error", path);
+    cJSON_free(text);
+out:
+    cJSON_Delete(root);
     return ret;
 }

@@ -104,8 +104,29 @@ _Static_assert(DRM_IOCTL_ROCKET_SUBMIT == 0x40186441u, "§11.1 SUBMIT code");
 _Static_assert(DRM_IOCTL_ROCKET_PREP_BO == 0x40106442u, "§11.1 PREP_BO code");
 _Static_assert(DRM_IOCTL_ROCKET_FINI_BO == 0x40086443u, "§11.1 FINI_BO code");
 
+/* GEM objects are released with the generic DRM_IOCTL_GEM_CLOSE: _IOW('d', 0x09,
+ * struct drm_gem_close { u32 handle; u32 pad; }) (standard Linux DRM uapi). */
+struct ork_drm_gem_close {
+    uint32_t handle;
+    uint32_t pad;
+};
+_Static_assert(sizeof(struct ork_drm_gem_close) == 8, "drm_gem_close is 8 bytes");
+#define ORK_DRM_IOCTL_GEM_CLOSE \
+    ORK_IOC(ORK_IOC_DIR_WRITE, ORK_DRM_IOCTL_TYPE, 0x09, sizeof(struct ork_drm_gem_close))
+_Static_assert(ORK_DRM_IOCTL_GEM_CLOSE == 0x40086409u, "DRM_IOCTL_GEM_CLOSE code");
+
 #define ROCKET_DRIVER_NAME       "rocket"
-#define ROCKET_JOB_TIMEOUT_MS    500u   /* kernel job timeout (§11.3) */
+#define ROCKET_JOB_TIMEOUT_MS    500u   /* kernel job timeout; then the core is reset (§11.3) */
 #define ROCKET_ACCEL_NODE_PREFIX "/dev/accel/accel"   /* §11.1 */
+/* PC REGISTER_AMOUNTS the kernel writes for a task: (regcmd_count + 1) / 2 - 1 (§11.3), i.e. it
+ * fetches 2 * (amount + 1) entries; regcmd_count must therefore include the 4 trailer entries
+ * (112 for a 108-write matmul), or the OPERATION_ENABLE trailer is never fetched
+ * (ROCKET_COUNT_SHORT, §14.1). */
+#define ROCKET_PC_AMOUNT(count)  (((count) + 1u) / 2u - 1u)
+#define ROCKET_TRAILER_ENTRIES   4u
+/* The IRQ handler accepts only completions whose raw status has DPU_0 or DPU_1 (§11.3): a
+ * program whose block enable lacks the DPU (bit 3, §3.3) never completes (ROCKET_NO_DPU,
+ * §14.5). */
+#define ROCKET_ENABLE_DPU        (1u << 3)
 
 #endif

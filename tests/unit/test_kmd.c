@@ -28,7 +28,7 @@ static void test_select(void)
     for (int i = 0; i < 3; i++)
         CHECK(all[i]->open && all[i]->close && all[i]->bo_create && all[i]->bo_destroy &&
               all[i]->submit && all[i]->wait);
-    CHECK(ork__kmd_rocket_ops.action == NULL);
+    CHECK(ork__kmd_rocket_ops.action != NULL);    /* RESET only: the kernel resets itself */
 }
 
 static bool dir_exists(const char *p)

@@ -120,6 +120,13 @@ enum ork_kmd_cap {
     ORK_KMD_CAP_CORE_SELECT,      /* 1: core_mask chooses cores; 0: kernel schedules (rocket) */
     ORK_KMD_CAP_MAX_TASKS,        /* tasks per job (rknpu: task buffer capacity) */
     ORK_KMD_CAP_SIM,              /* 1 when the backend is the simulator */
+    ORK_KMD_CAP_MULTI_JOB,        /* 1: a job with several core ranges becomes several kernel
+                                   * jobs in one submit, spread over the cores by the kernel's
+                                   * scheduler (rocket, §11.3); 0: core_mask selects (rknpu) */
+    ORK_KMD_CAP_ONE_JOB_CONFIRMED,/* 1: the one-job multi-core form (core_mask 0x7, ranges in
+                                   * subcore_task[2..4], §9 [CAP]) is confirmed on this device;
+                                   * only the sim says so, and only when asked */
+    ORK_KMD_CAP_DRV_VERSION,      /* driver version as major*10000 + minor*100 + patch */
 };
 
 /* A backend's modelled device clock (docs/sim.md "Timing model"): the time a board would have
@@ -132,7 +139,7 @@ struct ork_kmd_model_time {
 };
 
 struct ork_kmd_ops {
-    const char *name;             /* "rknpu", "rocket", "sim" */
+    const char *name;             /* "rknpu", "rocket", "sim", "sim-rocket" */
 
     /* Find and open the device, reset it where the driver allows (§10.7 step 1). On failure
      * returns ORK_ENOENT with a message such as "no rocket device found". */
@@ -173,8 +180,9 @@ struct ork_kmd_ops {
 extern const struct ork_kmd_ops ork__kmd_rknpu_ops;
 extern const struct ork_kmd_ops ork__kmd_rocket_ops;
 extern const struct ork_kmd_ops ork__kmd_sim_ops;
+extern const struct ork_kmd_ops ork__kmd_sim_rocket_ops;   /* the rocket backend over the sim */
 
-/* Backend by name: "rknpu", "rocket", "sim"; NULL or "auto" = the first of rknpu, rocket that
+/* Backend by name: "rknpu", "rocket", "sim", "sim-rocket"; NULL or "auto" = the first of rknpu, rocket that
  * opens is chosen by ork__kmd_open instead. ORK_ENOENT for an unknown name. */
 int ork__kmd_select(const char *name, const struct ork_kmd_ops **out);
 /* Select and open. "auto"/NULL tries rknpu then rocket (never the sim). */
@@ -183,7 +191,8 @@ int ork__kmd_open(const char *name, const struct ork_kmd_opts *o,
 
 /* The simulator behind a "sim" ctx (NULL for other backends), for tests that read its stats
  * and load figures through src/sim/sim.h. libork itself never calls it: what it needs of the
- * simulator comes through the vtable (query, model_time). */
+ * simulator comes through the vtable (query, model_time). Both sim backends ("sim" and
+ * "sim-rocket") answer. */
 struct ork_sim;
 struct ork_sim *ork__kmd_sim_get(const struct ork_kmd_ops *ops, void *ctx);
 

@@ -25,6 +25,7 @@
 #include <ork/error.h>
 #include <ork/log.h>
 
+#include "kmd_discovery.h"
 #include "uapi/rknpu_uapi.h"
 
 #ifdef ORK_HAVE_LIBDRM
@@ -65,6 +66,17 @@ static int rknpu_ioctl(struct rknpu_ctx *c, uint32_t req, void *arg)
     return c->tr.ioctl(c->tr.t, req, arg);
 }
 
+/* Driver older than 0.9.8 (§10.3): offset 32 of its SUBMIT is regcfg_obj_addr, not
+ * iommu_domain_id, so a job cannot name a domain; refuse instead of running in the wrong one. */
+static int rknpu_old_driver(const struct rknpu_ctx *c, uint32_t domain)
+{
+    return ork_errorf(ORK_EUNSUPPORTED, "%s: IOMMU domain %u needs driver 0.9.8 or newer; this "
+                      "driver is %u.%u.%u, whose SUBMIT cannot name a domain (§10.3): update the "
+                      "rknpu driver, or use a model that fits one domain (~3.8 GiB, §13)",
+                      c->tr.name, domain, c->drv_version / 10000, c->drv_version / 100 % 100,
+                      c->drv_version % 100);
+}
+
 /* ---- buffers ---------------------------------------------------------------------------- */
 
 int ork__kmd_rknpu_bo_create(void *ctx, uint64_t size, uint32_t flags, uint32_t domain,
@@ -77,6 +89,8 @@ int ork__kmd_rknpu_bo_create(void *ctx, uint64_t size, uint32_t flags, uint32_t 
     if (domain >= RKNPU_MAX_IOMMU_DOMAINS)
         return ork_errorf(ORK_EINVAL, "%s: IOMMU domain %u outside 0..%u (§13)", c->tr.name,
                           domain, RKNPU_MAX_IOMMU_DOMAINS - 1);
+    if (domain != 0 && c->drv_version < RKNPU_DRV_VERSION_0_9_8)
+        return rknpu_old_driver(c, domain);
     /* validated data-buffer flags 0x403 minus CACHEABLE when the caller wants it uncached,
      * plus KERNEL_MAPPING for task buffers (§10.4) */
     struct rknpu_mem_create mc = {
@@ -234,6 +248,8 @@ int ork__kmd_rknpu_submit(void *ctx, struct ork_kjob *job)
     if (job->domain >= RKNPU_MAX_IOMMU_DOMAINS)
         return ork_errorf(ORK_EINVAL, "%s: IOMMU domain %u outside 0..%u (§13)", c->tr.name,
                           job->domain, RKNPU_MAX_IOMMU_DOMAINS - 1);
+    if (job->domain != 0 && c->drv_version < RKNPU_DRV_VERSION_0_9_8)
+        return rknpu_old_driver(c, job->domain);
     if (job->n_tasks > RKNPU_TASK_CAP)
         return ork_errorf(ORK_EINVAL, "%s: %u tasks > task buffer capacity %u (§8.1)",
                           c->tr.name, job->n_tasks, RKNPU_TASK_CAP);
@@ -369,12 +385,17 @@ int ork__kmd_rknpu_query(void *ctx, enum ork_kmd_cap cap, uint64_t *val)
     struct rknpu_ctx *c = ctx;
     switch (cap) {
     case ORK_KMD_CAP_N_CORES: *val = c->n_cores; return 0;
-    case ORK_KMD_CAP_N_DOMAINS: *val = RKNPU_MAX_IOMMU_DOMAINS; return 0;
+    case ORK_KMD_CAP_N_DOMAINS:
+        *val = c->drv_version < RKNPU_DRV_VERSION_0_9_8 ? 1 : RKNPU_MAX_IOMMU_DOMAINS;
+        return 0;
     case ORK_KMD_CAP_DOMAIN_BYTES: *val = RKNPU_DOMAIN_GUARD_BYTES; return 0;
     case ORK_KMD_CAP_PC_CHAIN: *val = 1; return 0;
     case ORK_KMD_CAP_CORE_SELECT: *val = 1; return 0;
     case ORK_KMD_CAP_MAX_TASKS: *val = RKNPU_TASK_CAP; return 0;
     case ORK_KMD_CAP_SIM: *val = strcmp(c->tr.name, "sim") == 0; return 0;
+    case ORK_KMD_CAP_MULTI_JOB: *val = 0; return 0;
+    case ORK_KMD_CAP_ONE_JOB_CONFIRMED: *val = 0; return 0;    /* §9 [CAP]: not by us */
+    case ORK_KMD_CAP_DRV_VERSION: *val = c->drv_version; return 0;
     default:
         return ork_errorf(ORK_EUNSUPPORTED, "%s: unknown capability %d", c->tr.name, (int)cap);
     }
@@ -401,9 +422,10 @@ int ork__kmd_rknpu_open_transport(const struct ork_rknpu_transport *tr, uint32_t
         goto err;
     c->drv_version = a.value;
     if (a.value < RKNPU_DRV_VERSION_0_9_8)
-        ORK_LOGW("%s: driver version %u.%u.%u is older than 0.9.8; the SUBMIT layout differs "
-                 "before 0.9.8 (§10.3)", tr->name, a.value / 10000, a.value / 100 % 100,
-                 a.value % 100);
+        ORK_LOGW("%s: driver version %u.%u.%u is older than 0.9.8: its SUBMIT has no "
+                 "iommu_domain_id (regcfg_obj_addr at offset 32, §10.3), so only IOMMU domain 0 "
+                 "is usable: models needing more than one domain are refused", tr->name,
+                 a.value / 10000, a.value / 100 % 100, a.value % 100);
     a = (struct rknpu_action){ .flags = RKNPU_ACT_RESET };
     ret = rknpu_ioctl(c, DRM_IOCTL_RKNPU_ACTION, &a);
     if (ret < 0)
@@ -449,6 +471,7 @@ static int errno_to_ork(int e)
     case EINVAL: return ORK_EINVAL;
     case EBUSY: return ORK_EBUSY;
     case ENOENT: case ENODEV: return ORK_ENOENT;
+    case EACCES: case EPERM: return ORK_EACCES;
     default: return ORK_EDEVICE;
     }
 }
@@ -527,65 +550,53 @@ static void drm_driver_name(int fd, char *name, size_t cap)
 #endif
 }
 
-/* Open the first DRM node under /dev/dri whose driver is `driver` and whose name starts with
- * `prefix` ("card" or "renderD"); returns the fd or -1, and the path in `path`. */
-static int drm_find(const char *dir, const char *prefix, const char *driver, char *path,
-                    size_t cap)
+/* Probe the DRM nodes under `dir` whose names start with `prefix` ("card" or "renderD") for
+ * the rknpu driver (kmd_discovery.h: denied nodes are remembered, never "not found"). */
+static void drm_probe(struct ork__kmd_probe *p, const char *dir, const char *prefix)
 {
     DIR *d = opendir(dir);
     if (!d)
-        return -1;
-    int found = -1;
+        return;
     struct dirent *e;
-    while ((e = readdir(d)) != NULL && found < 0) {
+    while ((e = readdir(d)) != NULL && p->fd < 0) {
         if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
             continue;
-        snprintf(path, cap, "%s/%s", dir, e->d_name);
-        int fd = open(path, O_RDWR | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        char name[64];
-        drm_driver_name(fd, name, sizeof name);
-        if (strcmp(name, driver) == 0)
-            found = fd;
-        else
-            close(fd);
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        ork__kmd_probe_node(p, path, drm_driver_name);
     }
     closedir(d);
-    return found;
 }
 
 static int rknpu_open(const struct ork_kmd_opts *o, void **ctx)
 {
-    char path[512];
-    int fd = -1;
     const char *node = o && o->struct_size ? o->node : NULL;
+    struct ork__kmd_probe pr;
+    ork__kmd_probe_init(&pr, "rknpu", RKNPU_DRIVER_NAME);
     if (node) {
-        snprintf(path, sizeof path, "%s", node);
-        fd = open(path, O_RDWR | O_CLOEXEC);
-        if (fd < 0)
-            return ork_errorf(ORK_ENOENT, "rknpu: cannot open %s: %s", path, strerror(errno));
-        char name[64];
-        drm_driver_name(fd, name, sizeof name);
-        if (strcmp(name, RKNPU_DRIVER_NAME) != 0) {
-            close(fd);
-            return ork_errorf(ORK_ENOENT, "rknpu: %s is driven by '%s', not rknpu", path, name);
-        }
+        ork__kmd_probe_node(&pr, node, drm_driver_name);
+        if (pr.fd < 0)
+            return ork__kmd_probe_error(&pr, node);
     } else {
         /* submit on the card node: on the render node submits run 0 tasks (§10.1, §14.5) */
-        fd = drm_find("/dev/dri", "card", RKNPU_DRIVER_NAME, path, sizeof path);
-        if (fd < 0) {
-            int rfd = drm_find("/dev/dri", "renderD", RKNPU_DRIVER_NAME, path, sizeof path);
-            if (rfd >= 0) {
-                close(rfd);
+        drm_probe(&pr, "/dev/dri", "card");
+        if (pr.fd < 0 && !pr.n_denied) {
+            struct ork__kmd_probe rp;
+            ork__kmd_probe_init(&rp, "rknpu", RKNPU_DRIVER_NAME);
+            drm_probe(&rp, "/dev/dri", "renderD");
+            if (rp.fd >= 0) {
+                close(rp.fd);
                 return ork_errorf(ORK_EDEVICE, "rknpu: found only the render node %s; submits "
                                   "there run 0 tasks (RENDER_NODE, §10.1): give access to the "
-                                  "card node", path);
+                                  "card node", rp.path);
             }
-            return ork_errorf(ORK_ENOENT, "no rknpu device found (no /dev/dri/card* driven by "
-                              "rknpu)");
         }
+        if (pr.fd < 0)
+            return ork__kmd_probe_error(&pr, "/dev/dri/card*");
     }
+    int fd = pr.fd;
+    char path[512];
+    snprintf(path, sizeof path, "%s", pr.path);
     struct rknpu_fd *f = ork_calloc(1, sizeof(*f));
     if (!f) {
         close(fd);
