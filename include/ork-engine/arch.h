@@ -18,6 +18,10 @@ enum ork_arch {
     ORK_ARCH_LLAMA = 0,         /* RoPE on adjacent pairs (the GGUF converter permutes Q/K for it) */
     ORK_ARCH_QWEN2 = 1,         /* NEOX RoPE, q/k/v biases */
     ORK_ARCH_QWEN3 = 2,         /* NEOX RoPE, per-head RMSNorm of q and k before RoPE */
+    ORK_ARCH_GEMMA2 = 3,        /* GeGLU, post-norms, softcaps, sliding window every 2nd layer */
+    ORK_ARCH_GEMMA3 = 4,        /* gemma2 + q/k norms, per-layer rope bases, no attention cap */
+    ORK_ARCH_PHI3 = 5,          /* fused QKV and gate|up, LongRoPE factors */
+    ORK_ARCH_QWEN3MOE = 6,      /* qwen3 attention, top-k routed experts */
 };
 
 /* Which elements RoPE rotates together (ork_rope_ext's neox argument). */
@@ -30,23 +34,41 @@ enum ork_rope_style {
 enum ork_rope_scaling {
     ORK_ROPE_SCALING_LINEAR = 1u << 0,  /* <arch>.rope.scaling.type linear / rope.scale_linear */
     ORK_ROPE_SCALING_FACTORS = 1u << 1, /* rope_freqs.weight per-pair divisors (Llama 3.1+) */
+    ORK_ROPE_SCALING_LONGROPE = 1u << 2,/* rope_factors_short/long.weight + rope.scaling.attn_factor
+                                         * (Phi-3: ARCHS.md "phi3", llama-model.cpp:2039-2052) */
 };
 
 /* Where a block's RMSNorm sits relative to its sub-layer (attention, FFN). */
 enum ork_norm_place {
     ORK_NORM_PRE = 0,           /* x + f(norm(x)) */
     ORK_NORM_POST = 1,          /* x + norm(f(x)) (not implemented) */
-    ORK_NORM_BOTH = 2,          /* x + norm2(f(norm1(x))), e.g. Gemma 2 (not implemented) */
+    ORK_NORM_BOTH = 2,          /* x + norm2(f(norm1(x))), Gemma 2/3 (post_attention_norm,
+                                 * post_ffw_norm) */
 };
 
 enum ork_ffn_act {
     ORK_FFN_SILU = 0,           /* SiLU (swish) */
-    ORK_FFN_GELU = 1,           /* GELU, tanh approximation (not implemented) */
+    ORK_FFN_GELU = 1,           /* GELU, tanh approximation through llama.cpp's FP16 table
+                                 * (ops_arch.c) */
 };
 
 enum ork_embd_scale {
     ORK_EMBD_SCALE_NONE = 0,    /* the embedding row as stored */
-    ORK_EMBD_SCALE_SQRT_DIM = 1,/* times sqrt(dim), e.g. Gemma (not implemented) */
+    ORK_EMBD_SCALE_SQRT_DIM = 1,/* times sqrt(dim), Gemma (gemma2.cpp:70, gemma3.cpp:93) */
+};
+
+/* When a tanh softcap cap * tanh(s / cap) applies (attention scores or final logits). */
+enum ork_softcap {
+    ORK_SOFTCAP_OFF = 0,        /* never (the key is ignored) */
+    ORK_SOFTCAP_IF_KEY = 1,     /* only when the file has the key (gemma3 final) */
+    ORK_SOFTCAP_ALWAYS = 2,     /* always; the descriptor's default cap without the key */
+};
+
+/* Which RoPE base and scale sliding-window layers use. */
+enum ork_swa_rope {
+    ORK_SWA_ROPE_GLOBAL = 0,    /* the global layers' (gemma2: gemma2.cpp:10-13) */
+    ORK_SWA_ROPE_OWN = 1,       /* rope.freq_base_swa (default 10000), scale 1 (gemma3:
+                                 * llama-hparams.h:127-129) */
 };
 
 enum ork_output_tie {
@@ -59,6 +81,14 @@ enum ork_layer_tensor {
     ORK_LT_ATTN_NORM = 0, ORK_LT_WQ, ORK_LT_WK, ORK_LT_WV, ORK_LT_BQ, ORK_LT_BK, ORK_LT_BV,
     ORK_LT_Q_NORM, ORK_LT_K_NORM, ORK_LT_WO, ORK_LT_FFN_NORM, ORK_LT_W_GATE, ORK_LT_W_UP,
     ORK_LT_W_DOWN,
+    ORK_LT_POST_ATTN_NORM,      /* Gemma post_attention_norm */
+    ORK_LT_POST_FFN_NORM,       /* Gemma post_ffw_norm */
+    ORK_LT_WQKV,                /* phi3 attn_qkv: rows Q | K | V, bound as wq/wk/wv views */
+    ORK_LT_W_GATE_UP,           /* phi3 ffn_up: rows gate | up, bound as w_gate/w_up views */
+    ORK_LT_GATE_INP,            /* MoE router ffn_gate_inp (n_expert, dim) */
+    ORK_LT_GATE_EXPS,           /* MoE ffn_gate_exps (n_expert x ffn_exp, dim), 3-D */
+    ORK_LT_UP_EXPS,             /* MoE ffn_up_exps (n_expert x ffn_exp, dim), 3-D */
+    ORK_LT_DOWN_EXPS,           /* MoE ffn_down_exps (n_expert x dim, ffn_exp), 3-D */
     ORK_LT_COUNT,
 };
 
@@ -69,12 +99,18 @@ enum ork_arch_dim {
     ORK_DIM_KV,                 /* n_kv_heads * head_dim */
     ORK_DIM_FFN,                /* feed_forward_length */
     ORK_DIM_HEAD,               /* head_dim */
+    ORK_DIM_QKV,                /* (n_heads + 2 n_kv_heads) * head_dim: fused QKV */
+    ORK_DIM_FFN2,               /* 2 * feed_forward_length: fused gate|up */
+    ORK_DIM_EXPERTS,            /* expert_count */
+    ORK_DIM_FFN_EXP,            /* expert_feed_forward_length */
 };
 
 enum ork_tensor_kind {
     ORK_TK_MAT = 0,             /* 2-D, any supported type: GGUF ne = [cols (inputs), rows] */
     ORK_TK_NORM,                /* 1-D F32 norm weight (synth fills ones) */
     ORK_TK_BIAS,                /* 1-D F32 bias */
+    ORK_TK_EXPS,                /* 3-D experts: GGUF ne = [cols, rows, n_expert], bound as one
+                                 * matrix of n_expert * rows rows (expert e: rows e*rows ..) */
 };
 
 /* When a tensor of the list must be present. An optional tensor is bound when the file has it
@@ -107,9 +143,21 @@ struct ork_arch_desc {
     enum ork_embd_scale embd_scale;
     bool qkv_bias;              /* attn_q/k/v.bias required */
     bool qk_norm;               /* per-head RMSNorm of q and k before RoPE required */
-    bool attn_softcap;          /* tanh softcap of attention scores (not implemented) */
-    bool final_softcap;         /* tanh softcap of the logits (not implemented) */
-    bool sliding_window;        /* layers with a sliding attention window (not implemented) */
+    enum ork_softcap attn_softcap;  /* <arch>.attn_logit_softcapping (no "attention." prefix) */
+    float attn_softcap_default;
+    enum ork_softcap final_softcap; /* <arch>.final_logit_softcapping */
+    float final_softcap_default;
+    /* sliding-window layers: layer l is local iff l % period < period - 1 (llama-hparams.cpp:15);
+     * <arch>.attention.sliding_window (0: none) and .sliding_window_pattern (scalar) override
+     * the defaults; false: the keys are ignored (phi3: phi3.cpp:14-24) */
+    bool sliding_window;
+    int32_t swa_window_default;     /* 0: no window unless the key is present */
+    int32_t swa_period_default;
+    enum ork_swa_rope swa_rope;
+    /* attention scale 1/sqrt(head_dim), or 1/sqrt(dim / n_heads) when block_count equals
+     * attn_scale_alt_layers (Gemma's "27B" rule: gemma2.cpp:19-29, gemma3.cpp:20-33; 0: never) */
+    int32_t attn_scale_alt_layers;
+    bool moe;                       /* routed experts replace the FFN (qwen3moe) */
     enum ork_output_tie output;
     const struct ork_arch_tensor *layer_tensors;   /* bound per layer, in file order */
     size_t n_layer_tensors;

@@ -52,7 +52,26 @@ struct ork_model_config {
     bool rope_freq_factors;     /* rope_freqs.weight present (Llama 3.1+ per-pair divisors) */
     float rms_eps;              /* attention.layer_norm_rms_epsilon */
     bool tied_output;           /* no output.weight: the LM head is token_embd */
+    /* Set from the architecture's descriptor (ork-engine/arch.h) and its keys; neutral values
+     * (1, 0) for the llama family. */
+    float embd_scale;           /* token embedding multiplier (Gemma: sqrt(dim)) */
+    float attn_scale;           /* attention score scale (1/sqrt(head_dim) unless the arch says) */
+    float attn_softcap;         /* cap of cap*tanh(s/cap) on attention scores; 0: none */
+    float final_softcap;        /* the same on the logits; 0: none */
+    int32_t swa_window;         /* attention.sliding_window: keys a local layer sees; 0: none */
+    int32_t swa_period;         /* attention.sliding_window_pattern: l local iff l%p < p-1 */
+    float rope_base_swa;        /* RoPE base of local layers */
+    float rope_freq_scale_swa;  /* RoPE position scale of local layers */
+    float rope_attn_factor;     /* rope.scaling.attn_factor (LongRoPE cos/sin multiplier), 1 */
+    int32_t n_ctx_orig;         /* rope.scaling.original_context_length (LongRoPE choice) */
+    int32_t n_expert;           /* expert_count (MoE), else 0 */
+    int32_t n_expert_used;      /* expert_used_count */
+    int32_t expert_ffn_dim;     /* expert_feed_forward_length */
 };
+
+/* Whether layer l of c attends through a sliding window (c->swa_window > 0 and the pattern
+ * marks it local). */
+bool ork_model_layer_swa(const struct ork_model_config *c, int32_t l);
 
 struct ork_model;
 
@@ -212,6 +231,9 @@ struct ork_session;
 int ork_session_create(struct ork_model *m, const struct ork_session_params *p,
                        struct ork_session **out);
 void ork_session_free(struct ork_session *s);
+/* MoE models: bytes of expert weights the session's forward passes have read so far (only the
+ * selected experts' matrices are read; 0 for dense models). */
+uint64_t ork_session_expert_bytes(const struct ork_session *s);
 
 const struct ork_model *ork_session_model(const struct ork_session *s);
 int32_t ork_session_ctx_size(const struct ork_session *s);

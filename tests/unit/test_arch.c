@@ -30,7 +30,14 @@ static void test_table(void)
     /* exact names only: a prefix or an unknown family is not found */
     CHECK(ork_arch_find("llam", 4) == NULL);
     CHECK(ork_arch_find("qwen2x", 6) == NULL);
-    CHECK(ork_arch_find("gemma2", 6) == NULL);
+    CHECK(ork_arch_find("gemma", 5) == NULL);
+    CHECK(ork_arch_find("qwen3mo", 7) == NULL);
+    static const char *const added[] = { "gemma2", "gemma3", "phi3", "qwen3moe" };
+    for (size_t i = 0; i < sizeof added / sizeof added[0]; i++) {
+        const struct ork_arch_desc *d = ork_arch_find(added[i], strlen(added[i]));
+        REQUIRE(d != NULL);
+        CHECK_EQ_INT(ork_arch_check(d), 0);
+    }
 }
 
 /* Each setting without an op, on a copy of llama's entry, is refused with its name. */
@@ -40,20 +47,17 @@ static void test_check_refuses(void)
     REQUIRE(llama);
     struct ork_arch_desc d;
     static const char *const cases[] = {
-        "post-sublayer RMSNorm", "GELU", "ungated FFN", "embedding scaling",
-        "attention logit softcapping", "final logit softcapping", "sliding-window attention",
-        "layer tensor list",
+        "post-sublayer RMSNorm", "FFN activation", "ungated FFN", "embedding scale",
+        "experts with an activation", "layer tensor list",
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         d = *llama;
         switch (i) {
-        case 0: d.norm = ORK_NORM_BOTH; break;
-        case 1: d.act = ORK_FFN_GELU; break;
+        case 0: d.norm = ORK_NORM_POST; break;
+        case 1: d.act = (enum ork_ffn_act)7; break;
         case 2: d.ffn_gated = false; break;
-        case 3: d.embd_scale = ORK_EMBD_SCALE_SQRT_DIM; break;
-        case 4: d.attn_softcap = true; break;
-        case 5: d.final_softcap = true; break;
-        case 6: d.sliding_window = true; break;
+        case 3: d.embd_scale = (enum ork_embd_scale)7; break;
+        case 4: d.moe = true; d.act = ORK_FFN_GELU; break;
         default: d.layer_tensors = NULL; d.n_layer_tensors = 0; break;
         }
         CHECK_EQ_INT(ork_arch_check(&d), ORK_EUNSUPPORTED);

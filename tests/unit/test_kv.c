@@ -69,20 +69,20 @@ static void check_reads(const struct ork_kv_cache *kv, const struct rows *r, int
         }
         for (int l = 0; l < N_LAYERS; l++)
             for (int h = 0; h < N_KV_HEADS; h++) {
-                ork__kv_scores(kv, l, h, (const float *const[]){ q }, 1, 0.25f, n_pos,
+                ork__kv_scores(kv, l, h, (const float *const[]){ q }, 1, 0.25f, 0, n_pos,
                                (float *const[]){ sc });
                 for (int t = 0; t < n_pos; t++) {
                     float d = ork_vec_dot(ORK_TYPE_F32, r->k[l][t] + h * HEAD_DIM, q, HEAD_DIM);
                     bad += sc[t] != d * 0.25f;
                 }
                 /* two queries at once: each gets its own single-query bits */
-                ork__kv_scores(kv, l, h, (const float *const[]){ q2, q }, 2, 0.25f, n_pos,
+                ork__kv_scores(kv, l, h, (const float *const[]){ q2, q }, 2, 0.25f, 0, n_pos,
                                (float *const[]){ sc2, sc3 });
                 for (int t = 0; t < n_pos; t++) {
                     float d = ork_vec_dot(ORK_TYPE_F32, r->k[l][t] + h * HEAD_DIM, q2, HEAD_DIM);
                     bad += sc2[t] != d * 0.25f || sc3[t] != sc[t];
                 }
-                ork__kv_weighted_sum(kv, l, h, (const float *const[]){ w }, 1, n_pos,
+                ork__kv_weighted_sum(kv, l, h, (const float *const[]){ w }, 1, 0, n_pos,
                                      (float *const[]){ out });
                 for (int i = 0; i < HEAD_DIM; i++)
                     want[i] = want2[i] = 0.0f;
@@ -94,7 +94,7 @@ static void check_reads(const struct ork_kv_cache *kv, const struct rows *r, int
                 }
                 for (int i = 0; i < HEAD_DIM; i++)
                     bad += out[i] != want[i];
-                ork__kv_weighted_sum(kv, l, h, (const float *const[]){ w2, w }, 2, n_pos,
+                ork__kv_weighted_sum(kv, l, h, (const float *const[]){ w2, w }, 2, 0, n_pos,
                                      (float *const[]){ out2, out3 });
                 for (int i = 0; i < HEAD_DIM; i++)
                     bad += out2[i] != want2[i] || out3[i] != want[i];
@@ -160,7 +160,7 @@ static void test_prefault(void)
         int nonzero = 0, zero = 0;
         for (int l = 0; l < N_LAYERS; l++)
             for (int h = 0; h < N_KV_HEADS; h++) {
-                ork__kv_scores(&kv, l, h, (const float *const[]){ q }, 1, 0.25f, MAX_POS,
+                ork__kv_scores(&kv, l, h, (const float *const[]){ q }, 1, 0.25f, 0, MAX_POS,
                                (float *const[]){ sc });
                 for (int t = 0; t < MAX_POS; t++) {
                     nonzero += t >= PF_FROM && sc[t] != 0.0f;

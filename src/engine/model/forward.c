@@ -5,11 +5,13 @@
  * (kv.c) and split over the thread pool by (token, KV head).
  *
  * Per layer, as the architecture's descriptor says (model/arch.c, ork-engine/arch.h: biases
- * and q/k norms when bound, the RoPE style, the gated SiLU FFN; settings with no op here are
- * refused at load):
- *   h  = x + Wo * attn(rope(qn(Wq*n(x) [+bq])), rope(kn(Wk*n(x) [+bk])), Wv*n(x) [+bv])
- *   x' = h + Wdown * (silu(Wgate*n(h)) * Wup*n(h))
- * then logits = Wout * rmsnorm(x).
+ * and q/k norms when bound, the RoPE style and per-layer base, the FFN activation; settings
+ * with no op here are refused at load):
+ *   h  = x + [pn](Wo * attn(rope(qn(Wq*n(x) [+bq])), rope(kn(Wk*n(x) [+bk])), Wv*n(x) [+bv]))
+ *   x' = h + [pn](Wdown * (act(Wgate*n(h)) * Wup*n(h)))      or, MoE: the top-k experts' sum
+ * then logits = [softcap](Wout * rmsnorm(x)); x starts as the embedding row [times sqrt(dim)].
+ * attn: scores scaled (cfg.attn_scale), [softcapped], over the layer's keys (all, or the
+ * sliding window of a local layer), softmax. [pn]: Gemma's post-norms when bound.
  *
  * Every projection group is one op of the layer plan (model_priv.h, npu/plan.c) run through
  * exec_proj: the NPU executor when it holds the op, else the CPU. When the executor splits the
@@ -48,7 +50,7 @@
     } while (0)
 
 /* Number of arena allocations per batch (for the alignment slack in the size estimate). */
-#define FWD_N_BUFFERS 12
+#define FWD_N_BUFFERS 22
 #define FWD_ALIGN 64    /* arena.c aligns every allocation to 64 bytes */
 
 size_t ork__forward_scratch_bytes(const struct ork_model_config *c, int32_t n_batch, int32_t ctx,
@@ -62,6 +64,15 @@ size_t ork__forward_scratch_bytes(const struct ork_model_config *c, int32_t n_ba
                          + 2 * kv_dim            /* k, v */
                          + 2 * (size_t)c->ffn_dim) /* hb, hb2 */
                     + (size_t)n_threads * FWD_ATTN_PAIR * (size_t)ctx;  /* attention scores */
+    if (c->n_expert > 0) {
+        size_t k = (size_t)c->n_expert_used, f = (size_t)c->expert_ffn_dim;
+        floats += m * ((size_t)c->n_expert   /* router probabilities */
+                       + 2 * k               /* weights, ids */
+                       + k * (size_t)c->dim  /* per (row, rank) expert outputs */
+                       + 2 * (size_t)c->dim  /* gathered input, output */
+                       + 2 * f               /* gathered gate, up */
+                       + 2);                 /* gathered row and rank */
+    }
     return floats * sizeof(float) + (size_t)FWD_N_BUFFERS * FWD_ALIGN;
 }
 
@@ -111,6 +122,12 @@ struct attn_job {
     float *scores;          /* (nth, FWD_ATTN_PAIR, ctx) */
     int32_t ctx;
     float scale;
+    /* the layer's: RoPE base, position scale and divisors, LongRoPE's cos/sin factor, the
+     * sliding window (0: all keys), the score softcap (0: none) */
+    float rope_base, rope_scale, attn_factor;
+    const float *rope_freqs;
+    int32_t window;
+    float softcap;
     atomic_int next;        /* next (row, KV head) item to take */
     /* prep: each item first norms and rotates its KV head's k and its query heads' q and
      * stores the row's k and v for that head (only when no other item reads them: see
@@ -121,7 +138,7 @@ struct attn_job {
     const struct ork_model *md;
 };
 
-static void norm_rope_one(float *v, const float *norm, const struct ork_model *md, int32_t pos);
+static void norm_rope_one(float *v, const float *norm, const struct attn_job *j, int32_t pos);
 
 /* Threads take (row, KV head) items from j->next (ork_pool_run_shared): an item computes the
  * query heads of [h0, h1) that share that KV head (GQA), one after the other, so the head's
@@ -146,16 +163,18 @@ static void attn_worker(void *ctx, int ith, int nth)
                                   row_pos(j->rows, i2) + 1);
         }
         int32_t n_pos = row_pos(j->rows, i) + 1;            /* causal: keys 0 .. pos */
+        /* a local layer: key p0 is seen iff pos - p0 < window (llama-hparams.h:388-392) */
+        int32_t t_begin = j->window > 0 && n_pos > j->window ? n_pos - j->window : 0;
         int32_t ha = kvh * group > j->h0 ? kvh * group : j->h0;
         int32_t hb = (kvh + 1) * group < j->h1 ? (kvh + 1) * group : j->h1;
         if (j->prep) {
             int32_t pos = n_pos - 1;
             size_t kv_at = ((size_t)i * j->n_kv_heads + kvh) * j->head_dim;
-            norm_rope_one(j->k + kv_at, j->k_norm, j->md, pos);
+            norm_rope_one(j->k + kv_at, j->k_norm, j, pos);
             ork__kv_store_head(kv, j->layer, pos, kvh, j->k + kv_at, j->v + kv_at);
             for (int32_t h = ha; h < hb; h++)
                 norm_rope_one(j->q + (size_t)i * q_dim + (size_t)h * j->head_dim, j->q_norm,
-                              j->md, pos);
+                              j, pos);
         }
         for (int32_t h = ha, nq; h < hb; h += nq) {
             nq = hb - h < FWD_ATTN_PAIR ? (int)(hb - h) : FWD_ATTN_PAIR;
@@ -167,10 +186,14 @@ static void attn_worker(void *ctx, int ith, int nth)
                 ss[u] = sc + (size_t)u * (size_t)j->ctx;
                 os[u] = j->out + at;
             }
-            ork__kv_scores(kv, j->layer, kvh, qs, nq, j->scale, n_pos, ss);
-            for (int u = 0; u < nq; u++)
-                ork_softmax(ss[u], n_pos);
-            ork__kv_weighted_sum(kv, j->layer, kvh, (const float *const *)ss, nq, n_pos, os);
+            ork__kv_scores(kv, j->layer, kvh, qs, nq, j->scale, t_begin, n_pos, ss);
+            for (int u = 0; u < nq; u++) {
+                if (j->softcap > 0.0f)
+                    ork__softcap(ss[u] + t_begin, n_pos - t_begin, j->softcap);
+                ork_softmax(ss[u] + t_begin, n_pos - t_begin);
+            }
+            ork__kv_weighted_sum(kv, j->layer, kvh, (const float *const *)ss, nq, t_begin, n_pos,
+                                 os);
         }
     }
 }
@@ -203,25 +226,30 @@ static void rmsnorm_rows(float *out, const float *x, const float *w, int32_t m, 
 }
 
 /* Per-head RMSNorm (when norm is set: the descriptor's qk_norm) then RoPE of one head at
- * position pos, in the descriptor's style. */
-static void norm_rope_one(float *v, const float *norm, const struct ork_model *md, int32_t pos)
+ * position pos, in the descriptor's style with the layer's base, scale and divisors (j); the
+ * rotated elements times LongRoPE's attn_factor (its cos and sin multiplier: ARCHS.md "phi3",
+ * ggml-cpu/ops.cpp:5829-5857). */
+static void norm_rope_one(float *v, const float *norm, const struct attn_job *j, int32_t pos)
 {
-    const struct ork_model_config *c = &md->cfg;
+    const struct ork_model_config *c = &j->md->cfg;
     int32_t hd = c->head_dim;
     if (norm)
         ork_rmsnorm(v, v, norm, hd, c->rms_eps);
-    ork_rope_ext(v, hd, c->n_rot, pos, c->rope_base, md->arch->rope == ORK_ROPE_NEOX,
-                 md->w.rope_freqs, c->rope_freq_scale);
+    ork_rope_ext(v, hd, c->n_rot, pos, j->rope_base, j->md->arch->rope == ORK_ROPE_NEOX,
+                 j->rope_freqs, j->rope_scale);
+    if (j->attn_factor != 1.0f)
+        for (int32_t i = 0; i < c->n_rot && i < hd; i++)
+            v[i] *= j->attn_factor;
 }
 
 /* norm_rope_one for heads [h0, h1) of the rows of n_h heads at their positions. */
 static void norm_rope_heads(float *x, int32_t n_h, int32_t h0, int32_t h1, const float *norm,
-                            const struct ork_model *md, const struct fwd_rows *r)
+                            const struct attn_job *j, const struct fwd_rows *r)
 {
-    int32_t hd = md->cfg.head_dim;
+    int32_t hd = j->md->cfg.head_dim;
     for (int32_t i = 0; i < r->n; i++)
         for (int32_t h = h0; h < h1; h++)
-            norm_rope_one(x + ((size_t)i * n_h + h) * hd, norm, md, row_pos(r, i));
+            norm_rope_one(x + ((size_t)i * n_h + h) * hd, norm, j, row_pos(r, i));
 }
 
 /* Whether the attention items may do the rows' q/k norms, RoPE and KV stores themselves
@@ -254,6 +282,11 @@ struct fwd {
     float *k, *v;                       /* (n, kv_dim) */
     float *hb, *hb2;                    /* (n, ffn_dim) gate, up */
     float *scores;                      /* (nth, FWD_ATTN_PAIR, ctx) */
+    /* MoE (n_expert > 0): router probabilities (n, n_expert), the selected experts' weights
+     * and ids (n, k), their outputs (n, k, dim), and one expert's gathered rows: input (n,
+     * dim), gate and up (n, expert_ffn_dim), output (n, dim), row and rank (n) */
+    float *moe_p, *moe_w, *moe_out, *moe_x, *moe_g, *moe_u, *moe_y;
+    int32_t *moe_ids, *moe_row, *moe_rank;
     struct attn_job job;
     struct ork_pool *attn_pool;
     struct ork__twin_rec *tw;           /* the model's twin, or NULL */
@@ -317,6 +350,8 @@ static int exec_proj(const struct fwd *f, enum ork__npu_op op, int32_t layer, co
     int n_w = ork__layer_op_mats(f->md, op, layer, ws);
     ork__layer_op_next(f->md, op, layer, f->to_head, &next_op, &next_layer);
     int n_next = ork__layer_op_mats(f->md, next_op, next_layer, next);
+    if (n_next > 0 && !next[0]->data)
+        n_next = 0;     /* a MoE layer's FFN ops: its experts are not layer-plan matrices */
     double macs = 0;
     for (int i = 0; i < n_w; i++)
         macs += (double)ws[i]->n_rows * (double)ws[i]->n_cols * rows;
@@ -353,10 +388,28 @@ static int fwd_init(struct fwd *f, struct ork_session *s, const struct fwd_rows 
         (ret = alloc_f(s, (size_t)ork_pool_threads(s->pool) * FWD_ATTN_PAIR * s->kv.ctx,
                        "scores", &f->scores)) < 0)
         return ret;
+    if (c->n_expert > 0) {
+        size_t k = (size_t)c->n_expert_used, fe = (size_t)c->expert_ffn_dim;
+        float *ids, *row, *rank;
+        if ((ret = alloc_f(s, n * c->n_expert, "moe router", &f->moe_p)) < 0 ||
+            (ret = alloc_f(s, n * k, "moe weights", &f->moe_w)) < 0 ||
+            (ret = alloc_f(s, n * k, "moe ids", &ids)) < 0 ||
+            (ret = alloc_f(s, n * k * c->dim, "moe outputs", &f->moe_out)) < 0 ||
+            (ret = alloc_f(s, n * c->dim, "moe input", &f->moe_x)) < 0 ||
+            (ret = alloc_f(s, n * fe, "moe gate", &f->moe_g)) < 0 ||
+            (ret = alloc_f(s, n * fe, "moe up", &f->moe_u)) < 0 ||
+            (ret = alloc_f(s, n * c->dim, "moe output", &f->moe_y)) < 0 ||
+            (ret = alloc_f(s, n, "moe rows", &row)) < 0 ||
+            (ret = alloc_f(s, n, "moe ranks", &rank)) < 0)
+            return ret;
+        f->moe_ids = (int32_t *)(void *)ids;    /* int32 and float are both 4 bytes */
+        f->moe_row = (int32_t *)(void *)row;
+        f->moe_rank = (int32_t *)(void *)rank;
+    }
     f->job = (struct attn_job){
         .rows = r, .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads,
         .head_dim = c->head_dim, .q = f->q, .out = f->att, .scores = f->scores,
-        .ctx = s->kv.ctx, .scale = 1.0f / sqrtf((float)c->head_dim), .k = f->k, .v = f->v,
+        .ctx = s->kv.ctx, .scale = c->attn_scale, .k = f->k, .v = f->v,
         .md = f->md,
     };
     /* attention: rows x n_heads x (pos + 1 keys) x head_dim, twice (scores, weighted sum) */
@@ -443,12 +496,19 @@ static int attn_block(struct fwd *f, int32_t l)
     job->prep = !ha && attn_prep_in_items(r);
     job->q_norm = L->q_norm;
     job->k_norm = L->k_norm;
+    bool swa = ork_model_layer_swa(c, l);
+    job->window = swa ? c->swa_window : 0;
+    job->rope_base = swa ? c->rope_base_swa : c->rope_base;
+    job->rope_scale = swa ? c->rope_freq_scale_swa : c->rope_freq_scale;
+    job->rope_freqs = f->s->rope_freqs;
+    job->attn_factor = c->rope_attn_factor;
+    job->softcap = c->attn_softcap;
     if (!job->prep) {
-        norm_rope_heads(f->k, c->n_kv_heads, 0, c->n_kv_heads, L->k_norm, md, r);
+        norm_rope_heads(f->k, c->n_kv_heads, 0, c->n_kv_heads, L->k_norm, job, r);
         for (int32_t i = 0; i < n; i++)
             ork__kv_store(row_kv(r, i), l, row_pos(r, i), f->k + (size_t)i * kv_dim,
                           f->v + (size_t)i * kv_dim);
-        norm_rope_heads(f->q, c->n_heads, job->h0, job->h1, L->q_norm, md, r);
+        norm_rope_heads(f->q, c->n_heads, job->h0, job->h1, L->q_norm, job, r);
     }
     twin_attn(f, l, job->h0, job->h1, true, job->prep);
     attention(job, f->attn_pool, f->s, &f->ph->attn_ns);
@@ -458,7 +518,7 @@ static int attn_block(struct fwd *f, int32_t l)
         /* the other heads while the first half's O projection runs on the NPU */
         job->h0 = ha;
         job->h1 = c->n_heads;
-        norm_rope_heads(f->q, c->n_heads, job->h0, job->h1, L->q_norm, md, r);
+        norm_rope_heads(f->q, c->n_heads, job->h0, job->h1, L->q_norm, job, r);
         twin_attn(f, l, job->h0, job->h1, false, false);
         attention(job, f->attn_pool, f->s, &f->ph->attn_ns);
         if ((ret = ork__npu_exec_o_finish(md->npu, l, f->att, n, f->xb)) < 0)
@@ -466,14 +526,98 @@ static int attn_block(struct fwd *f, int32_t l)
     } else if ((ret = exec_proj(f, ORK__NPU_O, l, f->att, n, (float *const[]){ f->xb })) < 0) {
         return ret;
     }
+    if (L->post_attn_norm) {
+        TW(f, RMSNORM, false, ork_twin_cpu_rmsnorm(f->tc, (uint64_t)n, (uint64_t)dim),
+           "post_attention_norm");
+        rmsnorm_rows(f->xb, f->xb, L->post_attn_norm, n, dim, c->rms_eps);
+    }
     TW(f, RESIDUAL, false, ork_twin_cpu_residual(f->tc, (uint64_t)n * (uint64_t)dim), "residual");
     for (size_t i = 0; i < (size_t)n * dim; i++)
         f->x[i] += f->xb[i];
     return 0;
 }
 
+/* One CPU matmul of `rows` rows of in by w into out (the MoE's router and experts), on the
+ * pool when large, with its twin ops. */
+static int cpu_mat(const struct fwd *f, enum ork__npu_op op, const struct ork_mat *w,
+                   const float *in, int32_t rows, float *out)
+{
+    const struct ork_mat *ws[1] = { w };
+    double macs = (double)w->n_rows * (double)w->n_cols * rows;
+    twin_cpu_proj(f, op, ws, 1, rows, macs);
+    int64_t t0 = phase_begin(f->s);
+    int ret = ork_matmul_act_multi_next(pool_for(f->s, macs), ws, 1, in, rows,
+                                        (float *const[]){ out }, f->act, NULL, 0);
+    phase_end(f->s, t0, &f->ph->matmul_ns);
+    return ret;
+}
+
+/* The MoE FFN of layer l on the normed rows f->xb, into f->xb (ARCHS.md "qwen3moe" Routing,
+ * llama-graph.cpp:1946-2069): probabilities = softmax(router x) over all experts, the top-k,
+ * their probabilities renormalised, out = sum over the ranks of w * down(silu(gate x) * up x).
+ * The rows are grouped by expert: each selected expert's weights stream once for all the rows
+ * that chose it, and an expert no row chose is not read (decode reads only k experts' rows).
+ * The sum over ranks runs in rank order, as llama.cpp adds the experts' outputs. */
+static int moe_block(struct fwd *f, int32_t l)
+{
+    const struct ork_model_config *c = &f->md->cfg;
+    const struct ork_layer_weights *L = &f->md->w.layers[l];
+    int32_t n = f->r->n, dim = c->dim, k = c->n_expert_used, fe = c->expert_ffn_dim;
+    int ret;
+    if ((ret = cpu_mat(f, ORK__NPU_GATE_UP, &L->gate_inp, f->xb, n, f->moe_p)) < 0)
+        return ret;
+    for (int32_t i = 0; i < n; i++)
+        ork__moe_route(f->moe_p + (size_t)i * c->n_expert, c->n_expert, k,
+                       f->moe_ids + (size_t)i * k, f->moe_w + (size_t)i * k);
+    for (int32_t e = 0; e < c->n_expert; e++) {
+        int32_t m = 0;
+        for (int32_t i = 0; i < n; i++)
+            for (int32_t j = 0; j < k; j++)
+                if (f->moe_ids[(size_t)i * k + j] == e) {
+                    memcpy(f->moe_x + (size_t)m * dim, f->xb + (size_t)i * dim,
+                           (size_t)dim * sizeof(float));
+                    f->moe_row[m] = i;
+                    f->moe_rank[m++] = j;
+                }
+        if (!m)
+            continue;
+        struct ork_mat g = ork__expert_mat(&L->gate_exps, e, fe);
+        struct ork_mat u = ork__expert_mat(&L->up_exps, e, fe);
+        struct ork_mat d = ork__expert_mat(&L->down_exps, e, dim);
+        if ((ret = cpu_mat(f, ORK__NPU_GATE_UP, &g, f->moe_x, m, f->moe_g)) < 0 ||
+            (ret = cpu_mat(f, ORK__NPU_GATE_UP, &u, f->moe_x, m, f->moe_u)) < 0)
+            return ret;
+        TW(f, SILU_MUL, false, ork_twin_cpu_silu_mul(f->tc, (uint64_t)m * (uint64_t)fe),
+           "silu x up (expert)");
+        ork_silu_mul(f->moe_g, f->moe_u, (int64_t)m * fe);
+        if ((ret = cpu_mat(f, ORK__NPU_DOWN, &d, f->moe_g, m, f->moe_y)) < 0)
+            return ret;
+        f->s->expert_bytes += (uint64_t)(g.row_bytes * (size_t)g.n_rows +
+                                         u.row_bytes * (size_t)u.n_rows +
+                                         d.row_bytes * (size_t)d.n_rows);
+        for (int32_t r = 0; r < m; r++) {
+            size_t at = (size_t)f->moe_row[r] * k + (size_t)f->moe_rank[r];
+            float w = f->moe_w[at];
+            const float *y = f->moe_y + (size_t)r * dim;
+            float *o = f->moe_out + at * dim;
+            for (int32_t t = 0; t < dim; t++)
+                o[t] = y[t] * w;
+        }
+    }
+    for (int32_t i = 0; i < n; i++) {
+        float *o = f->xb + (size_t)i * dim;
+        const float *src = f->moe_out + (size_t)i * k * dim;
+        memcpy(o, src, (size_t)dim * sizeof(float));
+        for (int32_t j = 1; j < k; j++)
+            for (int32_t t = 0; t < dim; t++)
+                o[t] += src[(size_t)j * dim + t];
+    }
+    return 0;
+}
+
 /* x += W_down (act(W_gate norm(x)) * W_up norm(x)) for layer l: the gated FFN of the
- * descriptor (SiLU; arch.c refuses the activations not implemented here). */
+ * descriptor (SiLU, or GELU through llama.cpp's FP16 table), or the MoE experts; then
+ * Gemma's post-FFN norm when bound. */
 static int ffn_block(struct fwd *f, int32_t l)
 {
     const struct ork_model_config *c = &f->md->cfg;
@@ -482,13 +626,27 @@ static int ffn_block(struct fwd *f, int32_t l)
     int ret;
     TW(f, RMSNORM, false, ork_twin_cpu_rmsnorm(f->tc, (uint64_t)n, (uint64_t)c->dim), "ffn_norm");
     rmsnorm_rows(f->xb, f->x, L->ffn_norm, n, c->dim, c->rms_eps);
-    if ((ret = exec_proj(f, ORK__NPU_GATE_UP, l, f->xb, n, (float *const[]){ f->hb, f->hb2 })) < 0)
-        return ret;
-    TW(f, SILU_MUL, false, ork_twin_cpu_silu_mul(f->tc, (uint64_t)n * (uint64_t)c->ffn_dim),
-       "silu x up");
-    ork_silu_mul(f->hb, f->hb2, (int64_t)n * c->ffn_dim);
-    if ((ret = exec_proj(f, ORK__NPU_DOWN, l, f->hb, n, (float *const[]){ f->xb })) < 0)
-        return ret;
+    if (c->n_expert > 0) {
+        if ((ret = moe_block(f, l)) < 0)
+            return ret;
+    } else {
+        if ((ret = exec_proj(f, ORK__NPU_GATE_UP, l, f->xb, n,
+                             (float *const[]){ f->hb, f->hb2 })) < 0)
+            return ret;
+        TW(f, SILU_MUL, false, ork_twin_cpu_silu_mul(f->tc, (uint64_t)n * (uint64_t)c->ffn_dim),
+           f->md->arch->act == ORK_FFN_GELU ? "gelu x up" : "silu x up");
+        if (f->md->arch->act == ORK_FFN_GELU)
+            ork__gelu_mul(f->hb, f->hb2, (int64_t)n * c->ffn_dim);
+        else
+            ork_silu_mul(f->hb, f->hb2, (int64_t)n * c->ffn_dim);
+        if ((ret = exec_proj(f, ORK__NPU_DOWN, l, f->hb, n, (float *const[]){ f->xb })) < 0)
+            return ret;
+    }
+    if (L->post_ffn_norm) {
+        TW(f, RMSNORM, false, ork_twin_cpu_rmsnorm(f->tc, (uint64_t)n, (uint64_t)c->dim),
+           "post_ffw_norm");
+        rmsnorm_rows(f->xb, f->xb, L->post_ffn_norm, n, c->dim, c->rms_eps);
+    }
     TW(f, RESIDUAL, false, ork_twin_cpu_residual(f->tc, (uint64_t)n * (uint64_t)c->dim),
        "residual");
     for (size_t i = 0; i < (size_t)n * c->dim; i++)
@@ -513,6 +671,9 @@ static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, flo
     for (int32_t i = 0; i < n; i++)
         if ((ret = ork_get_row(&w->tok_embd, r->tokens[i], f.x + (size_t)i * dim)) < 0)
             return ret;
+    if (c->embd_scale != 1.0f)
+        for (size_t i = 0; i < (size_t)n * dim; i++)
+            f.x[i] *= c->embd_scale;
     for (int32_t l = 0; l < c->n_layers; l++)
         if ((ret = attn_block(&f, l)) < 0 || (ret = ffn_block(&f, l)) < 0)
             return ret;
@@ -520,12 +681,16 @@ static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, flo
         return 0;
     TW(&f, RMSNORM, false, ork_twin_cpu_rmsnorm(f.tc, all ? (uint64_t)n : 1, (uint64_t)dim),
        "output_norm");
-    if (all) {
+    int32_t n_out = all ? n : 1;
+    if (all)
         rmsnorm_rows(f.xb, f.x, w->output_norm, n, dim, c->rms_eps);
-        return exec_proj(&f, ORK__NPU_LM_HEAD, 0, f.xb, n, (float *const[]){ logits });
-    }
-    ork_rmsnorm(f.xb, f.x + (size_t)(n - 1) * dim, w->output_norm, dim, c->rms_eps);
-    return exec_proj(&f, ORK__NPU_LM_HEAD, 0, f.xb, 1, (float *const[]){ logits });
+    else
+        ork_rmsnorm(f.xb, f.x + (size_t)(n - 1) * dim, w->output_norm, dim, c->rms_eps);
+    if ((ret = exec_proj(&f, ORK__NPU_LM_HEAD, 0, f.xb, n_out, (float *const[]){ logits })) < 0)
+        return ret;
+    if (c->final_softcap > 0.0f)
+        ork__softcap(logits, (int64_t)n_out * c->n_vocab, c->final_softcap);
+    return 0;
 }
 
 /* forward_rows_run bracketed for the NPU executor's counters (no-op on the CPU). */

@@ -185,12 +185,12 @@ void ork__kv_prefetch_head(const struct ork_kv_cache *kv, int32_t layer, int32_t
 }
 
 void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
-                    const float *const *q, int nq, float scale, int32_t n_pos,
+                    const float *const *q, int nq, float scale, int32_t t_begin, int32_t n_pos,
                     float *const *scores)
 {
     int32_t n = kv->head_dim;
     uint32_t type = kv_row_type(kv);
-    for (int32_t t0 = 0, m; t0 < n_pos; t0 += m) {
+    for (int32_t t0 = t_begin, m; t0 < n_pos; t0 += m) {
         m = run_len(t0, n_pos);
         size_t base = row_index(kv, layer, head, t0);
         if (kv->type == ORK_KV_F32 || n <= KV_PIECE) {
@@ -219,12 +219,13 @@ void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
             }
     }
     for (int h = 0; h < nq; h++)
-        for (int32_t t = 0; t < n_pos; t++)
+        for (int32_t t = t_begin; t < n_pos; t++)
             scores[h][t] *= scale;
 }
 
 void ork__kv_weighted_sum(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
-                          const float *const *w, int nq, int32_t n_pos, float *const *out)
+                          const float *const *w, int nq, int32_t t_begin, int32_t n_pos,
+                          float *const *out)
 {
     int32_t n = kv->head_dim;
     for (int h = 0; h < nq; h++)
@@ -236,7 +237,7 @@ void ork__kv_weighted_sum(const struct ork_kv_cache *kv, int32_t layer, int32_t 
      * once, ork_vec_mad_rows2) */
     uint32_t type = kv_row_type(kv);
     size_t elt = kv_elt(kv);
-    for (int32_t t0 = 0, m; t0 < n_pos; t0 += m) {
+    for (int32_t t0 = t_begin, m; t0 < n_pos; t0 += m) {
         m = run_len(t0, n_pos);
         const void *v = (const uint8_t *)kv->v + row_index(kv, layer, head, t0) * elt;
         if (nq == 2)

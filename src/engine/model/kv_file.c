@@ -74,7 +74,7 @@ static bool layout_ok(const struct ork_kv_cache *kv, int32_t layer, int32_t head
         q[cols[c]] = 1.0f;
         const float *qs[1] = { q };
         float *sc[1] = { scratch };
-        ork__kv_scores(kv, layer, head, qs, 1, 1.0f, n, sc);
+        ork__kv_scores(kv, layer, head, qs, 1, 1.0f, 0, n, sc);
         for (int32_t t = 0; t < n; t++)
             if (scratch[t] != raw_at(kv, raw_row(kv, kv->k, layer, head, t), cols[c]))
                 return false;
@@ -83,7 +83,7 @@ static bool layout_ok(const struct ork_kv_cache *kv, int32_t layer, int32_t head
     scratch[n - 1] = 1.0f;
     const float *ws[1] = { scratch };
     float *outs[1] = { vout };
-    ork__kv_weighted_sum(kv, layer, head, ws, 1, n, outs);
+    ork__kv_weighted_sum(kv, layer, head, ws, 1, 0, n, outs);
     const uint8_t *vr = raw_row(kv, kv->v, layer, head, n - 1);
     for (int32_t j = 0; j < hd; j++)
         if (vout[j] != raw_at(kv, vr, j))

@@ -12,6 +12,7 @@
 #include <ork/log.h>
 #include <ork-kernels/types.h>
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
  * turning into a huge allocation or an int32 overflow. */
 #define ORK_MAX_LAYERS 1024
 #define ORK_MAX_DIM (1 << 20)
+#define ORK_MAX_EXPERTS 1024    /* routing scratch is sized by it (forward.c) */
 
 /* Where each ORK_LT_* tensor of a descriptor's list is bound in the layer weights. */
 #define LT_VEC(field) { offsetof(struct ork_layer_weights, field), false }
@@ -38,7 +40,11 @@ static const struct {
     [ORK_LT_BV] = LT_VEC(bv), [ORK_LT_Q_NORM] = LT_VEC(q_norm), [ORK_LT_K_NORM] = LT_VEC(k_norm),
     [ORK_LT_WO] = LT_MAT(wo), [ORK_LT_FFN_NORM] = LT_VEC(ffn_norm),
     [ORK_LT_W_GATE] = LT_MAT(w_gate), [ORK_LT_W_UP] = LT_MAT(w_up),
-    [ORK_LT_W_DOWN] = LT_MAT(w_down),
+    [ORK_LT_W_DOWN] = LT_MAT(w_down), [ORK_LT_POST_ATTN_NORM] = LT_VEC(post_attn_norm),
+    [ORK_LT_POST_FFN_NORM] = LT_VEC(post_ffn_norm), [ORK_LT_WQKV] = LT_MAT(wqkv),
+    [ORK_LT_W_GATE_UP] = LT_MAT(w_gate_up), [ORK_LT_GATE_INP] = LT_MAT(gate_inp),
+    [ORK_LT_GATE_EXPS] = LT_MAT(gate_exps), [ORK_LT_UP_EXPS] = LT_MAT(up_exps),
+    [ORK_LT_DOWN_EXPS] = LT_MAT(down_exps),
 };
 #undef LT_VEC
 #undef LT_MAT
@@ -107,7 +113,9 @@ static int read_rope_scaling(const struct ork_gguf *g, const struct ork_arch_des
         if (s.len == 6 && !memcmp(s.ptr, "linear", 6))
             linear = true;
         else if (!(s.len == 4 && !memcmp(s.ptr, "none", 4)) &&
-                 !(s.len == 6 && !memcmp(s.ptr, "llama3", 6)))
+                 !(s.len == 6 && !memcmp(s.ptr, "llama3", 6)) &&
+                 !(s.len == 8 && !memcmp(s.ptr, "longrope", 8) &&
+                   (d->rope_scaling & ORK_ROPE_SCALING_LONGROPE)))
             return ork_errorf(ORK_EUNSUPPORTED, "model metadata: RoPE scaling '%.*s' (%s) is not "
                               "supported (ork supports none and linear)",
                               (int)(s.len > 32 ? 32 : s.len), s.ptr, key);
@@ -125,7 +133,93 @@ static int read_rope_scaling(const struct ork_gguf *g, const struct ork_arch_des
         return ork_errorf(ORK_EFORMAT, "model metadata: %s.rope scaling factor %g must be > 0", a,
                           (double)factor);
     c->rope_freq_scale = 1.0f / factor;
+    c->rope_attn_factor = 1.0f;
+    c->n_ctx_orig = c->n_ctx_train;
+    if (d->rope_scaling & ORK_ROPE_SCALING_LONGROPE) {
+        if ((ret = get_f32_key(g, a, "rope.scaling.attn_factor", 1.0f,
+                               &c->rope_attn_factor)) < 0 ||
+            (ret = get_i32_key(g, a, "rope.scaling.original_context_length", false,
+                               c->n_ctx_train, 1, INT32_MAX / 2, &c->n_ctx_orig)) < 0)
+            return ret;
+        if (!(c->rope_attn_factor > 0.0f))
+            return ork_errorf(ORK_EFORMAT, "model metadata: %s.rope.scaling.attn_factor %g must "
+                              "be > 0", a, (double)c->rope_attn_factor);
+    }
     return 0;
+}
+
+/* RoPE base of sliding-window layers when the file has no rope.freq_base_swa (gemma3:
+ * llama-hparams.h:127). */
+#define ORK_ROPE_BASE_SWA_DEFAULT 10000.0f
+
+/* The descriptor's settings that come with keys: embedding scale, attention scale, softcaps,
+ * the sliding window and its layers' RoPE, experts (ARCHS.md per architecture). */
+static int read_arch_config(const struct ork_gguf *g, const struct ork_arch_desc *d,
+                            struct ork_model_config *c)
+{
+    const char *a = d->name;
+    char key[128];
+    int ret;
+    c->embd_scale = d->embd_scale == ORK_EMBD_SCALE_SQRT_DIM ? sqrtf((float)c->dim) : 1.0f;
+    c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
+    if (d->attn_scale_alt_layers && c->n_layers == d->attn_scale_alt_layers)
+        c->attn_scale = 1.0f / sqrtf((float)(c->dim / c->n_heads));
+    c->attn_softcap = c->final_softcap = 0.0f;
+    if (d->attn_softcap != ORK_SOFTCAP_OFF) {
+        float def = d->attn_softcap == ORK_SOFTCAP_ALWAYS ? d->attn_softcap_default : 0.0f;
+        if ((ret = get_f32_key(g, a, "attn_logit_softcapping", def, &c->attn_softcap)) < 0)
+            return ret;
+    }
+    if (d->final_softcap != ORK_SOFTCAP_OFF) {
+        float def = d->final_softcap == ORK_SOFTCAP_ALWAYS ? d->final_softcap_default : 0.0f;
+        if ((ret = get_f32_key(g, a, "final_logit_softcapping", def, &c->final_softcap)) < 0)
+            return ret;
+    }
+    if (c->attn_softcap < 0.0f || c->final_softcap < 0.0f)
+        return ork_errorf(ORK_EFORMAT, "model metadata: %s softcapping must be >= 0", a);
+    c->rope_base_swa = c->rope_base;
+    c->rope_freq_scale_swa = c->rope_freq_scale;
+    c->swa_window = c->swa_period = 0;
+    if (d->sliding_window) {
+        if ((ret = get_i32_key(g, a, "attention.sliding_window", false, d->swa_window_default, 0,
+                               INT32_MAX / 2, &c->swa_window)) < 0)
+            return ret;
+        /* a scalar only: an array-valued pattern is ignored, as llama.cpp does
+         * (llama-model-loader.cpp:502-508) */
+        snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", a);
+        uint32_t period;
+        ret = ork_gguf_get_u32(g, key, &period);
+        c->swa_period = ret == 0 ? (int32_t)(period > 1024 ? 1024 : period)
+                                 : d->swa_period_default;
+        if (c->swa_period < 1)
+            c->swa_window = 0;
+        if (d->swa_rope == ORK_SWA_ROPE_OWN) {
+            if ((ret = get_f32_key(g, a, "rope.freq_base_swa", ORK_ROPE_BASE_SWA_DEFAULT,
+                                   &c->rope_base_swa)) < 0)
+                return ret;
+            c->rope_freq_scale_swa = 1.0f;
+            if (!(c->rope_base_swa > 0.0f))
+                return ork_errorf(ORK_EFORMAT, "model metadata: %s.rope.freq_base_swa %g must "
+                                  "be > 0", a, (double)c->rope_base_swa);
+        }
+    }
+    c->n_expert = c->n_expert_used = c->expert_ffn_dim = 0;
+    if (d->moe) {
+        if ((ret = get_i32_key(g, a, "expert_count", true, 0, 1, ORK_MAX_EXPERTS,
+                               &c->n_expert)) < 0 ||
+            (ret = get_i32_key(g, a, "expert_used_count", true, 0, 1, c->n_expert,
+                               &c->n_expert_used)) < 0 ||
+            (ret = get_i32_key(g, a, "expert_feed_forward_length", false,
+                               c->ffn_dim / c->n_expert_used, 1, ORK_MAX_DIM,
+                               &c->expert_ffn_dim)) < 0)
+            return ret;
+    }
+    return 0;
+}
+
+bool ork_model_layer_swa(const struct ork_model_config *c, int32_t l)
+{
+    return c->swa_window > 0 && c->swa_period > 0 && l % c->swa_period < c->swa_period - 1;
 }
 
 static int read_config(const struct ork_gguf *g, struct ork_model_config *c,
@@ -189,7 +283,7 @@ static int read_config(const struct ork_gguf *g, struct ork_model_config *c,
         (ret = get_f32_key(g, a, "attention.layer_norm_rms_epsilon", ORK_RMS_EPS_DEFAULT,
                            &c->rms_eps)) < 0)
         return ret;
-    if ((ret = read_rope_scaling(g, *desc, c)) < 0)
+    if ((ret = read_rope_scaling(g, *desc, c)) < 0 || (ret = read_arch_config(g, *desc, c)) < 0)
         return ret;
     if (!(c->rope_base > 0.0f))
         return ork_errorf(ORK_EFORMAT, "model metadata: %s.rope.freq_base %g must be > 0", a,
@@ -250,6 +344,45 @@ static int bind_mat(const struct ork_gguf *g, const char *name, int64_t rows, in
     return 0;
 }
 
+/* n_expert stacked matrices of `rows` outputs by `cols` inputs: GGUF ne = [cols, rows,
+ * n_expert], bound as one matrix of n_expert * rows rows. */
+static int bind_exps(const struct ork_gguf *g, const char *name, int64_t rows, int64_t cols,
+                     int64_t n_expert, struct ork_mat *m)
+{
+    const struct ork_gguf_tensor *t;
+    int ret = find_tensor(g, name, true, &t);
+    if (ret < 0)
+        return ret;
+    if (t->n_dims != 3 || (int64_t)t->ne[0] != cols || (int64_t)t->ne[1] != rows ||
+        (int64_t)t->ne[2] != n_expert)
+        return ork_errorf(ORK_EFORMAT, "tensor '%s' has shape [%llu, %llu, %llu] (%u dims), "
+                          "expected [%lld, %lld, %lld] from the model config", name,
+                          (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
+                          (unsigned long long)t->ne[2], t->n_dims, (long long)cols,
+                          (long long)rows, (long long)n_expert);
+    if ((ret = check_type(t)) < 0)
+        return ret;
+    m->type = t->type;
+    m->n_rows = rows * n_expert;
+    m->n_cols = cols;
+    m->row_bytes = ork_type_row_bytes(t->type, (uint64_t)cols);
+    m->data = t->data;
+    if (m->row_bytes * (uint64_t)m->n_rows > t->nbytes)
+        return ork_errorf(ORK_EFORMAT, "tensor '%s': %llu bytes is too small for its shape", name,
+                          (unsigned long long)t->nbytes);
+    return 0;
+}
+
+/* Rows [r0, r0 + n) of src as a matrix (a view: fused tensors split for the forward pass and
+ * the NPU layer plan). */
+static struct ork_mat row_view(const struct ork_mat *src, int64_t r0, int64_t n)
+{
+    struct ork_mat m = *src;
+    m.data = (const uint8_t *)src->data + (size_t)r0 * src->row_bytes;
+    m.n_rows = n;
+    return m;
+}
+
 /* A vector of n F32 values (norm weights, biases). required = false: absent -> NULL. */
 static int bind_vec(const struct ork_gguf *g, const char *name, int64_t n, bool required,
                     const float **out)
@@ -291,6 +424,14 @@ static int64_t dim_of(const struct ork_model_config *c, enum ork_arch_dim d)
         return c->ffn_dim;
     case ORK_DIM_HEAD:
         return c->head_dim;
+    case ORK_DIM_QKV:
+        return ((int64_t)c->n_heads + 2 * (int64_t)c->n_kv_heads) * c->head_dim;
+    case ORK_DIM_FFN2:
+        return 2 * (int64_t)c->ffn_dim;
+    case ORK_DIM_EXPERTS:
+        return c->n_expert;
+    case ORK_DIM_FFN_EXP:
+        return c->expert_ffn_dim;
     case ORK_DIM_MODEL:
     default:
         return c->dim;
@@ -308,7 +449,10 @@ static int bind_layer(const struct ork_gguf *g, const struct ork_model_config *c
         int64_t rows = dim_of(c, t->rows);
         int ret;
         snprintf(name, sizeof name, "blk.%d.%s", (int)l, t->suffix);
-        if (lt_field[t->slot].mat)
+        if (t->kind == ORK_TK_EXPS)
+            ret = bind_exps(g, name, rows, dim_of(c, t->cols), c->n_expert,
+                            (struct ork_mat *)(void *)field);
+        else if (lt_field[t->slot].mat)
             ret = bind_mat(g, name, rows, dim_of(c, t->cols), (struct ork_mat *)(void *)field);
         else
             ret = bind_vec(g, name, rows, ork_arch_tensor_required(d, t),
@@ -321,6 +465,16 @@ static int bind_layer(const struct ork_gguf *g, const struct ork_model_config *c
                           (int)l);
     if ((L->bq == NULL) != (L->bk == NULL) || (L->bq == NULL) != (L->bv == NULL))
         return ork_errorf(ORK_EFORMAT, "layer %d: attn_q/k/v.bias must come together", (int)l);
+    if (L->wqkv.data) {
+        int64_t q_dim = dim_of(c, ORK_DIM_Q), kv_dim = dim_of(c, ORK_DIM_KV);
+        L->wq = row_view(&L->wqkv, 0, q_dim);
+        L->wk = row_view(&L->wqkv, q_dim, kv_dim);
+        L->wv = row_view(&L->wqkv, q_dim + kv_dim, kv_dim);
+    }
+    if (L->w_gate_up.data) {
+        L->w_gate = row_view(&L->w_gate_up, 0, c->ffn_dim);
+        L->w_up = row_view(&L->w_gate_up, c->ffn_dim, c->ffn_dim);
+    }
     return 0;
 }
 
@@ -348,7 +502,15 @@ static int bind_weights(const struct ork_gguf *g, struct ork_model_config *c,
     if ((d->rope_scaling & ORK_ROPE_SCALING_FACTORS) &&
         (ret = bind_vec(g, "rope_freqs.weight", c->n_rot / 2, false, &w->rope_freqs)) < 0)
         return ret;
-    c->rope_freq_factors = w->rope_freqs != NULL;
+    if ((d->rope_scaling & ORK_ROPE_SCALING_LONGROPE) && !w->rope_freqs &&
+        ((ret = bind_vec(g, "rope_factors_long.weight", c->n_rot / 2, false, &w->rope_long)) < 0 ||
+         (ret = bind_vec(g, "rope_factors_short.weight", c->n_rot / 2, false,
+                         &w->rope_short)) < 0))
+        return ret;
+    if ((w->rope_long == NULL) != (w->rope_short == NULL))
+        return ork_errorf(ORK_EFORMAT, "tensors 'rope_factors_long.weight' and "
+                          "'rope_factors_short.weight' must come together");
+    c->rope_freq_factors = w->rope_freqs != NULL || w->rope_long != NULL;
     w->layers = ork_calloc((size_t)c->n_layers, sizeof(*w->layers));
     if (!w->layers)
         return ork_errorf(ORK_ENOMEM, "model: cannot allocate %d layer descriptors", c->n_layers);
@@ -483,6 +645,8 @@ int ork_model_load(const char *path, const struct ork_model_params *p, struct or
         (ret = bind_weights(m->gguf, &m->cfg, d, &m->w)) < 0)
         goto err_close;
     m->arch = d;
+    if (d->act == ORK_FFN_GELU)
+        ork__gelu_init();
     if (!p->no_tokenizer) {
         if ((ret = ork_tokenizer_load(m->gguf, &m->tok)) < 0)
             goto err_close;
@@ -560,6 +724,8 @@ int ork_model_describe(const struct ork_model *m, char *buf, size_t cap)
                     "vocab %d, ctx %d, weights %s%s",
                     c->arch_name, c->n_layers, c->dim, c->ffn_dim, c->n_heads, c->n_kv_heads,
                     c->head_dim, c->n_rot, m->arch->rope == ORK_ROPE_NEOX ? " neox" : "", c->n_vocab,
-                    c->n_ctx_train, ork_type_name(m->w.layers[0].w_gate.type),
+                    c->n_ctx_train, ork_type_name(m->w.layers[0].w_gate.data
+                                                  ? m->w.layers[0].w_gate.type
+                                                  : m->w.layers[0].gate_exps.type),
                     c->tied_output ? ", tied output" : "");
 }

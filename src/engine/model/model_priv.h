@@ -31,13 +31,35 @@ struct ork_layer_weights {
     struct ork_mat w_gate;      /* (ffn_dim, dim) */
     struct ork_mat w_up;        /* (ffn_dim, dim) */
     struct ork_mat w_down;      /* (dim, ffn_dim) */
+    const float *post_attn_norm;/* (dim) Gemma, else NULL */
+    const float *post_ffn_norm; /* (dim) Gemma, else NULL */
+    /* phi3's fused sources; wq/wk/wv and w_gate/w_up are row views into them */
+    struct ork_mat wqkv;        /* (q_dim + 2 kv_dim, dim) */
+    struct ork_mat w_gate_up;   /* (2 ffn_dim, dim) */
+    /* MoE (qwen3moe): router and n_expert experts stacked by rows (expert e: rows
+     * e * rows_per_expert ..); views per expert come from ork__expert_mat */
+    struct ork_mat gate_inp;    /* (n_expert, dim) */
+    struct ork_mat gate_exps;   /* (n_expert * expert_ffn_dim, dim) */
+    struct ork_mat up_exps;     /* (n_expert * expert_ffn_dim, dim) */
+    struct ork_mat down_exps;   /* (n_expert * dim, expert_ffn_dim) */
 };
+
+/* Expert e of a stacked expert matrix (rows_per_expert rows each): a view. */
+static inline struct ork_mat ork__expert_mat(const struct ork_mat *all, int32_t e,
+                                             int64_t rows_per_expert)
+{
+    struct ork_mat m = *all;
+    m.data = (const uint8_t *)all->data + (size_t)e * (size_t)rows_per_expert * all->row_bytes;
+    m.n_rows = rows_per_expert;
+    return m;
+}
 
 struct ork_weights {
     struct ork_mat tok_embd;            /* (n_vocab, dim) */
     const float *output_norm;           /* (dim) */
     struct ork_mat output;              /* (n_vocab, dim); == tok_embd when tied */
     const float *rope_freqs;            /* (n_rot / 2) theta divisors, or NULL */
+    const float *rope_long, *rope_short;/* LongRoPE (n_rot / 2) divisors (phi3), or NULL */
     struct ork_layer_weights *layers;   /* (n_layers), ork_calloc'd */
 };
 
@@ -162,21 +184,37 @@ void ork__kv_store_head(struct ork_kv_cache *kv, int32_t layer, int32_t pos, int
 /* Prefetches the first rows of the K and V runs of (layer, head) for n_pos keys (a hint). */
 void ork__kv_prefetch_head(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
                            int32_t n_pos);
-/* scores[h][t] = scale * dot(q[h], K[layer][head][t]) (head_dim values) for t in [0, n_pos),
- * for nq (1 or 2) queries of the KV head; the keys are read once for both. */
+/* scores[h][t] = scale * dot(q[h], K[layer][head][t]) (head_dim values) for t in
+ * [t_begin, n_pos) (a sliding window starts past 0), for nq (1 or 2) queries of the KV head;
+ * the keys are read once for both. */
 void ork__kv_scores(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
-                    const float *const *q, int nq, float scale, int32_t n_pos,
+                    const float *const *q, int nq, float scale, int32_t t_begin, int32_t n_pos,
                     float *const *scores);
-/* out[h][0..head_dim) = sum_t w[h][t] * V[layer][head][t] for t in [0, n_pos), nq (1 or 2)
- * weight vectors; the values are read once for both. */
+/* out[h][0..head_dim) = sum_t w[h][t] * V[layer][head][t] for t in [t_begin, n_pos), nq (1 or
+ * 2) weight vectors; the values are read once for both. */
 void ork__kv_weighted_sum(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
-                          const float *const *w, int nq, int32_t n_pos, float *const *out);
+                          const float *const *w, int nq, int32_t t_begin, int32_t n_pos,
+                          float *const *out);
 
 /* Wall time of forward batches by phase (ORK_DEBUG=phases), [0] decode (1 row), [1] larger. */
 struct ork__phases {
     int64_t batches, rows;
     int64_t total_ns, matmul_ns, attn_ns;
 };
+
+/* ---- architecture ops (ops_arch.c) ------------------------------------------------------- */
+
+/* Builds the FP16 GELU table once (thread-safe); call before ork__gelu_mul. */
+void ork__gelu_init(void);
+/* gate = gelu(gate) * up, gelu through llama.cpp's FP16 table (ops_arch.c). */
+void ork__gelu_mul(float *gate, const float *up, int64_t n);
+/* x = cap * tanh(x / cap). */
+void ork__softcap(float *x, int64_t n, float cap);
+/* The floor of the selected experts' probability sum (llama-graph.cpp, 2^-14). */
+#define ORK__MOE_WSUM_MIN 6.103515625e-5f
+/* probs (n_expert router logits) -> softmax in place; ids, w (k each): the top-k experts by
+ * probability, descending, and their probabilities renormalised to sum 1. */
+int ork__moe_route(float *probs, int32_t n_expert, int32_t k, int32_t *ids, float *w);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 int64_t ork__now_ns(void);
@@ -191,6 +229,10 @@ struct ork_session {
     int32_t n_past;
     float *logits;                      /* (n_vocab) last-token logits for generation */
     bool phases_on;                     /* ORK_DEBUG=phases: fill phases */
+    const float *rope_freqs;            /* the divisors this session's RoPE uses: rope_freqs,
+                                         * else LongRoPE long when ctx_size > n_ctx_orig, else
+                                         * short (llama-model.cpp:2039-2052), else NULL */
+    uint64_t expert_bytes;              /* MoE: bytes of expert weights the matmuls read */
     struct ork__phases phases[2];
 };
 

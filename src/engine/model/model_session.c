@@ -62,6 +62,11 @@ int ork_session_create(struct ork_model *m, const struct ork_session_params *p,
     if (s->p.n_batch > s->p.ctx_size)
         s->p.n_batch = s->p.ctx_size;
 
+    /* LongRoPE: the long factors only past the original context (llama-model.cpp:2039-2052) */
+    s->rope_freqs = m->w.rope_freqs;
+    if (!s->rope_freqs && m->w.rope_long)
+        s->rope_freqs = s->p.ctx_size > c->n_ctx_orig ? m->w.rope_long : m->w.rope_short;
+
     struct ork_pool_opts po = { .n_threads = s->p.n_threads, .spin_us = s->p.spin_us };
     if ((ret = ork_pool_create_opts(&po, &s->pool)) < 0)
         goto err_free;
@@ -91,6 +96,11 @@ err_pool:
 err_free:
     ork_free(s);
     return ret;
+}
+
+uint64_t ork_session_expert_bytes(const struct ork_session *s)
+{
+    return s ? s->expert_bytes : 0;
 }
 
 int64_t ork__now_ns(void)
