@@ -8,6 +8,7 @@
 #include <ork/error.h>
 #include <ork/twin.h>
 
+#include <stdio.h>
 #include <string.h>
 
 _Static_assert((unsigned)ORK_NPU_FORM_ONE_JOB == (unsigned)ORK_TWIN_FORM_ONE_JOB,
@@ -122,9 +123,12 @@ int ork__npu_bo_create(struct ork_npu *npu, uint64_t size, uint32_t flags, struc
 {
     memset(out, 0, sizeof *out);
     int ret = npu->kmd->bo_create(npu->kctx, size, flags | ORK_KBO_ZEROED, npu->domain, out);
-    if (ret < 0)
+    if (ret < 0) {
+        char why[384];     /* the backend's reason (e.g. the driver version), kept */
+        snprintf(why, sizeof why, "%s", ork_error_describe(ret));
         return ork_errorf(ret, "%s: cannot allocate %llu device bytes: %s", what,
-                          (unsigned long long)size, ork_error_describe(ret));
+                          (unsigned long long)size, why);
+    }
     if (!out->map) {
         npu->kmd->bo_destroy(npu->kctx, out);
         return ork_errorf(ORK_EDEVICE, "%s: buffer has no CPU mapping", what);
