@@ -244,8 +244,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
         while (!stream_ready_locked(st)) {
             struct timespec ts;
             deadline_in(&ts, HTTP_POLL_MS);
-            /* any task's signal wakes us: they are all waited on through the first's cv with
-             * a short timeout */
+            /* every task of a request signals the first one's cv (task->wake) */
             pthread_cond_timedwait(&st->tasks[0]->cv, &srv->mu, &ts);
             if (client_gone(st->mc)) {
                 for (int32_t i = 0; i < st->n; i++)
@@ -291,8 +290,7 @@ static void stream_free(void *cls)
 
 /* ---- generation tasks -------------------------------------------------------------------- */
 
-/* Wake the waiter of a multi-task reply when any of its tasks signals: the tasks' cvs are
- * separate, so a waiter on the first polls the rest every HTTP_POLL_MS. */
+/* Under srv->mu: every task of the reply is complete. */
 static bool tasks_complete_locked(struct srv_task *const *ts, int32_t n)
 {
     for (int32_t i = 0; i < n; i++)

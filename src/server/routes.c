@@ -457,7 +457,6 @@ void ork__srv_handle_embed(struct ork_server *srv, const struct srv_route *rt,
     int ret = 0;
     for (int32_t i = 0; i < n && ret == 0; i++) {
         struct srv_task *t = ts[i];
-        ts[i]->req.parse_special = ts[0]->req.parse_special;
         if ((ret = task_tokens(srv, t, &ts[0]->req, i, &err)) < 0)
             break;
         if (!(t->embd = ork_calloc((size_t)ork_embedder_dim(srv->embedder), sizeof(float))))

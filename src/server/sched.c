@@ -57,7 +57,9 @@ struct srv_task *ork__srv_task_new(void)
 
 bool ork__srv_task_complete(const struct srv_task *t)
 {
-    return t->done && (!t->rq->want_probs || t->n_probs_done >= t->n_ids);
+    /* a failed task may hold a token whose probabilities were never queued */
+    return t->done && (!t->rq->want_probs || t->n_probs_done >= t->n_ids ||
+                       t->stop == SRV_STOP_ERROR);
 }
 
 void ork__srv_task_release_locked(struct ork_server *srv, struct srv_task *t)
