@@ -7,10 +7,15 @@
  *     greedy tokens with finite logits, and a batched evaluation of prompt + those tokens gives
  *     the logits of the one-at-a-time decode (sliding windows, per-layer rope and the expert
  *     grouping must not depend on the batch shape).
+ *   - the sliding-window layers' rings (kv.c): a long teacher-forced run with small batches
+ *     (rings of one block) gives the logits of the full cache, its KV is smaller, and a
+ *     rewind past what the rings kept evaluates the prefix again and gets the same logits.
  * F32 KV cache; no tokenizer needed. */
 #include "ork_test.h"
 #include "golden/json_lite.h"
 #include "golden/golden_model.h"
+
+#include "engine/model/model_priv.h"
 
 #include <ork/error.h>
 #include <ork-engine/engine.h>
@@ -190,6 +195,62 @@ static void check_v2(const char *file)
     check_shape(file, &r);
 }
 
+/* Ring: ctx 1024, window 16, n_batch 16 -> local layers keep 256 positions; n_batch 1024 ->
+ * every layer keeps 1024. */
+#define RING_CTX 1024
+#define RING_N 700
+#define RING_REWIND 300
+
+static int ring_session(struct ork_model *m, int32_t n_batch, struct ork_session **s)
+{
+    struct ork_session_params sp;
+    ork_session_params_default(&sp);
+    sp.ctx_size = RING_CTX;
+    sp.n_batch = n_batch;
+    sp.n_threads = 2;
+    return ork_session_create(m, &sp, s);
+}
+
+static void test_swa_ring(void)
+{
+    struct ork_model *m = NULL;
+    REQUIRE(golden_load_model("stories260K-gemma3.gguf", &m) == 0);
+    const struct ork_model_config *c = ork_model_config(m);
+    int nv = c->n_vocab;
+    static int32_t toks[RING_N];
+    for (int i = 0; i < RING_N; i++)       /* any ids: teacher-forced */
+        toks[i] = i == 0 ? 1 : 3 + (i * 37 + (i / 11) * 5) % (nv - 3);
+    static float full[RING_N * MAX_VOCAB], ring[RING_N * MAX_VOCAB];
+    struct ork_session *a = NULL, *b = NULL;
+    REQUIRE(ring_session(m, RING_CTX, &a) == 0);
+    REQUIRE(ring_session(m, 16, &b) == 0);
+    CHECK(b->kv.bytes < a->kv.bytes);
+    CHECK_EQ_INT(b->kv.min_cap, 256);
+    CHECK(ork_model_eval(a, toks, RING_N, 0, full, ORK_EVAL_ALL_LOGITS) == 0);
+    CHECK(ork_model_eval(b, toks, RING_N, 0, ring, ORK_EVAL_ALL_LOGITS) == 0);
+    double maxdiff = 0;
+    for (size_t i = 0; i < (size_t)RING_N * nv; i++)
+        maxdiff = fmax(maxdiff, fabs((double)full[i] - ring[i]));
+    printf("  ring (%zu of %zu KV bytes) vs full cache: max |dlogit| = %.3g\n", b->kv.bytes,
+           a->kv.bytes, maxdiff);
+    CHECK(maxdiff <= TOL_BATCH);
+    /* rewind to RING_REWIND: the rings hold 444..699 only, so the prefix is evaluated again */
+    CHECK(!ork__kv_window_valid(&b->kv, RING_REWIND, c->swa_window));
+    CHECK(ork_session_truncate(b, RING_REWIND) == 0);
+    CHECK(ork_model_eval(b, toks + RING_REWIND, RING_N - RING_REWIND, RING_REWIND, ring,
+                         ORK_EVAL_ALL_LOGITS) == 0);
+    maxdiff = 0;
+    for (size_t i = 0; i < (size_t)(RING_N - RING_REWIND) * nv; i++)
+        maxdiff = fmax(maxdiff, fabs((double)full[(size_t)RING_REWIND * nv + i] - ring[i]));
+    printf("  after a rewind past the rings: max |dlogit| = %.3g\n", maxdiff);
+    CHECK(maxdiff <= TOL_BATCH);
+    /* a save needs every position: refused with the rings past their first lap */
+    CHECK_EQ_INT(ork_session_save_file(b, "/nonexistent/x", NULL), ORK_EUNSUPPORTED);
+    ork_session_free(a);
+    ork_session_free(b);
+    ork_model_free(m);
+}
+
 static void test_gemma2(void) { check_file("stories260K-gemma2.gguf", TOL_GEMMA2); }
 static void test_gemma2_q8(void) { check_file("stories260K-gemma2-Q8_0.gguf", TOL_Q8_0); }
 static void test_gemma3(void) { check_file("stories260K-gemma3.gguf", TOL_GEMMA3); }
@@ -227,6 +288,7 @@ int main(void)
     RUN(test_qwen3moe);
     RUN(test_qwen3moe_q8);
     RUN(test_v2);
+    RUN(test_swa_ring);
     free(g_json);
     return ork_test_done();
 }

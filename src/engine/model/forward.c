@@ -715,7 +715,27 @@ int ork__forward_batch(struct ork_session *s, const int32_t *tokens, int32_t n, 
                        float *logits, bool all)
 {
     struct fwd_rows r = { .n = n, .tokens = tokens, .kv0 = &s->kv, .pos0 = pos };
-    return forward_rows(s, &r, logits, all);
+    int ret = forward_rows(s, &r, logits, all);
+    if (ret == 0 && pos + n - 1 > s->kv.hi)
+        s->kv.hi = pos + n - 1;
+    return ret;
+}
+
+/* Before a batch at pos < the cache's highest position (a rewind): when a sliding-window ring
+ * no longer holds the window's keys, evaluate the session's first pos tokens again from 0
+ * (their keys in every layer; no logits). */
+static int rewind_rings(struct ork_session *s, int32_t pos)
+{
+    if (ork__kv_window_valid(&s->kv, pos, s->m->cfg.swa_window))
+        return 0;
+    s->kv.hi = -1;
+    for (int32_t done = 0, m; done < pos; done += m) {
+        m = pos - done < s->p.n_batch ? pos - done : s->p.n_batch;
+        int ret = ork__forward_batch(s, s->tokens + done, m, done, NULL, false);
+        if (ret < 0)
+            return ret;
+    }
+    return 0;
 }
 
 /* ---- public ------------------------------------------------------------------------------ */
@@ -738,6 +758,9 @@ int ork_model_eval(struct ork_session *s, const int32_t *tokens, int32_t n, int3
                               "(%d tokens)", tokens[i], i, c->n_vocab);
     bool all = (flags & ORK_EVAL_ALL_LOGITS) != 0;
     s->n_past = pos;
+    int rret = rewind_rings(s, pos);
+    if (rret < 0)
+        return rret;
     int32_t nb = s->p.n_batch;
     for (int32_t done = 0; done < n; done += nb) {
         int32_t m = n - done < nb ? n - done : nb;
@@ -782,6 +805,11 @@ int ork__forward_multi(struct ork_session *const *sessions, const int32_t *token
             return ork_errorf(ORK_EINVAL, "token id %d for session %d is outside the vocabulary "
                               "(%d tokens)", tokens[i], i, c->n_vocab);
     }
+    for (int32_t i = 0; i < n; i++) {
+        int ret = rewind_rings(sessions[i], sessions[i]->n_past);
+        if (ret < 0)
+            return ret;
+    }
     /* Rows per pass: the scratch of session 0 holds n_batch rows. */
     struct ork_kv_cache *kvs[ORK_EVAL_MULTI_MAX];
     int32_t pos[ORK_EVAL_MULTI_MAX];
@@ -798,6 +826,8 @@ int ork__forward_multi(struct ork_session *const *sessions, const int32_t *token
             return ret;
         for (int32_t i = 0; i < m; i++) {
             struct ork_session *si = sessions[done + i];
+            if (si->n_past > si->kv.hi)
+                si->kv.hi = si->n_past;
             si->tokens[si->n_past++] = tokens[done + i];
         }
     }

@@ -17,7 +17,14 @@
  * touch is a page fault on the decode thread between two pool runs: measured on the 2-vCPU
  * development VM (an anonymous 64 MiB buffer touched page by page) ~15.5 us per 4 KiB page
  * against ~2-3.5 us per 4 KiB worth with huge pages (one fault per 2 MiB, ~1-1.7 ms), i.e.
- * for Qwen3-1.7B (F32 K/V, 56 new rows per token) ~1.7 ms of page faults per token without. */
+ * for Qwen3-1.7B (F32 K/V, 56 new rows per token) ~1.7 ms of page faults per token without.
+ *
+ * Sliding-window layers (ork__kv_init_layers): a local layer never reads a key older than its
+ * window again, so it keeps a ring of `cap` positions (a multiple of KV_BLOCK, at least the
+ * window plus a batch: the rows of one batch are all stored before any is read) and position p
+ * lives in slot p % cap. A Gemma-2 shape at ctx 8192 with its 4096 window and every 2nd layer
+ * local keeps 3/4 of the full cache. kv->hi (the highest position stored) tells the forward
+ * pass whether a rewind still finds the keys it needs (ork__kv_window_valid). */
 #include "model_priv.h"
 
 #include <ork/alloc.h>
@@ -56,27 +63,43 @@ static void *kv_alloc(size_t bytes)
     return p;
 }
 
-int ork__kv_init(struct ork_kv_cache *kv, enum ork_kv_type type, int32_t n_layers, int32_t ctx,
-                 int32_t n_kv_heads, int32_t head_dim)
+int ork__kv_init_layers(struct ork_kv_cache *kv, enum ork_kv_type type, int32_t n_layers,
+                        int32_t ctx, int32_t n_kv_heads, int32_t head_dim, const bool *local,
+                        int32_t local_rows)
 {
     int32_t kv_dim = n_kv_heads * head_dim;
     memset(kv, 0, sizeof(*kv));
+    kv->hi = -1;
     if (type != ORK_KV_F32 && type != ORK_KV_F16)
         return ork_errorf(ORK_EINVAL, "kv cache: unknown type %d", (int)type);
+    if (n_layers < 1 || ctx < 1)
+        return ork_errorf(ORK_EINVAL, "kv cache: %d layers x %d positions", n_layers, ctx);
     size_t elt = type == ORK_KV_F32 ? sizeof(float) : sizeof(uint16_t);
     size_t n_blocks = ((size_t)ctx + KV_BLOCK - 1) / KV_BLOCK, n, bytes;
-    if (__builtin_mul_overflow((size_t)n_layers, n_blocks * KV_BLOCK, &n) ||
+    size_t local_blocks = local_rows > 0 ? ((size_t)local_rows + KV_BLOCK - 1) / KV_BLOCK : 0;
+    if (local_blocks > n_blocks)
+        local_blocks = n_blocks;
+    size_t total = 0;
+    for (int32_t l = 0; l < n_layers; l++)
+        total += local && local[l] && local_blocks ? local_blocks : n_blocks;
+    if (__builtin_mul_overflow(total, (size_t)KV_BLOCK, &n) ||
         __builtin_mul_overflow(n, (size_t)kv_dim, &n) || __builtin_mul_overflow(n, elt, &bytes))
         return ork_errorf(ORK_ENOMEM, "kv cache: %d layers x %d positions x %d too large",
                           n_layers, ctx, kv_dim);
+    kv->blk0 = ork_calloc((size_t)n_layers + 1, sizeof(int32_t));
+    kv->cap = ork_calloc((size_t)n_layers, sizeof(int32_t));
     kv->k = kv_alloc(bytes);
     kv->v = kv_alloc(bytes);
-    if (!kv->k || !kv->v) {
-        ork_free(kv->k);
-        ork_free(kv->v);
-        kv->k = kv->v = NULL;
+    if (!kv->k || !kv->v || !kv->blk0 || !kv->cap) {
+        ork__kv_fini(kv);
         return ork_errorf(ORK_ENOMEM, "kv cache: cannot allocate 2 x %zu bytes (%d layers x %d "
                           "positions x %d)", bytes, n_layers, ctx, kv_dim);
+    }
+    for (int32_t l = 0; l < n_layers; l++) {
+        size_t nb = local && local[l] && local_blocks ? local_blocks : n_blocks;
+        kv->cap[l] = (int32_t)(nb * KV_BLOCK);
+        kv->blk0[l + 1] = kv->blk0[l] + (int32_t)nb;
+        kv->min_cap = l == 0 || kv->cap[l] < kv->min_cap ? kv->cap[l] : kv->min_cap;
     }
     kv->type = type;
     kv->n_layers = n_layers;
@@ -84,14 +107,32 @@ int ork__kv_init(struct ork_kv_cache *kv, enum ork_kv_type type, int32_t n_layer
     kv->n_kv_heads = n_kv_heads;
     kv->n_blocks = (int32_t)n_blocks;
     kv->head_dim = head_dim;
+    kv->bytes = 2 * bytes;
     return 0;
+}
+
+int ork__kv_init(struct ork_kv_cache *kv, enum ork_kv_type type, int32_t n_layers, int32_t ctx,
+                 int32_t n_kv_heads, int32_t head_dim)
+{
+    return ork__kv_init_layers(kv, type, n_layers, ctx, n_kv_heads, head_dim, NULL, 0);
 }
 
 void ork__kv_fini(struct ork_kv_cache *kv)
 {
     ork_free(kv->k);
     ork_free(kv->v);
+    ork_free(kv->blk0);
+    ork_free(kv->cap);
     memset(kv, 0, sizeof(*kv));
+    kv->hi = -1;
+}
+
+bool ork__kv_window_valid(const struct ork_kv_cache *kv, int32_t pos, int32_t window)
+{
+    if (pos == 0 || kv->min_cap >= kv->n_blocks * KV_BLOCK)
+        return true;        /* nothing to read, or no ring */
+    int32_t need = window > 0 && pos > window - 1 ? pos - window + 1 : 0;
+    return need > kv->hi - kv->min_cap;
 }
 
 /* Element index of (layer, kv head, position, 0); the rows of one head are consecutive up to
@@ -99,7 +140,8 @@ void ork__kv_fini(struct ork_kv_cache *kv)
 static inline size_t row_index(const struct ork_kv_cache *kv, int32_t layer, int32_t head,
                                int32_t pos)
 {
-    size_t blk = (size_t)layer * (size_t)kv->n_blocks + (size_t)(pos / KV_BLOCK);
+    pos %= kv->cap[layer];      /* a local layer's ring; pos < ctx <= cap elsewhere */
+    size_t blk = (size_t)kv->blk0[layer] + (size_t)(pos / KV_BLOCK);
     return ((blk * (size_t)kv->n_kv_heads + (size_t)head) * KV_BLOCK + (size_t)(pos % KV_BLOCK)) *
            (size_t)kv->head_dim;
 }
@@ -128,8 +170,10 @@ void ork__kv_prefault(struct ork_kv_cache *kv, int32_t from, int32_t to)
     size_t elt = kv_elt(kv);
     for (int32_t l = 0; l < kv->n_layers; l++)
         for (int32_t h = 0; h < kv->n_kv_heads; h++)
-            for (int32_t t0 = from, m; t0 < to; t0 += m) {
-                m = run_len(t0, to);
+            /* a ring's slots past its first lap may hold live keys: first touches only */
+            for (int32_t t0 = from, m, end = to < kv->cap[l] ? to : kv->cap[l]; t0 < end;
+                 t0 += m) {
+                m = run_len(t0, end);
                 size_t at = row_index(kv, l, h, t0) * elt, bytes = (size_t)m * kv->head_dim * elt;
                 memset((uint8_t *)kv->k + at, 0, bytes);
                 memset((uint8_t *)kv->v + at, 0, bytes);

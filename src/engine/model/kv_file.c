@@ -42,7 +42,8 @@ static size_t elt_size(const struct ork_kv_cache *kv)
 static const uint8_t *raw_row(const struct ork_kv_cache *kv, const void *base, int32_t layer,
                               int32_t head, int32_t pos)
 {
-    size_t blk = (size_t)layer * (size_t)kv->n_blocks + (size_t)(pos / KV_FILE_BLOCK);
+    pos %= kv->cap[layer];      /* a sliding-window layer's ring (kv.c) */
+    size_t blk = (size_t)kv->blk0[layer] + (size_t)(pos / KV_FILE_BLOCK);
     size_t idx = ((blk * (size_t)kv->n_kv_heads + (size_t)head) * KV_FILE_BLOCK +
                   (size_t)(pos % KV_FILE_BLOCK)) * (size_t)kv->head_dim;
     return (const uint8_t *)base + idx * elt_size(kv);
@@ -110,6 +111,10 @@ int ork_session_save_file(const struct ork_session *s, const char *path, int64_t
     const struct ork_kv_cache *kv = &s->kv;
     const struct ork_model_config *c = &s->m->cfg;
     int32_t n = s->n_past;
+    if (n > kv->min_cap)
+        return ork_errorf(ORK_EUNSUPPORTED, "session save: %d cached tokens, but the "
+                          "sliding-window layers keep only the last %d positions", n,
+                          kv->min_cap);
     if (n > 0) {
         float *scratch = ork_malloc(((size_t)n + 2 * (size_t)kv->head_dim) * sizeof(float));
         if (!scratch)
@@ -233,6 +238,7 @@ int ork_session_load_file(struct ork_session *s, const char *path, int32_t *n_to
         goto out;
     }
     s->n_past = n;
+    s->kv.hi = n - 1;
     if (n_tokens)
         *n_tokens = n;
     if (bytes)

@@ -164,15 +164,30 @@ struct ork_kv_cache {
     int32_t ctx;                /* rows per layer and head */
     int32_t n_kv_heads;
     int32_t head_dim;
-    int32_t n_blocks;           /* position blocks per layer (kv.c KV_BLOCK) */
-    void *k;                    /* (n_layers, n_blocks, n_kv_heads, KV_BLOCK, head_dim) float or
-                                 * uint16_t (fp16) */
+    int32_t n_blocks;           /* position blocks of a full layer (kv.c KV_BLOCK) */
+    int32_t *blk0;              /* (n_layers + 1) first block of each layer */
+    int32_t *cap;               /* (n_layers) positions a layer keeps: n_blocks * KV_BLOCK, or
+                                 * a sliding-window layer's ring (position p in slot p % cap) */
+    int32_t min_cap;            /* the smallest cap */
+    int32_t hi;                 /* highest position stored since init (-1: none) */
+    size_t bytes;               /* K and V buffers together */
+    void *k;                    /* per layer (its blocks, n_kv_heads, KV_BLOCK, head_dim) float
+                                 * or uint16_t (fp16) */
     void *v;                    /* same */
 };
 
 int ork__kv_init(struct ork_kv_cache *kv, enum ork_kv_type type, int32_t n_layers, int32_t ctx,
                  int32_t n_kv_heads, int32_t head_dim);
+/* The same with the layers marked local keeping a ring of at least local_rows positions (rounded
+ * up to whole blocks; local NULL or local_rows 0: every layer keeps ctx). */
+int ork__kv_init_layers(struct ork_kv_cache *kv, enum ork_kv_type type, int32_t n_layers,
+                        int32_t ctx, int32_t n_kv_heads, int32_t head_dim, const bool *local,
+                        int32_t local_rows);
 void ork__kv_fini(struct ork_kv_cache *kv);
+/* Whether a batch starting at pos still finds, in every ring, the keys of the window (window
+ * positions up to pos) it reads: false after a rewind past what the rings kept (the caller
+ * then evaluates the prefix again from position 0). */
+bool ork__kv_window_valid(const struct ork_kv_cache *kv, int32_t pos, int32_t window);
 /* Zeroes the rows of positions [from, to) of every layer and head (their pages mapped). */
 void ork__kv_prefault(struct ork_kv_cache *kv, int32_t from, int32_t to);
 /* Store the K and V rows (kv_dim floats each: the KV heads in order) of one position. */

@@ -71,8 +71,20 @@ int ork_session_create(struct ork_model *m, const struct ork_session_params *p,
     if ((ret = ork_pool_create_opts(&po, &s->pool)) < 0)
         goto err_free;
     s->p.n_threads = ork_pool_threads(s->pool);
-    if ((ret = ork__kv_init(&s->kv, s->p.kv_type, c->n_layers, s->p.ctx_size, c->n_kv_heads,
-                            c->head_dim)) < 0)
+    /* sliding-window layers keep a ring of window + n_batch - 1 positions (kv.c): a batch's
+     * rows are stored before any is read */
+    bool *local = ork_calloc((size_t)c->n_layers, sizeof(bool));
+    if (!local) {
+        ret = ork_errorf(ORK_ENOMEM, "session: cannot allocate %d layer flags", c->n_layers);
+        goto err_pool;
+    }
+    for (int32_t l = 0; l < c->n_layers; l++)
+        local[l] = ork_model_layer_swa(c, l);
+    int32_t local_rows = c->swa_window > 0 ? c->swa_window + s->p.n_batch - 1 : 0;
+    ret = ork__kv_init_layers(&s->kv, s->p.kv_type, c->n_layers, s->p.ctx_size, c->n_kv_heads,
+                              c->head_dim, local, local_rows);
+    ork_free(local);
+    if (ret < 0)
         goto err_pool;
     size_t scratch = ork__forward_scratch_bytes(c, s->p.n_batch, s->p.ctx_size, s->p.n_threads);
     if ((ret = ork_arena_create(scratch, &s->arena)) < 0)
