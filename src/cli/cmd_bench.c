@@ -143,6 +143,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
     o->spin_us = -1;
     o->kv_type = ORK_KV_F32;
     ork_model_params_default(&o->mp);
+    o->mp.device = "auto";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         long long ll;
@@ -593,6 +594,7 @@ int ork_cmd_bench(int argc, char **argv)
         struct ork_model_params mp = o.mp;
         mp.no_tokenizer = true;
         mp.no_repack = mp.no_repack || o.f32_act;  /* interleaving serves quantized activations */
+        ork_cli_device_resolve(CMD, &mp, false);
         struct ork_model *m;
         int ret = ork_model_load(o.models[mi], &mp, &m);
         if (ret < 0) {

@@ -9,6 +9,7 @@
 #include <ork/alloc.h>
 #include <ork/error.h>
 #include <ork/log.h>
+#include <ork/npu.h>
 #include <ork/trace.h>
 
 #include <stdio.h>
@@ -27,7 +28,22 @@ void ork_cli_gen_opts_default(struct ork_cli_gen_opts *o)
     ork_sampler_params_default(&o->sampling);
     ork_session_params_default(&o->session);
     ork_model_params_default(&o->model_params);
+    o->model_params.device = "auto";
     o->n_predict = -1;
+}
+
+/* The device names of every model-running command (docs/cli.md "Devices"): the CPU, the
+ * engine's NPU choices and libork's backend names (ork_npu_open). */
+static const char *const device_names[] = { "auto", "cpu", "npu", "rknpu", "rocket", "sim",
+                                            "sim-rocket" };
+#define DEVICE_LIST "auto, cpu, npu, rknpu, rocket, sim or sim-rocket"
+
+bool ork_cli_device_valid(const char *name)
+{
+    for (size_t k = 0; k < sizeof device_names / sizeof device_names[0]; k++)
+        if (!strcmp(name, device_names[k]))
+            return true;
+    return false;
 }
 
 int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct ork_model_params *mp)
@@ -37,12 +53,18 @@ int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct or
     if (!strcmp(a, "--device")) {
         if (!(v = ork_cli_value(cmd, argc, argv, i)))
             return -1;
-        if (strcmp(v, "cpu") && strcmp(v, "npu") && strcmp(v, "sim") && strcmp(v, "auto")) {
-            fprintf(stderr, "ork %s: invalid value '%s' for --device: must be cpu, npu, sim or "
-                    "auto\n", cmd, v);
+        if (!ork_cli_device_valid(v)) {
+            fprintf(stderr, "ork %s: invalid value '%s' for --device: must be " DEVICE_LIST "\n",
+                    cmd, v);
             return -1;
         }
         mp->device = v;
+        return 1;
+    }
+    if (!strcmp(a, "--pack")) {
+        if (!(v = ork_cli_value(cmd, argc, argv, i)))
+            return -1;
+        mp->npu_pack_path = v;
         return 1;
     }
     if (!strcmp(a, "--sim-timing")) {
@@ -108,6 +130,31 @@ int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct or
     return 0;
 }
 
+void ork_cli_device_resolve(const char *cmd, struct ork_model_params *mp, bool verbose)
+{
+    if (mp->device && strcmp(mp->device, "auto"))
+        return;
+    /* Probe as the engine's "npu" would (libork's "auto": rknpu, else rocket). Decided here,
+     * before the load, so that a machine without an NPU loads exactly as with --device cpu
+     * (read into memory, CPU layout) and prints the same. */
+    struct ork_npu_opts o = { .struct_size = sizeof o, .device = "auto" };
+    struct ork_npu *npu = NULL;
+    int ret = ork_npu_open(&o, &npu);
+    if (ret == 0) {
+        if (verbose)
+            fprintf(stderr, "ork %s: device auto: NPU found (%s)\n", cmd, ork_npu_backend(npu));
+        ork_npu_close(npu);
+        mp->device = "npu";
+        return;
+    }
+    mp->device = "cpu";
+    if (ret != ORK_ENOENT)      /* a device that is there but unusable: say why */
+        fprintf(stderr, "ork %s: device auto: %s; running on the CPU\n", cmd,
+                ork_error_describe(ret));
+    else if (verbose)
+        fprintf(stderr, "ork %s: device auto: no NPU found, running on the CPU\n", cmd);
+}
+
 bool ork_cli_load_opt(const char *a, struct ork_model_params *mp)
 {
     if (!strcmp(a, "--mmap") || !strcmp(a, "--no-mmap")) {
@@ -136,7 +183,10 @@ void ork_cli_load_help(FILE *out)
 void ork_cli_device_help(FILE *out)
 {
     fprintf(out,
-            "  --device cpu|npu|sim|auto where matmuls run (default: cpu; auto = NPU if present)\n"
+            "  --device DEV              where matmuls run: auto (default: the NPU if present,\n"
+            "                            else the CPU), cpu, npu (the best NPU backend present),\n"
+            "                            rknpu, rocket, sim or sim-rocket (the simulator behind\n"
+            "                            the rknpu / rocket backend); `ork devices` lists them\n"
             "  --sim-timing MODE         sim: instant|paced|only|paced-only (default: instant)\n"
             "  --npu-executor fused|per-matmul|per-matmul-mc  NPU submits: fused per layer\n"
             "                            (default), one single-core submit per matmul (baseline)\n"
@@ -149,7 +199,8 @@ void ork_cli_device_help(FILE *out)
             "                            submit (reproducing the seed's baselines)\n"
             "  --npu-max-m N             rows per NPU matmul in prefill (default: 64)\n"
             "  --no-pack                 quantise for the NPU in memory (no MODEL.orkpack)\n"
-            "  --rebuild-pack            rebuild MODEL.orkpack even if it is valid\n");
+            "  --rebuild-pack            rebuild MODEL.orkpack even if it is valid\n"
+            "  --pack FILE               the .orkpack to use (default: MODEL.orkpack)\n");
 }
 
 /* The board twin's totals (modelled, docs/twin.md "In the engine"): time per row, busy cores,
@@ -373,6 +424,7 @@ int ork_cli_gen_setup(const char *cmd, const struct ork_cli_gen_opts *o, struct 
     /* the interleaved layout serves the quantized-activation kernels only */
     struct ork_model_params mp = o->model_params;
     mp.no_repack = mp.no_repack || !o->session.act_quant;
+    ork_cli_device_resolve(cmd, &mp, o->verbose);
     int ret = ork_model_load(o->model, &mp, m);
     if (ret < 0) {
         fprintf(stderr, "ork %s: cannot load model '%s': %s\n", cmd, o->model,

@@ -27,10 +27,16 @@ struct ork_cli_gen_opts {
 };
 
 /* The model load and device options (--mmap, --no-mmap, --no-repack, --device, --sim-timing,
- * --npu-executor, --npu-max-m, --no-pack, --rebuild-pack): like ork_cli_gen_opt, 1 consumed,
+ * --npu-executor, --npu-max-m, --no-pack, --rebuild-pack, --pack): like ork_cli_gen_opt, 1 consumed,
  * 0 not one of them, -1 usage error. Help: ork_cli_load_help (the load options) and
  * ork_cli_device_help (the rest). */
 int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct ork_model_params *mp);
+/* True when name is one of the device names (auto cpu npu rknpu rocket sim sim-rocket). */
+bool ork_cli_device_valid(const char *name);
+/* Turn device "auto" (or NULL) into "npu" when libork finds an NPU, else "cpu" (quietly when
+ * there is none; a device that exists but cannot be opened is named on stderr). Called by every
+ * command before it loads a model. */
+void ork_cli_device_resolve(const char *cmd, struct ork_model_params *mp, bool verbose);
 /* The model load options alone (--mmap, --no-mmap, --no-repack; no values): true when `a` was
  * one of them, applied to mp. */
 bool ork_cli_load_opt(const char *a, struct ork_model_params *mp);

@@ -41,7 +41,9 @@ static void usage(FILE *out)
             "  --spin-us N               threads poll N us for the next job before sleeping\n"
             "                            (default: " ORK_STR(ORK_POOL_SPIN_US_DEFAULT) "; 0: sleep at once)\n"
             "  --kv-type f32|f16         KV cache precision (default: f32)\n"
-            "  --device D                compute device: cpu (default: cpu)\n"
+            "  --device D                where matmuls run: auto (default), cpu, npu, rknpu,\n"
+            "                            rocket, sim or sim-rocket (ork run --help)\n"
+            "  --pack FILE               the .orkpack to use on an NPU (default: MODEL.orkpack)\n"
             "  --twin                    model every batch on the board twin (docs/twin.md)\n"
             "  --sim-calibration FILE    board twin constants (JSON; default: built-in table)\n"
             "  --alias NAME              model id reported by the API (default: the file name)\n"
@@ -159,6 +161,7 @@ static int parse_args(int argc, char **argv, struct ork_server_params *sp,
                       struct keys *origins)
 {
     long long n;
+    int rc;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -210,21 +213,11 @@ static int parse_args(int argc, char **argv, struct ork_server_params *sp,
             const char *v = ork_cli_value(CMD, argc, argv, &i);
             if (!v || !ork_cli_parse_kv_type(CMD, v, &sp->session.kv_type))
                 return ORK_EXIT_USAGE;
-        } else if (!strcmp(a, "--device")) {
-            const char *v = ork_cli_value(CMD, argc, argv, &i);
-            if (!v)
+        } else if ((rc = ork_cli_device_opt(CMD, argc, argv, &i, mp)) != 0) {
+            /* --device, --pack, the NPU and twin options and the load options, shared with
+             * run and bench; on an NPU the server decodes one sequence per step */
+            if (rc < 0)
                 return ORK_EXIT_USAGE;
-            if (strcmp(v, "cpu")) {
-                fprintf(stderr, "ork %s: device '%s' is not available in this build (available: "
-                        "cpu)\n", CMD, v);
-                return ORK_EXIT_USAGE;
-            }
-        } else if (!strcmp(a, "--sim-calibration") || !strcmp(a, "--twin")) {
-            /* the board twin's options (shared with run and bench, ork_cli_device_opt) */
-            if (ork_cli_device_opt(CMD, argc, argv, &i, mp) < 0)
-                return ORK_EXIT_USAGE;
-        } else if (ork_cli_load_opt(a, mp)) {
-            continue;
         } else if (!strcmp(a, "--no-batch")) {
             sp->batched = false;
         } else if (!strcmp(a, "--api-key") || !strcmp(a, "--cors-origin")) {
@@ -283,6 +276,7 @@ static int serve(int argc, char **argv, struct keys *keys, struct keys *origins)
     ork_server_params_default(&sp);
     struct ork_model_params mp;
     ork_model_params_default(&mp);
+    mp.device = "auto";
     const char *model = NULL;
     int st = parse_args(argc, argv, &sp, &mp, &model, keys, origins);
     if (st >= 0)
@@ -322,6 +316,7 @@ static int serve(int argc, char **argv, struct keys *keys, struct keys *origins)
     printf("ork serve: loading %s; /health answers 503 on http://%s%s%s:%d until it is ready\n",
            model, v6 ? "[" : "", sp.host, v6 ? "]" : "", ork_server_port(srv));
     fflush(stdout);
+    ork_cli_device_resolve(CMD, &mp, false);
     if ((ret = ork_model_load(model, &mp, &m)) < 0) {
         fprintf(stderr, "ork %s: cannot load model '%s': %s\n", CMD, model,
                 ork_error_describe(ret));

@@ -58,6 +58,55 @@ check "sim text == cpu text" test "$cpu" = "$sim"
 "$ORK" run -m "$tmp/m.gguf" -p x -n 1 --device bogus >/dev/null 2>&1
 check "bad --device: exit 2" test $? -eq 2
 
+# round trip on every weight type the engine reads: a tiny model of each (tests/cli/gguf_tiny.py;
+# dim 256 so the 256-weight K-quant blocks fit) packs, checks valid, and runs on the simulator
+# from the pack with the text of the in-memory quantisation (--no-pack). Q8_0/Q4_0/Q4_K are
+# read into memory and interleaved by 16 rows for the CPU on x86-64: the packer must not see
+# that layout ("row 0 column 0 is not finite" before).
+if command -v python3 >/dev/null 2>&1; then
+    here=$(cd "$(dirname "$0")" && pwd)
+    for t in f32 f16 bf16 q8_0 q4_0 q4_k q6_k; do
+        if ! python3 "$here/gguf_tiny.py" "$t" "$MODEL" "$tmp/t_$t.gguf"; then
+            check "$t: tiny model written" false
+            continue
+        fi
+        out=$("$ORK" pack -q "$tmp/t_$t.gguf" 2>&1); check "$t: pack builds" test $? -eq 0
+        check "$t: built message" grep -q "built (missing before)" <<<"$out"
+        "$ORK" pack --check "$tmp/t_$t.gguf" >/dev/null 2>&1; check "$t: --check valid" test $? -eq 0
+        a=$("$ORK" run -m "$tmp/t_$t.gguf" -p "Once" -n 8 --temp 0 --device sim 2>"$tmp/err")
+        check "$t: run from the pack" test $? -eq 0
+        check "$t: the pack is used, not rebuilt" test "$(grep -c 'building' "$tmp/err")" -eq 0
+        b=$("$ORK" run -m "$tmp/t_$t.gguf" -p "Once" -n 8 --temp 0 --device sim --no-pack 2>/dev/null)
+        check "$t: pack text == in-memory text" test "$a" = "$b"
+    done
+    # --pack FILE: a pack elsewhere is read (and built there), none beside the model
+    cp "$tmp/t_q8_0.gguf" "$tmp/p.gguf"
+    a=$("$ORK" run -m "$tmp/p.gguf" -p "Once" -n 8 --temp 0 --device sim --pack "$tmp/other.orkpack" 2>/dev/null)
+    check "--pack FILE builds that file" test -s "$tmp/other.orkpack"
+    check "--pack FILE: nothing beside the model" test ! -e "$tmp/p.orkpack"
+    "$ORK" pack --check "$tmp/p.gguf" -o "$tmp/other.orkpack" >/dev/null 2>&1
+    check "--pack FILE: valid for the model" test $? -eq 0
+    b=$("$ORK" run -m "$tmp/p.gguf" -p "Once" -n 8 --temp 0 --device sim --pack "$tmp/other.orkpack" 2>"$tmp/err")
+    check "--pack FILE: reused" test "$(grep -c 'building' "$tmp/err")" -eq 0
+    check "--pack FILE: same text" test "$a" = "$b"
+    out=$("$ORK" bench -m "$tmp/p.gguf" -p 4 -n 2 -r 1 --device sim --pack "$tmp/other.orkpack" 2>&1)
+    check "bench --pack FILE" test $? -eq 0
+    "$ORK" run -m "$tmp/p.gguf" -p x --pack >/dev/null 2>&1
+    check "--pack without a value: exit 2" test $? -eq 2
+    # a tensor the packer cannot quantise is named: a non-finite weight in blk.0.ffn_down
+    python3 - "$tmp/t_f32.gguf" "$tmp/nan.gguf" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+# gguf_tiny.py writes blk.0.ffn_down.weight (f32, 256 x 512) last, ending the file
+struct.pack_into("<f", b, len(b) - 256 * 512 * 4, float("nan"))
+open(sys.argv[2], "wb").write(b)
+PY
+    out=$("$ORK" pack -q "$tmp/nan.gguf" 2>&1); check "non-finite weight: exit 1" test $? -eq 1
+    check "non-finite weight: the tensor is named" grep -q "blk.0.ffn_down" <<<"$out"
+else
+    echo "skip weight-type round trips (no python3)"
+fi
+
 # a build killed mid-write leaves no loadable pack: a bigger synthetic model so the build
 # takes long enough to be interrupted
 if "$ORK" gguf synth --arch qwen2 --preset 0.5b --layers 1 -q -o "$tmp/big.gguf" 2>/dev/null; then

@@ -86,8 +86,12 @@ static int build_pack(const struct ork_model *m, const char *path,
         if (!ps.ns)
             continue;
         uint32_t n = ps.n, k = ps.k;
-        if ((ret = ork__npu_quantize_sources(&ps, row, q, scales)) < 0)
+        if ((ret = ork__npu_quantize_sources(&ps, row, q, scales)) < 0) {
+            char msg[384];
+            snprintf(msg, sizeof msg, "%s", ork_error_message());
+            ret = ork_errorf(ret, "tensor '%s' (%ux%u): %s", name, n, k, msg);
             goto fail;
+        }
         struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8,
                                            .k = k, .n = n, .w = q, .scales = scales,
                                            .max_m = max_m };
@@ -217,6 +221,8 @@ int ork_orkpack_check_for_model(const char *model_path, const char *pack_path)
     struct ork_model_params mp;
     ork_model_params_default(&mp);
     mp.no_tokenizer = true;
+    mp.no_repack = true;
+    mp.load = ORK_LOAD_MMAP;
     struct ork_model *m;
     if ((ret = ork_model_load(model_path, &mp, &m)) == 0) {
         ret = check_pack_tensors(m, pk, pack_path);
@@ -229,9 +235,14 @@ int ork_orkpack_check_for_model(const char *model_path, const char *pack_path)
 int ork_orkpack_build_for_model(const char *model_path, const char *pack_path, bool force,
                                 bool quiet, enum ork_orkpack_problem *found)
 {
+    /* The packer reads each matrix in the GGUF row layout: the CPU's 16-row interleaving
+     * (model.c interleave(), only for a model read into memory) must not reach it, so the
+     * model is mapped, never repacked. */
     struct ork_model_params mp;
     ork_model_params_default(&mp);
     mp.no_tokenizer = true;
+    mp.no_repack = true;
+    mp.load = ORK_LOAD_MMAP;
     struct ork_model *m;
     int ret = ork_model_load(model_path, &mp, &m);
     if (ret < 0)

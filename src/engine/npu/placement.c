@@ -14,14 +14,57 @@
 #include <ork/sched.h>
 #include <ork/sim.h>
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Bytes of resident weights per domain: the simulator's and the project's 3900 MiB guard
  * (spec §13) less room for the plans' A, C and program buffers. */
 #define NPU_DOMAIN_BUDGET ((uint64_t)3900 << 20)
 #define NPU_DOMAIN_MARGIN ((uint64_t)128 << 20)
+
+/* The simulator's `load` file, the vendor debugfs file `ork top` reads on a board
+ * (docs/cli.md "ork top"): one per process, DIR/sim-load.PID with DIR = $XDG_RUNTIME_DIR/ork,
+ * else /tmp/ork-UID (made 0700). One file per process, so concurrent runs never share the
+ * simulator's write-then-rename; cmd_top.c looks in the same directory. The first executor of
+ * the process on the simulator owns it (its first domain writes it) and removes it when it is
+ * destroyed. */
+#define SIM_LOAD_NAME "sim-load"
+static _Atomic(const struct ork__npu_exec *) sim_load_owner;
+static char sim_load_file[512];
+
+static const char *sim_load_claim(const struct ork__npu_exec *ex)
+{
+    const struct ork__npu_exec *none = NULL;
+    if (!atomic_compare_exchange_strong(&sim_load_owner, &none, ex))
+        return atomic_load(&sim_load_owner) == ex ? sim_load_file : NULL;
+    char dir[400];
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    if (xdg && *xdg)
+        snprintf(dir, sizeof dir, "%s/ork", xdg);
+    else
+        snprintf(dir, sizeof dir, "/tmp/ork-%u", (unsigned)getuid());
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        atomic_store(&sim_load_owner, NULL);
+        return NULL;        /* no load file; the run itself is unaffected */
+    }
+    snprintf(sim_load_file, sizeof sim_load_file, "%s/" SIM_LOAD_NAME ".%ld", dir,
+             (long)getpid());
+    return sim_load_file;
+}
+
+static void sim_load_release(const struct ork__npu_exec *ex)
+{
+    if (atomic_load(&sim_load_owner) != ex)
+        return;
+    unlink(sim_load_file);
+    atomic_store(&sim_load_owner, NULL);
+}
 
 static int open_device(struct ork__npu_exec *ex, const char *device, int32_t sim_timing,
                        uint64_t domain_bytes)
@@ -29,8 +72,10 @@ static int open_device(struct ork__npu_exec *ex, const char *device, int32_t sim
     if (ex->n_dev >= NPU_MAX_DOMAINS)
         return ork_errorf(ORK_ENOMEM, "NPU: the resident weights need more than %d IOMMU "
                           "domains", NPU_MAX_DOMAINS);
+    bool sim = !strcmp(device, "sim") || !strcmp(device, "sim-rocket");
     struct ork_sim_opts so = { .struct_size = sizeof so,
                                .timing = (enum ork_sim_timing)sim_timing,
+                               .load_path = sim && !ex->n_dev ? sim_load_claim(ex) : NULL,
                                .domain_limit = domain_bytes };
     struct ork_npu_opts o = { .struct_size = sizeof o, .device = device, .sim = &so,
                               .domain = (uint32_t)ex->n_dev };
@@ -178,16 +223,21 @@ static int place_tensors(struct ork__npu_exec *ex, const struct ork_model *m, ui
     return 0;
 }
 
+/* The engine's device names (ork_model_params.device) to libork's (ork_npu_open): "cpu"/NULL =
+ * no NPU; "npu" = the best real backend present (libork's "auto": rknpu, else rocket), an error
+ * without one; "rknpu", "rocket", "sim", "sim-rocket" = that backend; "auto" = "npu", falling
+ * back to the CPU without a device (returns 1). */
 static int resolve_device(const char *want, const char **dev)
 {
-    if (!want || !strcmp(want, "cpu")) {
-        *dev = NULL;
+    static const char *const direct[] = { "rknpu", "rocket", "sim", "sim-rocket" };
+    *dev = NULL;
+    if (!want || !strcmp(want, "cpu"))
         return 0;
-    }
-    if (!strcmp(want, "sim")) {
-        *dev = "sim";
-        return 0;
-    }
+    for (size_t i = 0; i < sizeof direct / sizeof direct[0]; i++)
+        if (!strcmp(want, direct[i])) {
+            *dev = direct[i];
+            return 0;
+        }
     if (!strcmp(want, "npu")) {
         *dev = "auto";
         return 0;
@@ -196,7 +246,8 @@ static int resolve_device(const char *want, const char **dev)
         *dev = "auto";
         return 1;       /* fall back to the CPU without a device */
     }
-    return ork_errorf(ORK_EINVAL, "unknown device '%s' (cpu, npu, sim or auto)", want);
+    return ork_errorf(ORK_EINVAL, "unknown device '%s' (cpu, npu, rknpu, rocket, sim, "
+                      "sim-rocket or auto)", want);
 }
 
 /* Where the weights come from and the scratch of the placement: the pack's tiled bytes, or
@@ -393,7 +444,7 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
     if ((ret = alloc_scratch(ex, m, &src)) < 0 || (ret = place_all(ex, m, p, dev_name, &src)) < 0)
         goto err;
     snprintf(ex->st.backend, sizeof ex->st.backend, "%s", ork_npu_backend(ex->dev[0]));
-    ex->is_sim = !strcmp(ex->st.backend, "sim");
+    ex->is_sim = ork_npu_is_sim(ex->dev[0]);
     ork__npu_model_base_reset(ex);
     ex->st.n_domains = ex->n_dev;
     ork__npu_status(show, "NPU (%s): %d matrices resident (%.1f MiB in %d IOMMU domain%s), %d "
@@ -423,6 +474,7 @@ void ork__npu_exec_destroy(struct ork__npu_exec *ex)
     }
     for (int d = 0; d < ex->n_dev; d++)
         ork_npu_close(ex->dev[d]);
+    sim_load_release(ex);
     ork_free(ex->a8);
     ork_free(ex->a_scales);
     ork_free(ex->c32);
