@@ -1,6 +1,8 @@
-/* cmd_selftest.c -- `ork selftest [--device D] [--quick] [--calibrate [-o FILE]]`: the
- * validation a board owner runs, and the twin's calibration (measured by src/tooling/calibrate.c;
- * this file only handles arguments and writes the file).
+/* cmd_selftest.c -- `ork selftest [--device D] [--quick] [--json] [--capabilities FILE]
+ * [--confirm-forms FILE] [--calibrate [-o FILE]]`: the validation a board owner runs, and the
+ * twin's calibration (measured by src/tooling/calibrate.c; this file only handles arguments and
+ * writes the file). First the ladder (src/tooling/selftest_ladder.c): discovery and every submit
+ * form the engine uses, one verdict line each; then the shape sweep below.
  * A sweep of matmul shapes (int8 -> int32 and fp16 -> fp32) through libork on the chosen
  * device, each compared with a CPU reference: int8 must be bit-exact, fp16 within a tolerance
  * relative to sum_k |a_k * w_k| (the device's fp32 accumulation order is unknown, spec §3.4).
@@ -11,9 +13,11 @@
 #include <ork/alloc.h>
 #include <ork/error.h>
 #include <ork/npu.h>
+#include <ork/sim.h>
 #include <ork/trace.h>
 #include <ork/twin.h>
 #include <ork-tooling/calibrate.h>
+#include <ork-tooling/selftest.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -88,16 +92,26 @@ static double now_ms(void)
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: ork selftest [--device auto|rknpu|rocket|sim] [--quick] [--trace FILE.json]\n"
-            "       ork selftest --calibrate [-o FILE] [--device auto|rknpu|rocket|sim]\n"
+            "usage: ork selftest [--device D] [--quick] [--json] [--trace FILE.json]\n"
+            "                    [--capabilities FILE] [--confirm-forms FILE]\n"
+            "       ork selftest --calibrate [-o FILE] [--device D]\n"
             "\n"
-            "Run a sweep of NPU matmul shapes (int8 -> int32 and fp16 -> fp32) and compare each\n"
+            "First the ladder: discovery (the node, its permissions, the driver version), then\n"
+            "each submit form the engine uses (per-core, multi-core, one-job, chain, async,\n"
+            "multi-domain, one real layer's programs), bit-exact against the CPU, one line\n"
+            "'form NAME VERDICT ...' each. Then a sweep of NPU matmul shapes (int8 -> int32 and fp16 -> fp32) and compare each\n"
             "with a CPU reference: int8 must be bit-exact, fp16 within %.0e of sum |a*w|.\n"
             "Prints one line per case (shape, dtype, result, run time) and a summary; exits 0\n"
             "only when every case passes.\n"
             "\n"
             "  --device D   auto (default: the board's NPU, else the simulator with a note),\n"
-            "               rknpu, rocket or sim\n"
+            "               rknpu, rocket, sim or sim-rocket (the simulator behind rocket)\n"
+            "  --json       print the ladder as one JSON report (to post with a bug report)\n"
+            "               instead of the lines and the sweep\n"
+            "  --capabilities FILE  honour the submit forms FILE confirms (twin calibration\n"
+            "               JSON, \"capabilities\" object)\n"
+            "  --confirm-forms FILE test the forms the spec marks [CAP] (the one-job 0x7\n"
+            "               form) and record each verdict in FILE\n"
             "  --quick      a short subset of the shapes\n"
             "  --trace F    write a Chrome/Perfetto trace-event timeline of the NPU submits\n"
             "               (one track per core) and of each case to F\n"
@@ -317,8 +331,9 @@ static int run_calibrate(struct ork_npu *npu, const char *path)
 
 int ork_cmd_selftest(int argc, char **argv)
 {
-    const char *device = "auto", *trace = NULL, *calib_out = NULL;
-    bool quick = false, calibrate = false;
+    const char *device = "auto", *trace = NULL, *calib_out = NULL, *caps = NULL,
+               *confirm = NULL;
+    bool quick = false, calibrate = false, json = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -330,6 +345,14 @@ int ork_cmd_selftest(int argc, char **argv)
         } else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
             if (!(calib_out = ork_cli_value("selftest", argc, argv, &i)))
                 return ORK_EXIT_USAGE;
+        } else if (!strcmp(argv[i], "--json")) {
+            json = true;
+        } else if (!strcmp(argv[i], "--capabilities")) {
+            if (!(caps = ork_cli_value("selftest", argc, argv, &i)))
+                return ORK_EXIT_USAGE;
+        } else if (!strcmp(argv[i], "--confirm-forms")) {
+            if (!(confirm = ork_cli_value("selftest", argc, argv, &i)))
+                return ORK_EXIT_USAGE;
         } else if (!strcmp(argv[i], "--trace")) {
             if (!(trace = ork_cli_value("selftest", argc, argv, &i)))
                 return ORK_EXIT_USAGE;
@@ -337,9 +360,9 @@ int ork_cmd_selftest(int argc, char **argv)
             if (!(device = ork_cli_value("selftest", argc, argv, &i)))
                 return ORK_EXIT_USAGE;
             if (strcmp(device, "auto") && strcmp(device, "rknpu") && strcmp(device, "rocket") &&
-                strcmp(device, "sim")) {
+                strcmp(device, "sim") && strcmp(device, "sim-rocket")) {
                 fprintf(stderr, "ork selftest: invalid value '%s' for --device: expected auto, "
-                        "rknpu, rocket or sim\n", device);
+                        "rknpu, rocket, sim or sim-rocket\n", device);
                 return ORK_EXIT_USAGE;
             }
         } else {
@@ -354,7 +377,12 @@ int ork_cmd_selftest(int argc, char **argv)
     }
 
     struct ork_npu *npu = NULL;
-    struct ork_npu_opts o = { .struct_size = sizeof o, .device = device };
+    /* --calibrate on the simulator measures its model clock, on which the per-core submits of
+     * a multi-core probe follow each other (instant clock); the probe takes the one-job form
+     * there (src/tooling/calibrate.c), which the sim confirms only when asked */
+    struct ork_sim_opts so = { .struct_size = sizeof so, .confirm_one_job = calibrate };
+    struct ork_npu_opts o = { .struct_size = sizeof o, .device = device, .capabilities = caps,
+                              .sim = &so };
     int ret = ork_npu_open(&o, &npu);
     if (ret < 0 && !strcmp(device, "auto")) {
         fprintf(stderr, "ork selftest: note: %s; running on the simulator instead\n",
@@ -366,13 +394,35 @@ int ork_cmd_selftest(int argc, char **argv)
         ork_cli_error("selftest", ret);
         return ORK_EXIT_ERROR;
     }
-    printf("device: %s%s\n", ork_npu_backend(npu),
+    printf(json ? "" : "device: %s%s\n", ork_npu_backend(npu),
            ork_npu_is_sim(npu) ? " (simulator: timings are not hardware timings)" : "");
     if (calibrate) {
         int rc = run_calibrate(npu, calib_out ? calib_out : CALIB_DEFAULT_PATH);
         ork_npu_close(npu);
         return rc;
     }
+
+    /* the ladder opens its own devices (a second domain, a vouched one-job device) */
+    struct ork_selftest_opts lo = { .struct_size = sizeof lo, .device = o.device,
+                                    .capabilities = caps, .confirm_forms = confirm != NULL,
+                                    .capabilities_out = confirm, .out = json ? NULL : stdout };
+    struct ork_selftest_report *rep = ork_calloc(1, sizeof *rep);
+    if (!rep) {
+        ork_npu_close(npu);
+        ork_cli_error("selftest", ORK_ENOMEM);
+        return ORK_EXIT_ERROR;
+    }
+    ret = ork_selftest_ladder(&lo, rep);
+    uint32_t ladder_failed = rep->n_failed;
+    if (json) {
+        ork_selftest_report_json(rep, stdout);
+        ork_free(rep);
+        ork_npu_close(npu);
+        return ret < 0 || ladder_failed ? ORK_EXIT_ERROR : ORK_EXIT_OK;
+    }
+    printf("ladder: %u of %u steps failed on %s\n", ladder_failed, rep->n_steps,
+           ork_npu_backend(npu));
+    ork_free(rep);
 
     if (trace && (ret = ork_trace_start(trace)) < 0) {
         ork_cli_error("selftest", ret);
@@ -401,5 +451,5 @@ int ork_cmd_selftest(int argc, char **argv)
     else if (trace)
         printf("trace: %s\n", trace);
     ork_npu_close(npu);
-    return passed == n ? ORK_EXIT_OK : ORK_EXIT_ERROR;
+    return passed == n && !ladder_failed ? ORK_EXIT_OK : ORK_EXIT_ERROR;
 }

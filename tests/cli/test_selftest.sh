@@ -23,6 +23,22 @@ check "every case line has a time" test "$(grep -c ' ms$' "$TMP/out")" -eq "$(gr
 check "summary all passed" grep -q '^selftest: \([0-9]*\)/\1 passed on sim' "$TMP/out"
 check "no FAIL lines" bash -c "! grep -q 'FAIL\|ERROR' '$TMP/out'"
 
+# The ladder: one verdict line per form, the one-job form not confirmed without a capability.
+for f in discovery per-core multi-core chain async multi-domain layer; do
+    check "ladder: $f passes" grep -q "^form  $f  *pass " "$TMP/out"
+done
+check "ladder: one-job not confirmed by default" grep -q '^form  one-job  *not-confirmed ' "$TMP/out"
+check "ladder summary" grep -q '^ladder: 0 of [0-9]* steps failed on sim' "$TMP/out"
+"$ORK" selftest --device sim-rocket --quick > "$TMP/ro" 2>&1
+check "sim-rocket: selftest passes" test $? -eq 0
+check "sim-rocket: summary" grep -q '^selftest: \([0-9]*\)/\1 passed on sim-rocket' "$TMP/ro"
+"$ORK" selftest --device sim --confirm-forms "$TMP/caps.json" --json > "$TMP/json" 2> /dev/null
+check "--json: a report" grep -q '"format": "ork-selftest"' "$TMP/json"
+check "--json: one-job tested" grep -q '"name": "one-job", "verdict": "pass"' "$TMP/json"
+check "--confirm-forms records it" grep -q '"one_job_0x7":[[:space:]]*"confirmed"' "$TMP/caps.json"
+"$ORK" selftest --device sim --quick --capabilities "$TMP/caps.json" > "$TMP/cap" 2>&1
+check "--capabilities: one-job runs" grep -q '^form  one-job  *pass ' "$TMP/cap"
+
 # Default device: the board's NPU if present, else the simulator with a note.
 if [ ! -e /dev/dri/card1 ] && [ ! -e /dev/accel/accel0 ]; then
     "$ORK" selftest --quick > "$TMP/out2" 2> "$TMP/err2"

@@ -1,0 +1,385 @@
+/* selftest_ladder.c -- the selftest ladder (include/ork-tooling/selftest.h): discovery, then
+ * each submit form the engine can use, bit-exact against the CPU, one verdict each:
+ *   per-core     one plan on one core (the kernel's pick)
+ *   multi-core   a 3-core N-split in the validated form: one submit per core (spec §9 [HW]);
+ *                on rocket several jobs in one SUBMIT (§11.3)
+ *   one-job      core_mask 0x7 with subcore_task[2..4] (§9 [CAP]): "not confirmed" unless a
+ *                capability confirms it, or tested and recorded with confirm_forms
+ *   chain        three plans in one chained submit (§8.3)
+ *   async        a 3-core plan run from the async worker while the caller waits
+ *   multi-domain a second device in IOMMU domain 1 (§13): refused on drivers < 0.9.8
+ *   layer        the executor's programs for one decoder layer of a real shape (Qwen2.5-0.5B:
+ *                q/k/v/o, gate/up, down at M = 1, cores chosen by the budget, the one-job flag
+ *                as the executor asks for it)
+ * A step failing with ORK_ETIMEDOUT (a wedge: libork's waits are bounded and reset the NPU)
+ * is re-warmed and retried once; a second failure is the step's clear error. */
+#include <ork-tooling/selftest.h>
+
+#include <ork/alloc.h>
+#include <ork/error.h>
+#include <ork/npu.h>
+#include <ork/sched.h>
+#include <ork/twin.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* One decoder layer of Qwen2.5-0.5B (dim 896, 2 KV heads of 64, FFN 4864): the shapes the
+ * executor plans for a real model, small enough for the simulator. */
+#define LAYER_DIM 896u
+#define LAYER_KV 128u
+#define LAYER_FFN 4864u
+
+struct ladder {
+    const struct ork_selftest_opts *o;
+    struct ork_selftest_report *r;
+    struct ork_npu *npu;
+    uint64_t rng;
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+const char *ork_selftest_verdict_name(enum ork_selftest_verdict v)
+{
+    switch (v) {
+    case ORK_SELFTEST_PASS: return "pass";
+    case ORK_SELFTEST_PASS_RETRY: return "pass-after-retry";
+    case ORK_SELFTEST_FAIL: return "FAIL";
+    case ORK_SELFTEST_NOT_CONFIRMED: return "not-confirmed";
+    case ORK_SELFTEST_REFUSED: return "refused";
+    }
+    return "?";
+}
+
+static void step_add(struct ladder *L, const char *name, enum ork_selftest_verdict v, double ms,
+                     const char *fmt, ...)
+{
+    struct ork_selftest_report *r = L->r;
+    if (r->n_steps >= ORK_SELFTEST_MAX_STEPS)
+        return;
+    struct ork_selftest_step *s = &r->steps[r->n_steps++];
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->verdict = v;
+    s->ms = ms;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->detail, sizeof s->detail, fmt, ap);
+    va_end(ap);
+    if (v == ORK_SELFTEST_FAIL)
+        r->n_failed++;
+    if (L->o->out) {
+        fprintf(L->o->out, "form  %-12s %-16s %8.2f ms  %s\n", s->name,
+                ork_selftest_verdict_name(v), ms, s->detail);
+        fflush(L->o->out);
+    }
+}
+
+static int8_t rnd8(struct ladder *L)
+{
+    L->rng ^= L->rng << 13;
+    L->rng ^= L->rng >> 7;
+    L->rng ^= L->rng << 17;
+    return (int8_t)(L->rng >> 24);
+}
+
+/* One int8 matmul n x k at M = 1 on `npu`, through the plan form asked for; compares with the
+ * CPU. mode: 0 blocking, 1 async. Returns 0 (bit-exact), ORK_EHAZARD (mismatch) or an error. */
+static int matmul_case(struct ladder *L, struct ork_npu *npu, uint32_t k, uint32_t n,
+                       uint32_t cores, uint32_t flags, int mode, char *why, size_t cap)
+{
+    int8_t *a = ork_malloc(k), *w = ork_malloc((size_t)n * k);
+    int32_t *c = ork_calloc(n, sizeof *c);
+    struct ork_npu_weights *wt = NULL;
+    struct ork_npu_matmul *mm = NULL;
+    int ret = ORK_ENOMEM;
+    if (!a || !w || !c)
+        goto out;
+    for (uint32_t i = 0; i < k; i++)
+        a[i] = rnd8(L);
+    for (size_t i = 0; i < (size_t)n * k; i++)
+        w[i] = rnd8(L);
+    struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8, .k = k,
+                                       .n = n, .w = w, .max_m = 1 };
+    struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = 1, .cores = cores,
+                                      .flags = flags };
+    if ((ret = ork_npu_weights_create(npu, &wd, &wt)) < 0 ||
+        (ret = ork_npu_matmul_create(wt, &md, &mm)) < 0)
+        goto out;
+    /* a timeout (libork has reset the NPU) gets one re-warm run and one retry */
+    bool retried = false;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (mode == 1) {
+            struct ork_npu_job *job = NULL;
+            ret = ork_npu_matmul_submit_async(mm, a, 1, c, &job);
+            if (ret == 0)
+                ret = ork_npu_job_wait(job);
+        } else {
+            ret = ork_npu_matmul_run_i8(mm, a, 1, c);
+        }
+        if (ret != ORK_ETIMEDOUT || attempt == 1)
+            break;
+        snprintf(why, cap, "%s", ork_error_message());
+        retried = true;
+        ret = ork_npu_matmul_run_i8(mm, a, 1, c);      /* re-warm */
+        if (ret < 0 && ret != ORK_ETIMEDOUT)
+            break;
+    }
+    if (ret < 0)
+        goto out;
+    uint32_t bad = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        int32_t acc = 0;
+        for (uint32_t i = 0; i < k; i++)
+            acc += (int32_t)a[i] * w[(size_t)j * k + i];
+        bad += c[j] != acc;
+    }
+    if (bad)
+        ret = ork_errorf(ORK_EHAZARD, "%u of %u outputs differ from the CPU", bad, n);
+    else
+        ret = retried ? 1 : 0;
+out:
+    if (ret < 0 && ret != ORK_EHAZARD)
+        ret = ork_errorf(ret, "%ux%u: %s", k, n, ork_error_describe(ret));
+    ork_npu_matmul_destroy(mm);
+    ork_npu_weights_destroy(wt);
+    ork_free(a);
+    ork_free(w);
+    ork_free(c);
+    return ret;
+}
+
+static void form_step(struct ladder *L, const char *name, struct ork_npu *npu, uint32_t k,
+                      uint32_t n, uint32_t cores, uint32_t flags, int mode, const char *what)
+{
+    char why[256] = "";
+    double t0 = now_ms();
+    int ret = matmul_case(L, npu, k, n, cores, flags, mode, why, sizeof why);
+    double ms = now_ms() - t0;
+    if (ret == 0)
+        step_add(L, name, ORK_SELFTEST_PASS, ms, "%s: bit-exact", what);
+    else if (ret == 1)
+        step_add(L, name, ORK_SELFTEST_PASS_RETRY, ms, "%s: bit-exact after a reset, re-warm and "
+                 "retry (first: %s)", what, why);
+    else
+        step_add(L, name, ORK_SELFTEST_FAIL, ms, "%s: %s", what, ork_error_message());
+}
+
+static void chain_step(struct ladder *L)
+{
+    static const uint32_t K = 1024, ns[3] = { 1024, 256, 256 };
+    struct ork_npu_weights *wt[3] = { 0 };
+    struct ork_npu_matmul *mm[3] = { 0 };
+    int8_t *a = ork_malloc(K), *w[3] = { 0 };
+    int32_t *c[3] = { 0 };
+    struct ork_npu_chain *ch = NULL;
+    double t0 = now_ms();
+    int ret = a ? 0 : ORK_ENOMEM;
+    for (uint32_t i = 0; a && i < K; i++)
+        a[i] = rnd8(L);
+    for (int p = 0; p < 3 && ret == 0; p++) {
+        w[p] = ork_malloc((size_t)ns[p] * K);
+        c[p] = ork_calloc(ns[p], sizeof *c[p]);
+        if (!w[p] || !c[p]) {
+            ret = ORK_ENOMEM;
+            break;
+        }
+        for (size_t i = 0; i < (size_t)ns[p] * K; i++)
+            w[p][i] = rnd8(L);
+        struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8,
+                                           .k = K, .n = ns[p], .w = w[p], .max_m = 1 };
+        struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = 1, .cores = 1 };
+        if ((ret = ork_npu_weights_create(L->npu, &wd, &wt[p])) == 0)
+            ret = ork_npu_matmul_create(wt[p], &md, &mm[p]);
+    }
+    if (ret == 0)
+        ret = ork_npu_chain_create(mm, 3, &ch);
+    if (ret == 0) {
+        const void *av[3] = { a, a, a };
+        void *cv[3] = { c[0], c[1], c[2] };
+        ret = ork_npu_chain_run(ch, av, cv);
+    }
+    uint32_t bad = 0;
+    for (int p = 0; p < 3 && ret == 0; p++)
+        for (uint32_t j = 0; j < ns[p]; j++) {
+            int32_t acc = 0;
+            for (uint32_t i = 0; i < K; i++)
+                acc += (int32_t)a[i] * w[p][(size_t)j * K + i];
+            bad += c[p][j] != acc;
+        }
+    double ms = now_ms() - t0;
+    if (ret < 0)
+        step_add(L, "chain", ORK_SELFTEST_FAIL, ms, "q/k/v 1024x(1024+256+256): %s",
+                 ork_error_describe(ret));
+    else if (bad)
+        step_add(L, "chain", ORK_SELFTEST_FAIL, ms, "%u outputs differ from the CPU", bad);
+    else
+        step_add(L, "chain", ORK_SELFTEST_PASS, ms, "3 plans in one chained submit: bit-exact");
+    ork_npu_chain_destroy(ch);
+    for (int p = 0; p < 3; p++) {
+        ork_npu_matmul_destroy(mm[p]);
+        ork_npu_weights_destroy(wt[p]);
+        ork_free(w[p]);
+        ork_free(c[p]);
+    }
+    ork_free(a);
+}
+
+static struct ork_npu *open_dev(const struct ork_selftest_opts *o, uint32_t domain,
+                                uint32_t forms, int *ret)
+{
+    struct ork_npu_opts no = { .struct_size = sizeof no, .device = o->device, .sim = o->sim,
+                               .domain = domain, .capabilities = o->capabilities,
+                               .confirmed_forms = forms };
+    struct ork_npu *npu = NULL;
+    *ret = ork_npu_open(&no, &npu);
+    return npu;
+}
+
+static void one_job_step(struct ladder *L)
+{
+    bool confirmed = ork_npu_confirmed_forms(L->npu) & ORK_NPU_FORM_ONE_JOB;
+    if (!confirmed && !L->o->confirm_forms) {
+        step_add(L, "one-job", ORK_SELFTEST_NOT_CONFIRMED, 0, "core_mask 0x7 + subcore_task[2..4] "
+                 "(spec §9 [CAP]): no capability confirms it, so plans asking for it run one "
+                 "submit per core; test and record it with --confirm-forms");
+        return;
+    }
+    /* --confirm-forms: vouch for the form on a second device for this one test */
+    int ret;
+    struct ork_npu *d = confirmed ? L->npu : open_dev(L->o, 0, ORK_NPU_FORM_ONE_JOB, &ret);
+    if (!d) {
+        step_add(L, "one-job", ORK_SELFTEST_FAIL, 0, "%s", ork_error_message());
+        return;
+    }
+    uint32_t before = L->r->n_failed;
+    form_step(L, "one-job", d, 4096, 4096, 3, ORK_NPU_MATMUL_ONE_JOB, 0,
+              "one job, core_mask 0x7, 4096x4096");
+    bool ok = L->r->n_failed == before;
+    if (d != L->npu)
+        ork_npu_close(d);
+    if (L->o->confirm_forms && L->o->capabilities_out) {
+        struct ork_twin_caps caps = { .struct_size = sizeof caps,
+                                      .confirmed = ok ? ORK_TWIN_FORM_ONE_JOB : 0 };
+        snprintf(caps.source, sizeof caps.source, "ork selftest --confirm-forms on %s",
+                 ork_npu_backend(L->npu));
+        if (ork_twin_caps_save(L->o->capabilities_out, &caps, ORK_TWIN_FORM_ONE_JOB) < 0)
+            step_add(L, "record", ORK_SELFTEST_FAIL, 0, "%s", ork_error_message());
+        else
+            step_add(L, "record", ORK_SELFTEST_PASS, 0, "one-job %s in %s",
+                     ok ? "confirmed" : "failed", L->o->capabilities_out);
+    }
+}
+
+static void domain_step(struct ladder *L)
+{
+    int ret;
+    double t0 = now_ms();
+    struct ork_npu *d1 = open_dev(L->o, 1, 0, &ret);
+    if (!d1) {
+        step_add(L, "multi-domain", ORK_SELFTEST_FAIL, now_ms() - t0, "%s",
+                 ork_error_describe(ret));
+        return;
+    }
+    char why[256] = "";
+    ret = matmul_case(L, d1, 1024, 512, 1, 0, 0, why, sizeof why);
+    double ms = now_ms() - t0;
+    if (ret == ORK_EUNSUPPORTED)
+        step_add(L, "multi-domain", ORK_SELFTEST_REFUSED, ms, "%s: models above one domain "
+                 "(~3.8 GiB) cannot load here", ork_error_message());
+    else if (ret < 0)
+        step_add(L, "multi-domain", ORK_SELFTEST_FAIL, ms, "%s", ork_error_message());
+    else
+        step_add(L, "multi-domain", ORK_SELFTEST_PASS, ms, "IOMMU domain 1: bit-exact");
+    ork_npu_close(d1);
+}
+
+static void layer_step(struct ladder *L)
+{
+    static const struct { const char *name; uint32_t k, n; } ops[] = {
+        { "q", LAYER_DIM, LAYER_DIM }, { "k", LAYER_DIM, LAYER_KV }, { "v", LAYER_DIM, LAYER_KV },
+        { "o", LAYER_DIM, LAYER_DIM }, { "gate", LAYER_DIM, LAYER_FFN },
+        { "up", LAYER_DIM, LAYER_FFN }, { "down", LAYER_FFN, LAYER_DIM },
+    };
+    double t0 = now_ms();
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        char why[256] = "";
+        /* as the executor plans them: cores from the budget, the one-job flag asked for (it
+         * runs only where confirmed, else per core) */
+        int ret = matmul_case(L, L->npu, ops[i].k, ops[i].n, 0, ORK_NPU_MATMUL_ONE_JOB, 0, why,
+                              sizeof why);
+        if (ret < 0) {
+            step_add(L, "layer", ORK_SELFTEST_FAIL, now_ms() - t0, "%s %ux%u: %s", ops[i].name,
+                     ops[i].k, ops[i].n, ork_error_message());
+            return;
+        }
+    }
+    step_add(L, "layer", ORK_SELFTEST_PASS, now_ms() - t0, "q k v o gate up down of a "
+             "Qwen2.5-0.5B layer (dim %u, kv %u, ffn %u) at M=1: bit-exact", LAYER_DIM,
+             LAYER_KV, LAYER_FFN);
+}
+
+int ork_selftest_ladder(const struct ork_selftest_opts *o, struct ork_selftest_report *r)
+{
+    memset(r, 0, sizeof *r);
+    struct ladder L = { .o = o, .r = r, .rng = 0x2545f4914f6cdd1dull };
+    int ret;
+    double t0 = now_ms();
+    L.npu = open_dev(o, 0, 0, &ret);
+    if (!L.npu) {
+        step_add(&L, "discovery", ORK_SELFTEST_FAIL, now_ms() - t0, "%s", ork_error_message());
+        return ret;
+    }
+    snprintf(r->backend, sizeof r->backend, "%s", ork_npu_backend(L.npu));
+    step_add(&L, "discovery", ORK_SELFTEST_PASS, now_ms() - t0, "backend %s%s", r->backend,
+             ork_npu_is_sim(L.npu) ? " (simulator)" : "");
+    form_step(&L, "per-core", L.npu, 1024, 512, 1, 0, 0, "1 core, 1024x512");
+    form_step(&L, "multi-core", L.npu, 4096, 4096, 3, 0, 0,
+              "3-core N-split, one submit per core (rocket: jobs of one SUBMIT), 4096x4096");
+    one_job_step(&L);
+    chain_step(&L);
+    form_step(&L, "async", L.npu, 4096, 4096, 3, 0, 1, "3-core plan on the async worker");
+    domain_step(&L);
+    layer_step(&L);
+    ork_npu_close(L.npu);
+    return 0;
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+void ork_selftest_report_json(const struct ork_selftest_report *r, FILE *f)
+{
+    fprintf(f, "{\"format\": \"ork-selftest\", \"version\": 1, \"backend\": ");
+    json_str(f, r->backend);
+    fprintf(f, ", \"failed\": %u, \"steps\": [", r->n_failed);
+    for (uint32_t i = 0; i < r->n_steps; i++) {
+        const struct ork_selftest_step *s = &r->steps[i];
+        fprintf(f, "%s\n  {\"name\": ", i ? "," : "");
+        json_str(f, s->name);
+        fprintf(f, ", \"verdict\": ");
+        json_str(f, ork_selftest_verdict_name(s->verdict));
+        fprintf(f, ", \"ms\": %.3f, \"detail\": ", s->ms);
+        json_str(f, s->detail);
+        fputc('}', f);
+    }
+    fprintf(f, "\n]}\n");
+}
