@@ -26,9 +26,11 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: ork serve -m MODEL [options]\n\n"
-            "Serve a model over HTTP: POST /completion, /tokenize, /detokenize (llama-server API),\n"
-            "POST /v1/completions, /v1/chat/completions, GET /v1/models (OpenAI API),\n"
-            "GET /health, /props, /slots, /metrics. Stops cleanly on SIGINT/SIGTERM.\n\n"
+            "Serve a model over HTTP: POST /completion, /tokenize, /detokenize, /apply-template,\n"
+            "/embedding, /slots/ID (llama-server API), POST /v1/completions, /v1/chat/completions,\n"
+            "/v1/embeddings, GET /v1/models[/ID] (OpenAI API), GET /health, /props, /slots,\n"
+            "/metrics. POST bodies must be Content-Type: application/json. Listens first\n"
+            "(/health 503 while the model loads). Stops cleanly on SIGINT/SIGTERM.\n\n"
             "options:\n"
             "  -m, --model FILE          GGUF model (llama, qwen2, qwen3) [required]\n"
             "  --host ADDR               address to listen on (default: 127.0.0.1)\n"
