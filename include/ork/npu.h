@@ -239,6 +239,26 @@ void ork_npu_dequantize(const int32_t *c, uint32_t m, uint32_t n, const float *a
 uint16_t ork_npu_f32_to_f16(float f);
 float ork_npu_f16_to_f32(uint16_t h);
 
+/* ---- discovery (src/libork/devices.c; `ork devices`) -------------------------------------- */
+
+/* What one backend finds on this machine. status: 0 = opened; ORK_ENOENT = absent; ORK_EACCES =
+ * a node exists but cannot be opened (permission); another ORK_E* = present but unusable (e.g. a
+ * driver too old); `message` then says why, naming the node. */
+struct ork_npu_probe_info {
+    uint32_t struct_size;       /* sizeof(struct ork_npu_probe_info) */
+    char backend[16];           /* "rknpu", "rocket", "sim", "sim-rocket" */
+    int status;
+    char node[256];             /* the device node opened ("" for the simulator or unknown) */
+    uint32_t driver_version;    /* major * 10000 + minor * 100 + patch; 0 unknown */
+    uint32_t n_cores;           /* NPU cores the backend reports (0 when not opened) */
+    uint32_t n_domains;         /* IOMMU domains it gives (rknpu: per submit; rocket: per fd) */
+    char message[512];          /* why, when status != 0 */
+};
+/* Open backend (one of the names above) with default options, record what it reports, close
+ * it. Returns 0 when the probe ran (the outcome is in out->status), ORK_EINVAL for an unknown
+ * name. sim_opts: simulator options for "sim"/"sim-rocket" (NULL: defaults). */
+int ork_npu_probe(const char *backend, const void *sim_opts, struct ork_npu_probe_info *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -31,6 +31,7 @@ int ork_cmd_gguf(int argc, char **argv);
 int ork_cmd_bench(int argc, char **argv);
 int ork_cmd_top(int argc, char **argv);
 int ork_cmd_pack(int argc, char **argv);
+int ork_cmd_devices(int argc, char **argv);
 
 /* Strict number parsing for option values: the whole string must parse and fit. On failure
  * they print "ork <cmd>: invalid value 'x' for OPT: reason" and return false. */

@@ -25,6 +25,7 @@ static const struct ork_cmd cmds[] = {
     { "bench",      ork_cmd_bench,      "prefill/decode speed (llama-bench style), memory bandwidth" },
     { "top",        ork_cmd_top,        "live per-core NPU load and per-CPU load" },
     { "pack",       ork_cmd_pack,       "build MODEL.orkpack (NPU-ready weights) beside a GGUF model" },
+    { "devices",    ork_cmd_devices,    "list the NPU backends, their nodes, drivers and status" },
 };
 
 static void usage(FILE *out)
