@@ -5,6 +5,11 @@
  * the same with each matrix's columns split over 3 cores), and the pack
  * slots derived from a plan (which tensor of which op each slot of the .orkpack holds).
  *
+ * Fused model tensors (phi3's attn_qkv, ffn_up holding gate|up) are split into row views at
+ * bind time (model.c), so the table below sees wq/wk/wv and w_gate/w_up as for any model. A
+ * MoE layer's gate_up and down ops have no matrices (ns 0: not packed, run on the CPU by the
+ * forward pass's expert code).
+ *
  * Adding an op: an ORK__LAYER_OPS entry (model/model_priv.h), a layer_ops row here, a step in
  * each plan, and its call in forward.c. Not here: building the pack (pack_build.c), placing ops
  * on devices (placement.c), running them (run.c). */
@@ -187,6 +192,12 @@ void ork__npu_pack_source(const struct npu_plan *p, const struct ork_model *m, u
     }
     const struct layer_op *lo = &layer_ops[ps->op];
     ps->ns = ork__layer_op_mats(m, ps->op, l, ps->src);
+    if (ps->ns > 0 && !ps->src[0]->data) {
+        /* a MoE layer's FFN: its experts are not plan matrices (they stay on the CPU) */
+        ps->ns = 0;
+        snprintf(name, cap, "blk.%d.%s", (int)l, lo->tensor);
+        return;
+    }
     uint32_t cols = (uint32_t)ps->src[0]->n_cols;
     uint32_t ka = p->step[ps->op].n_slots == 2 ? split_cols(&m->cfg) : 0;
     ps->k = cols;
