@@ -25,7 +25,10 @@
 static int calib_on_sim(const struct ork_twin_consts *sim_table, int cpu,
                         struct ork_twin_consts *out, struct ork_calib_report *r)
 {
-    struct ork_sim_opts so = { .struct_size = sizeof so, .twin = sim_table };
+    /* the sim's multi-core probe takes the one-job form (the instant clock serialises
+     * per-core submits), which the sim confirms only when asked (docs/sim.md) */
+    struct ork_sim_opts so = { .struct_size = sizeof so, .twin = sim_table,
+                               .confirm_one_job = true };
     struct ork_npu_opts no = { .struct_size = sizeof no, .device = "sim", .sim = &so };
     struct ork_npu *npu = NULL;
     int ret = ork_npu_open(&no, &npu);
