@@ -10,7 +10,7 @@ PROMPT     ?= Once upon a time
 N_PREDICT  ?= 64
 FUZZ_SECONDS ?= 10
 
-.PHONY: all setup build asan fuzz run test test-release test-asan test-fuzz test-aarch64 clean help
+.PHONY: all setup build asan fuzz run test test-release test-asan test-fuzz test-aarch64 test-install deb clean help
 
 all: build
 
@@ -21,6 +21,8 @@ help:
 	@echo "make asan   AddressSanitizer + UBSan build in $(ASAN_BUILD)/"
 	@echo "make fuzz   libFuzzer targets (clang) in $(FUZZ_BUILD)/"
 	@echo "make test-aarch64  cross-build for aarch64, run kernel + golden tests under QEMU (Cortex-A76)"
+	@echo "make test-install  install into a staging prefix, build a program against it with pkg-config"
+	@echo "make deb    Debian package of ork, libork and its headers (CPack) in $(BUILD)/"
 
 setup:
 	@scripts/setup-deps
@@ -75,6 +77,16 @@ test: setup
 test-aarch64:
 	@scripts/setup-deps --aarch64
 	AARCH64_BUILD=$(AARCH64_BUILD) JOBS=$(JOBS) scripts/ci-aarch64
+
+# `cmake --install` into a staging prefix, then a program built with pkg-config against it
+# (scripts/test-install; CI runs it).
+test-install: build
+	scripts/test-install $(BUILD)
+
+# Debian package (CPack, CMakeLists.txt "install and package"): $(BUILD)/ork_<version>_<arch>.deb
+deb: build
+	cd $(BUILD) && cpack -G DEB
+	dpkg-deb --info $(BUILD)/ork_*.deb >/dev/null
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(AARCH64_BUILD)
