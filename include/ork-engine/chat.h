@@ -1,4 +1,5 @@
-/* ork-engine/chat.h -- chat templates: ChatML (Qwen), Llama 3 and Llama 2, chosen by
+/* ork-engine/chat.h -- chat templates: ChatML (Qwen, Qwen3-MoE), Llama 3, Llama 2, Gemma and
+ * Phi-3, chosen by
  * recognising the model's tokenizer.chat_template metadata (no Jinja interpreter: known
  * template families are detected by their markers). */
 #ifndef ORK_ENGINE_CHAT_H
@@ -16,6 +17,12 @@ enum ork_chat_format {
     ORK_CHAT_LLAMA3 = 1,   /* <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|> */
     ORK_CHAT_LLAMA2 = 2,   /* [INST] <<SYS>>\n...\n<</SYS>>\n\n... [/INST] */
 };
+/* Formats added after the three above, as values of the same type outside the enumerator
+ * list: a switch over enum ork_chat_format written for the first three still compiles;
+ * ork_chat_end_marker and ork_chat_stop_strings cover every format. */
+#define ORK_CHAT_GEMMA ((enum ork_chat_format)3)   /* <start_of_turn>user\n...<end_of_turn>\n */
+#define ORK_CHAT_PHI3 ((enum ork_chat_format)4)    /* <|user|>\n...<|end|>\n<|assistant|>\n */
+#define ORK_CHAT_N_FORMATS 5
 
 struct ork_chat_msg {
     const char *role;      /* "system", "user", "assistant" */
@@ -25,8 +32,14 @@ struct ork_chat_msg {
 /* Detect from the template text. NULL or unrecognised -> ORK_EUNSUPPORTED (message says so);
  * callers usually fall back to ChatML. */
 int ork_chat_detect(const char *template_text, enum ork_chat_format *out);
-int ork_chat_format_from_name(const char *name, enum ork_chat_format *out); /* "chatml", "llama3", "llama2" */
+/* "chatml", "llama3", "llama2", "gemma", "phi3" */
+int ork_chat_format_from_name(const char *name, enum ork_chat_format *out);
 const char *ork_chat_format_name(enum ork_chat_format f);
+/* The text that ends an assistant turn in format f ("<|im_end|>", "<end_of_turn>", ...). */
+const char *ork_chat_end_marker(enum ork_chat_format f);
+/* Stop strings for f (the end marker, then the text that would open the next turn), *n of them:
+ * for models whose tokenizer does not make them end-of-generation tokens. */
+const char *const *ork_chat_stop_strings(enum ork_chat_format f, size_t *n);
 
 /* Render messages; add_assistant: open an assistant turn at the end. *out is ork_malloc'd
  * NUL-terminated text (free with ork_free). The text contains special-token markers to be

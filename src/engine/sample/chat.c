@@ -1,4 +1,5 @@
-/* chat.c -- chat prompt formats (see ork-engine/chat.h): ChatML (Qwen), Llama 3 and Llama 2.
+/* chat.c -- chat prompt formats (see ork-engine/chat.h): ChatML (Qwen, Qwen3-MoE), Llama 3,
+ * Llama 2, Gemma (2 and 3) and Phi-3.
  *
  * A model's tokenizer.chat_template is a Jinja program; we do not interpret it. We recognise the
  * template family by its special-token markers and render that family's published format in C.
@@ -12,6 +13,14 @@
  *            "<s>[INST] {user} [/INST] ..." for later turns; user and assistant text stripped of
  *            surrounding whitespace; the system message folds into the first user turn. The
  *            closing "[/INST]" already opens the assistant turn, so add_assistant adds nothing.
+ *   Gemma    "<start_of_turn>{user|model}\n{trim(content)}<end_of_turn>\n" per message, the
+ *            assistant role named "model"; no system role: the system text and "\n\n" open the
+ *            first user message (Google's Gemma 2/3 model cards, "Prompt formatting");
+ *            generation prompt "<start_of_turn>model\n".
+ *   Phi-3    "<|{role}|>\n{content}<|end|>\n" per message (system, user, assistant);
+ *            generation prompt "<|assistant|>\n" (Microsoft's Phi-3 model cards, "Chat
+ *            Format"). The first Phi-3-mini template (vocab/ggml-vocab-phi-3.gguf) drops
+ *            system messages; the later Phi-3 / Phi-3.5 ones write them as <|system|>, as here.
  *
  * BOS is never written: the tokenizer adds it. Not here: tool calls, reasoning blocks, or any
  * template feature beyond plain system/user/assistant turns. */
@@ -27,6 +36,16 @@
 #define CHATML_MARKER "<|im_start|>"
 #define LLAMA3_MARKER "<|start_header_id|>"
 #define LLAMA2_MARKER "[INST]"
+#define GEMMA_MARKER "<start_of_turn>"
+#define PHI3_MARKER "<|end|>"
+
+/* Gemma pieces. */
+#define GEMMA_BEGIN "<start_of_turn>"
+#define GEMMA_END "<end_of_turn>"
+#define GEMMA_SYSTEM_SEP "\n\n"
+
+/* Phi-3 pieces. */
+#define PHI3_END "<|end|>"
 
 /* ChatML pieces. */
 #define CHATML_BEGIN "<|im_start|>"
@@ -50,7 +69,21 @@ static const char *const format_names[] = {
     [ORK_CHAT_CHATML] = "chatml",
     [ORK_CHAT_LLAMA3] = "llama3",
     [ORK_CHAT_LLAMA2] = "llama2",
+    [ORK_CHAT_GEMMA] = "gemma",
+    [ORK_CHAT_PHI3] = "phi3",
 };
+
+static const char *const end_markers[] = {
+    [ORK_CHAT_CHATML] = "<|im_end|>", [ORK_CHAT_LLAMA3] = LLAMA3_EOT,
+    [ORK_CHAT_LLAMA2] = LLAMA2_EOS, [ORK_CHAT_GEMMA] = GEMMA_END, [ORK_CHAT_PHI3] = PHI3_END,
+};
+
+/* Per format: the end marker, then what would open the next turn. */
+static const char *const stops_chatml[] = { "<|im_end|>", CHATML_MARKER };
+static const char *const stops_llama3[] = { LLAMA3_EOT, LLAMA3_MARKER };
+static const char *const stops_llama2[] = { LLAMA2_B_INST };
+static const char *const stops_gemma[] = { GEMMA_END, GEMMA_BEGIN };
+static const char *const stops_phi3[] = { PHI3_END, "<|user|>" };
 #define N_FORMATS (sizeof(format_names) / sizeof(format_names[0]))
 
 int ork_chat_detect(const char *template_text, enum ork_chat_format *out)
@@ -69,12 +102,21 @@ int ork_chat_detect(const char *template_text, enum ork_chat_format *out)
         *out = ORK_CHAT_LLAMA3;
         return 0;
     }
+    if (strstr(template_text, GEMMA_MARKER)) {
+        *out = ORK_CHAT_GEMMA;
+        return 0;
+    }
+    if (strstr(template_text, PHI3_MARKER)) {
+        *out = ORK_CHAT_PHI3;
+        return 0;
+    }
     if (strstr(template_text, LLAMA2_MARKER)) {
         *out = ORK_CHAT_LLAMA2;
         return 0;
     }
-    return ork_errorf(ORK_EUNSUPPORTED, "chat: unrecognised chat template (no %s, %s or %s marker)",
-                      CHATML_MARKER, LLAMA3_MARKER, LLAMA2_MARKER);
+    return ork_errorf(ORK_EUNSUPPORTED, "chat: unrecognised chat template (no %s, %s, %s, %s or "
+                      "%s marker)", CHATML_MARKER, LLAMA3_MARKER, GEMMA_MARKER, PHI3_MARKER,
+                      LLAMA2_MARKER);
 }
 
 int ork_chat_format_from_name(const char *name, enum ork_chat_format *out)
@@ -87,8 +129,8 @@ int ork_chat_format_from_name(const char *name, enum ork_chat_format *out)
             return 0;
         }
     }
-    return ork_errorf(ORK_EINVAL, "chat: unknown chat format '%s' (expected chatml, llama3 or llama2)",
-                      name);
+    return ork_errorf(ORK_EINVAL, "chat: unknown chat format '%s' (expected chatml, llama3, "
+                      "llama2, gemma or phi3)", name);
 }
 
 const char *ork_chat_format_name(enum ork_chat_format f)
@@ -96,6 +138,25 @@ const char *ork_chat_format_name(enum ork_chat_format f)
     if ((unsigned)f < N_FORMATS)
         return format_names[f];
     return "unknown";
+}
+
+const char *ork_chat_end_marker(enum ork_chat_format f)
+{
+    return (unsigned)f < N_FORMATS ? end_markers[f] : NULL;
+}
+
+const char *const *ork_chat_stop_strings(enum ork_chat_format f, size_t *n)
+{
+#define STOPS(a) (*n = sizeof(a) / sizeof((a)[0]), (a))
+    switch ((int)f) {
+    case ORK_CHAT_CHATML: return STOPS(stops_chatml);
+    case ORK_CHAT_LLAMA3: return STOPS(stops_llama3);
+    case ORK_CHAT_LLAMA2: return STOPS(stops_llama2);
+    case ORK_CHAT_GEMMA: return STOPS(stops_gemma);
+    case ORK_CHAT_PHI3: return STOPS(stops_phi3);
+    default: *n = 0; return NULL;
+    }
+#undef STOPS
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -215,6 +276,49 @@ static void render_llama3(struct sbuf *b, const struct ork_chat_msg *msgs, size_
         sb_puts(b, LLAMA3_HEADER_BEGIN "assistant" LLAMA3_HEADER_END);
 }
 
+/* Gemma has user and model turns only: a system message's text and GEMMA_SYSTEM_SEP open the
+ * next user message (or stand as a user turn of their own when none follows). */
+static void render_gemma(struct sbuf *b, const struct ork_chat_msg *msgs, size_t n,
+                         bool add_assistant)
+{
+    const char *pending = NULL;         /* system text waiting for its user turn */
+    for (size_t i = 0; i < n; i++) {
+        enum role r = role_of(&msgs[i]);
+        const char *c = msgs[i].content;
+        if (r == ROLE_SYSTEM && i + 1 < n && role_of(&msgs[i + 1]) == ROLE_USER) {
+            pending = c;
+            continue;
+        }
+        sb_puts(b, GEMMA_BEGIN);
+        sb_puts(b, r == ROLE_ASSISTANT ? "model\n" : "user\n");
+        if (pending) {
+            sb_append_stripped(b, pending, strlen(pending));
+            sb_puts(b, GEMMA_SYSTEM_SEP);
+            pending = NULL;
+        }
+        sb_append_stripped(b, c, strlen(c));
+        sb_puts(b, GEMMA_END "\n");
+    }
+    if (add_assistant)
+        sb_puts(b, GEMMA_BEGIN "model\n");
+}
+
+static void render_phi3(struct sbuf *b, const struct ork_chat_msg *msgs, size_t n,
+                        bool add_assistant)
+{
+    static const char *const tags[] = {
+        [ROLE_SYSTEM] = "<|system|>\n", [ROLE_USER] = "<|user|>\n",
+        [ROLE_ASSISTANT] = "<|assistant|>\n",
+    };
+    for (size_t i = 0; i < n; i++) {
+        sb_puts(b, tags[role_of(&msgs[i])]);
+        sb_puts(b, msgs[i].content);
+        sb_puts(b, PHI3_END "\n");
+    }
+    if (add_assistant)
+        sb_puts(b, tags[ROLE_ASSISTANT]);
+}
+
 /* Llama 2 needs an optional leading system message, then user/assistant turns alternating and
  * starting with a user turn (Meta's reference rejects any other order). */
 static int render_llama2(struct sbuf *b, const struct ork_chat_msg *msgs, size_t n)
@@ -288,9 +392,15 @@ int ork_chat_render(enum ork_chat_format f, const struct ork_chat_msg *msgs, siz
 
     struct sbuf b = { 0 };
     sb_append(&b, "", 0);   /* an empty conversation still yields "" */
-    switch (f) {
+    switch ((int)f) {
     case ORK_CHAT_CHATML:
         render_chatml(&b, msgs, n, add_assistant);
+        break;
+    case ORK_CHAT_GEMMA:
+        render_gemma(&b, msgs, n, add_assistant);
+        break;
+    case ORK_CHAT_PHI3:
+        render_phi3(&b, msgs, n, add_assistant);
         break;
     case ORK_CHAT_LLAMA3:
         render_llama3(&b, msgs, n, add_assistant);
