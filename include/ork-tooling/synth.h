@@ -20,13 +20,23 @@ extern "C" {
 #endif
 
 struct ork_synth_preset {
-    const char *arch;           /* "llama", "qwen2", "qwen3" */
+    const char *arch;           /* "llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3",
+                                 * "qwen3moe" */
     const char *name;           /* "1.7b" */
     const char *aliases;        /* other accepted names, '|'-separated ("" when none) */
     const char *source;         /* published model whose shapes these are */
     int32_t dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim, n_vocab, n_ctx;
     float rope_base, rms_eps;
     bool tied;                  /* LM head shares token_embd (no output.weight) */
+    /* Architecture extras (0: the key is not written; docs/synth.md cites each). */
+    int32_t n_expert, n_expert_used, expert_ffn_dim;   /* MoE: <arch>.expert_* */
+    int32_t swa_window;         /* <arch>.attention.sliding_window */
+    float attn_softcap, final_softcap;  /* <arch>.attn/final_logit_softcapping */
+    float rope_linear;          /* <arch>.rope.scaling.type linear, .factor */
+    /* Llama 3.1+ rope scaling written as rope_freqs.weight (factor, low and high frequency
+     * factors, original context), as convert_hf_to_gguf does */
+    float llama3_factor, llama3_low, llama3_high;
+    int32_t llama3_orig_ctx;
 };
 
 /* Presets: number, and entry i (NULL when out of range). */

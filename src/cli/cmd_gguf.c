@@ -40,7 +40,7 @@ static void usage_synth(FILE *out)
             "tokenizer. It generates tokens at the real model's speed, never meaningful text.\n"
             "\n"
             "options:\n"
-            "  --arch ARCH       llama, qwen2 or qwen3\n"
+            "  --arch ARCH       llama, qwen2, qwen3, gemma2, gemma3, phi3 or qwen3moe\n"
             "  --preset SIZE     a preset name or alias (below)\n"
             "  --type TYPE       f16, q8_0 (default), q4_0 or q4_k\n"
             "  --layers N        override the number of blocks\n"
@@ -54,10 +54,13 @@ static void usage_synth(FILE *out)
             "\npresets (arch name [aliases]: source):\n");
     for (size_t i = 0; i < ork_synth_n_presets(); i++) {
         const struct ork_synth_preset *p = ork_synth_preset_at(i);
-        fprintf(out, "  %-6s %-5s %-11s %s: dim %d, %d layers, %d/%d heads, head_dim %d, ffn %d, "
+        fprintf(out, "  %-8s %-7s %-9s %s: dim %d, %d layers, %d/%d heads, head_dim %d, ffn %d, "
                 "vocab %d%s\n", p->arch, p->name, p->aliases, p->source, p->dim, p->n_layers,
                 p->n_heads, p->n_kv_heads, p->head_dim, p->ffn_dim, p->n_vocab,
                 p->tied ? ", tied" : "");
+        if (p->n_expert > 0)
+            fprintf(out, "                     %d experts of %d, %d used\n", p->n_expert,
+                    p->expert_ffn_dim, p->n_expert_used);
     }
 }
 

@@ -52,23 +52,55 @@
 #define TOKTYPE_UNUSED 5
 #define N_BYTE_TOKENS 256
 
+/* Llama 3.1 / 3.2 rope scaling (their config.json rope_scaling: factor 8 for 3.1, 32 for 3.2,
+ * low_freq_factor 1, high_freq_factor 4, original_max_position_embeddings 8192). */
+#define LLAMA32_ROPE_FACTOR 32.0f
+#define LLAMA3_ROPE_LOW 1.0f
+#define LLAMA3_ROPE_HIGH 4.0f
+#define LLAMA3_ROPE_ORIG_CTX 8192
+#define SYNTH_PI 3.14159265358979323846
+
 /* Shapes from each model's published config.json (Hugging Face model cards); docs/synth.md
  * lists them. Aliases map the sizes 0.5b / 1.7b / 3b / 7b onto the nearest published model of
  * each family. */
+/* The published shape of a preset, as designated initializers (the extras follow by name). */
+#define SHAPE(a, n, al, src, d, l, h, kv, hd, ff, voc, ctx, rope, eps, tie)                    \
+    .arch = a, .name = n, .aliases = al, .source = src, .dim = d, .n_layers = l, .n_heads = h, \
+    .n_kv_heads = kv, .head_dim = hd, .ffn_dim = ff, .n_vocab = voc, .n_ctx = ctx,            \
+    .rope_base = rope, .rms_eps = eps, .tied = tie
+
 static const struct ork_synth_preset presets[] = {
     /* arch   name   aliases    source                 dim   L   H  KV  hd  ffn    vocab  ctx  rope  eps  tied */
-    { "qwen2", "0.5b", "",       "Qwen2.5-0.5B",  896, 24, 14, 2, 64, 4864, 151936, 32768, 1e6f, 1e-6f, true },
-    { "qwen2", "1.5b", "1.7b",   "Qwen2.5-1.5B", 1536, 28, 12, 2, 128, 8960, 151936, 32768, 1e6f, 1e-6f, true },
-    { "qwen2", "3b",   "",       "Qwen2.5-3B",   2048, 36, 16, 2, 128, 11008, 151936, 32768, 1e6f, 1e-6f, true },
-    { "qwen2", "7b",   "",       "Qwen2.5-7B",   3584, 28, 28, 4, 128, 18944, 152064, 32768, 1e6f, 1e-6f, false },
-    { "qwen3", "0.6b", "0.5b",   "Qwen3-0.6B",   1024, 28, 16, 8, 128, 3072, 151936, 40960, 1e6f, 1e-6f, true },
-    { "qwen3", "1.7b", "",       "Qwen3-1.7B",   2048, 28, 16, 8, 128, 6144, 151936, 40960, 1e6f, 1e-6f, true },
-    { "qwen3", "4b",   "3b",     "Qwen3-4B",     2560, 36, 32, 8, 128, 9728, 151936, 40960, 1e6f, 1e-6f, true },
-    { "qwen3", "8b",   "7b",     "Qwen3-8B",     4096, 36, 32, 8, 128, 12288, 151936, 40960, 1e6f, 1e-6f, false },
-    { "llama", "1b",   "0.5b|1.7b", "Llama-3.2-1B", 2048, 16, 32, 8, 64, 8192, 128256, 131072, 5e5f, 1e-5f, true },
-    { "llama", "3b",   "",       "Llama-3.2-3B", 3072, 28, 24, 8, 128, 8192, 128256, 131072, 5e5f, 1e-5f, true },
-    { "llama", "7b",   "",       "Llama-2-7B",   4096, 32, 32, 32, 128, 11008, 32000, 4096, 1e4f, 1e-5f, false },
-    { "llama", "8b",   "",       "Llama-3.1-8B", 4096, 32, 32, 8, 128, 14336, 128256, 131072, 5e5f, 1e-5f, false },
+    { SHAPE("qwen2", "0.5b", "",       "Qwen2.5-0.5B",  896, 24, 14, 2, 64, 4864, 151936, 32768, 1e6f, 1e-6f, true) },
+    { SHAPE("qwen2", "1.5b", "1.7b",   "Qwen2.5-1.5B", 1536, 28, 12, 2, 128, 8960, 151936, 32768, 1e6f, 1e-6f, true) },
+    { SHAPE("qwen2", "3b",   "",       "Qwen2.5-3B",   2048, 36, 16, 2, 128, 11008, 151936, 32768, 1e6f, 1e-6f, true) },
+    { SHAPE("qwen2", "7b",   "",       "Qwen2.5-7B",   3584, 28, 28, 4, 128, 18944, 152064, 32768, 1e6f, 1e-6f, false) },
+    { SHAPE("qwen3", "0.6b", "0.5b",   "Qwen3-0.6B",   1024, 28, 16, 8, 128, 3072, 151936, 40960, 1e6f, 1e-6f, true) },
+    { SHAPE("qwen3", "1.7b", "",       "Qwen3-1.7B",   2048, 28, 16, 8, 128, 6144, 151936, 40960, 1e6f, 1e-6f, true) },
+    { SHAPE("qwen3", "4b",   "3b",     "Qwen3-4B",     2560, 36, 32, 8, 128, 9728, 151936, 40960, 1e6f, 1e-6f, true) },
+    { SHAPE("qwen3", "8b",   "7b",     "Qwen3-8B",     4096, 36, 32, 8, 128, 12288, 151936, 40960, 1e6f, 1e-6f, false) },
+    { SHAPE("llama", "1b",   "0.5b|1.7b", "Llama-3.2-1B", 2048, 16, 32, 8, 64, 8192, 128256, 131072, 5e5f, 1e-5f, true),
+      .llama3_factor = LLAMA32_ROPE_FACTOR, .llama3_low = LLAMA3_ROPE_LOW,
+      .llama3_high = LLAMA3_ROPE_HIGH, .llama3_orig_ctx = LLAMA3_ROPE_ORIG_CTX },
+    { SHAPE("llama", "3b",   "",       "Llama-3.2-3B", 3072, 28, 24, 8, 128, 8192, 128256, 131072, 5e5f, 1e-5f, true),
+      .llama3_factor = LLAMA32_ROPE_FACTOR, .llama3_low = LLAMA3_ROPE_LOW,
+      .llama3_high = LLAMA3_ROPE_HIGH, .llama3_orig_ctx = LLAMA3_ROPE_ORIG_CTX },
+    { SHAPE("llama", "7b",   "",       "Llama-2-7B",   4096, 32, 32, 32, 128, 11008, 32000, 4096, 1e4f, 1e-5f, false) },
+    { SHAPE("llama", "8b",   "",       "Llama-3.1-8B", 4096, 32, 32, 8, 128, 14336, 128256, 131072, 5e5f, 1e-5f, false) },
+    /* Gemma 2/3: head_dim 256, sliding windows (period: the architecture's default), GeGLU */
+    { SHAPE("gemma2", "2b",  "",       "Gemma-2-2B",   2304, 26, 8, 4, 256, 9216, 256000, 8192, 1e4f, 1e-6f, true),
+      .swa_window = 4096, .attn_softcap = 50.0f, .final_softcap = 30.0f },
+    { SHAPE("gemma3", "1b",  "",       "Gemma-3-1B",   1152, 26, 4, 1, 256, 6912, 262144, 32768, 1e6f, 1e-6f, true),
+      .swa_window = 512 },
+    { SHAPE("gemma3", "4b",  "",       "Gemma-3-4B",   2560, 34, 8, 4, 256, 10240, 262208, 131072, 1e6f, 1e-6f, true),
+      .swa_window = 1024, .rope_linear = 8.0f },
+    /* Phi-3-mini-4k: fused attn_qkv and gate|up, MHA, head_dim 96; its 2047 window is ignored
+     * by llama.cpp (phi3.cpp:14-24) and by ork */
+    { SHAPE("phi3", "mini",  "3.8b|4b", "Phi-3-mini-4k", 3072, 32, 32, 32, 96, 8192, 32064, 4096, 1e4f, 1e-5f, false),
+      .swa_window = 2047 },
+    /* Qwen3-30B-A3B: 128 experts of 768, 8 used; feed_forward_length is the dense 6144 */
+    { SHAPE("qwen3moe", "30b-a3b", "30b", "Qwen3-30B-A3B", 2048, 48, 32, 4, 128, 6144, 151936, 40960, 1e6f, 1e-6f, false),
+      .n_expert = 128, .n_expert_used = 8, .expert_ffn_dim = 768 },
 };
 
 size_t ork_synth_n_presets(void)
@@ -147,12 +179,12 @@ static void fill_random(uint64_t *state, float *x, size_t n, float std)
 
 /* ---- tensor plan ------------------------------------------------------------------------ */
 
-enum fill { FILL_RANDOM, FILL_ONES };
+enum fill { FILL_RANDOM, FILL_ONES, FILL_LLAMA3_ROPE };
 
 struct plan_tensor {
     char name[64];
     uint32_t n_dims;
-    uint64_t ne[2];
+    uint64_t ne[3];
     uint32_t type;
     enum fill fill;
 };
@@ -162,8 +194,8 @@ struct plan {
     size_t n, cap;
 };
 
-static int plan_add(struct plan *pl, const char *name, uint32_t n_dims, uint64_t ne0, uint64_t ne1,
-                    uint32_t type, enum fill fill)
+static int plan_add3(struct plan *pl, const char *name, uint32_t n_dims, uint64_t ne0,
+                     uint64_t ne1, uint64_t ne2, uint32_t type, enum fill fill)
 {
     if (pl->n == pl->cap) {
         size_t cap = pl->cap ? pl->cap * 2 : 256;
@@ -178,9 +210,22 @@ static int plan_add(struct plan *pl, const char *name, uint32_t n_dims, uint64_t
     t->n_dims = n_dims;
     t->ne[0] = ne0;
     t->ne[1] = ne1;
+    t->ne[2] = ne2;
     t->type = type;
     t->fill = fill;
     return 0;
+}
+
+static int plan_add(struct plan *pl, const char *name, uint32_t n_dims, uint64_t ne0, uint64_t ne1,
+                    uint32_t type, enum fill fill)
+{
+    return plan_add3(pl, name, n_dims, ne0, ne1, 1, type, fill);
+}
+
+/* Rows of a tensor (its elements / ne[0]). */
+static uint64_t plan_rows(const struct plan_tensor *t)
+{
+    return t->n_dims >= 3 ? t->ne[1] * t->ne[2] : t->n_dims == 2 ? t->ne[1] : 1;
 }
 
 /* Type for a matrix with rows of k elements: the requested one when k fits its block. */
@@ -205,6 +250,14 @@ static uint64_t synth_dim(const struct ork_synth_preset *ps, enum ork_arch_dim d
         return (uint64_t)ps->ffn_dim;
     case ORK_DIM_HEAD:
         return (uint64_t)ps->head_dim;
+    case ORK_DIM_QKV:
+        return ((uint64_t)ps->n_heads + 2 * (uint64_t)ps->n_kv_heads) * (uint64_t)ps->head_dim;
+    case ORK_DIM_FFN2:
+        return 2 * (uint64_t)ps->ffn_dim;
+    case ORK_DIM_EXPERTS:
+        return (uint64_t)ps->n_expert;
+    case ORK_DIM_FFN_EXP:
+        return (uint64_t)ps->expert_ffn_dim;
     case ORK_DIM_MODEL:
     default:
         return (uint64_t)ps->dim;
@@ -223,6 +276,10 @@ static int build_plan(const struct ork_synth_preset *ps, const struct ork_arch_d
     if ((ret = plan_add(pl, "token_embd.weight", 2, dim, (uint64_t)n_vocab,
                         mat_type(type, dim, n_fallback), FILL_RANDOM)) < 0)
         return ret;
+    if (ps->llama3_factor > 0.0f &&
+        (ret = plan_add(pl, "rope_freqs.weight", 1, (uint64_t)ps->head_dim / 2, 1, ORK_TYPE_F32,
+                        FILL_LLAMA3_ROPE)) < 0)
+        return ret;
     for (int32_t l = 0; l < n_layers; l++) {
         for (size_t i = 0; i < ad->n_layer_tensors; i++) {
             const struct ork_arch_tensor *t = &ad->layer_tensors[i];
@@ -230,9 +287,14 @@ static int build_plan(const struct ork_synth_preset *ps, const struct ork_arch_d
                 continue;
             uint64_t rows = synth_dim(ps, t->rows), cols = synth_dim(ps, t->cols);
             snprintf(nm, sizeof nm, "blk.%d.%s", (int)l, t->suffix);
-            if (t->kind == ORK_TK_MAT)
+            if (t->kind == ORK_TK_MAT && t->slot == ORK_LT_GATE_INP)
+                ret = plan_add(pl, nm, 2, cols, rows, ORK_TYPE_F32, FILL_RANDOM);
+            else if (t->kind == ORK_TK_MAT)
                 ret = plan_add(pl, nm, 2, cols, rows, mat_type(type, cols, n_fallback),
                                FILL_RANDOM);
+            else if (t->kind == ORK_TK_EXPS)
+                ret = plan_add3(pl, nm, 3, cols, rows, (uint64_t)ps->n_expert,
+                                mat_type(type, cols, n_fallback), FILL_RANDOM);
             else
                 ret = plan_add(pl, nm, 1, rows, 1, ORK_TYPE_F32,
                                t->kind == ORK_TK_NORM ? FILL_ONES : FILL_RANDOM);
@@ -374,11 +436,54 @@ static int write_hparams(struct ork_gguf_writer *w, const struct ork_synth_prese
         (ret = ork_gguf_writer_add_f32(w, K("attention.layer_norm_rms_epsilon"), ps->rms_eps)) < 0 ||
         (ret = ork_gguf_writer_add_u32(w, K("vocab_size"), (uint32_t)n_vocab)) < 0)
         return ret;
+    if (ps->n_expert > 0 &&
+        ((ret = ork_gguf_writer_add_u32(w, K("expert_count"), (uint32_t)ps->n_expert)) < 0 ||
+         (ret = ork_gguf_writer_add_u32(w, K("expert_used_count"),
+                                        (uint32_t)ps->n_expert_used)) < 0 ||
+         (ret = ork_gguf_writer_add_u32(w, K("expert_feed_forward_length"),
+                                        (uint32_t)ps->expert_ffn_dim)) < 0))
+        return ret;
+    if (ps->swa_window > 0 &&
+        (ret = ork_gguf_writer_add_u32(w, K("attention.sliding_window"),
+                                       (uint32_t)ps->swa_window)) < 0)
+        return ret;
+    if (ps->attn_softcap > 0.0f &&
+        (ret = ork_gguf_writer_add_f32(w, K("attn_logit_softcapping"), ps->attn_softcap)) < 0)
+        return ret;
+    if (ps->final_softcap > 0.0f &&
+        (ret = ork_gguf_writer_add_f32(w, K("final_logit_softcapping"), ps->final_softcap)) < 0)
+        return ret;
+    if (ps->rope_linear > 0.0f &&
+        ((ret = ork_gguf_writer_add_str(w, K("rope.scaling.type"), "linear")) < 0 ||
+         (ret = ork_gguf_writer_add_f32(w, K("rope.scaling.factor"), ps->rope_linear)) < 0))
+        return ret;
 #undef K
     return 0;
 }
 
 /* ---- data ------------------------------------------------------------------------------- */
+
+static const struct ork_synth_preset *p_preset(const struct ork_synth_params *p)
+{
+    return ork_synth_preset_find(p->arch, p->preset);
+}
+
+/* Divisor of rope pair i of n (theta base^(-i/n) of a head of 2n) under Llama 3.1+ scaling:
+ * 1 for wavelengths below orig/high, the factor above orig/low, and between them the smooth
+ * interpolation 1 / ((1 - s) / factor + s), s = (orig / wavelength - low) / (high - low)
+ * (Meta's llama3 apply_scaling; written as rope_freqs by convert_hf_to_gguf). */
+static float llama3_rope_factor(const struct ork_synth_preset *ps, uint64_t i, uint64_t n)
+{
+    double freq = pow((double)ps->rope_base, -(double)i / (double)n);
+    double wavelen = 2.0 * SYNTH_PI / freq, orig = (double)ps->llama3_orig_ctx;
+    double lo_wl = orig / ps->llama3_low, hi_wl = orig / ps->llama3_high;
+    if (wavelen < hi_wl)
+        return 1.0f;
+    if (wavelen > lo_wl)
+        return ps->llama3_factor;
+    double sm = (orig / wavelen - ps->llama3_low) / (ps->llama3_high - ps->llama3_low);
+    return (float)(1.0 / ((1.0 - sm) / ps->llama3_factor + sm));
+}
 
 /* Per-row random stream: rows are independent, so any number of threads writes the same bytes. */
 static uint64_t row_state(uint64_t tensor_state, uint64_t row)
@@ -420,13 +525,13 @@ static int write_tensor(struct ork_gguf_writer *w, struct ork_pool *pool, struct
                         uint64_t total)
 {
     const struct plan_tensor *t = j->t;
-    uint64_t k = t->ne[0], rows = t->n_dims == 2 ? t->ne[1] : 1;
+    uint64_t k = t->ne[0], rows = plan_rows(t);
     j->tensor_state = p->seed ^ fnv1a(t->name);
     j->row_bytes = ork_type_row_bytes(t->type, k);
     j->err = 0;
-    if (t->fill == FILL_ONES) {
+    if (t->fill == FILL_ONES || t->fill == FILL_LLAMA3_ROPE) {
         for (uint64_t i = 0; i < k; i++)
-            j->xf[i] = 1.0f;
+            j->xf[i] = t->fill == FILL_ONES ? 1.0f : llama3_rope_factor(p_preset(p), i, k);
         int ret = ork_gguf_writer_write(w, j->xf, (size_t)k * sizeof(float));
         *done += (uint64_t)k * sizeof(float);
         return ret;
@@ -494,7 +599,7 @@ int ork_synth_write(const struct ork_synth_params *p, struct ork_synth_info *inf
         if ((ret = ork_gguf_writer_add_tensor(w, t->name, t->n_dims, t->ne, t->type)) < 0)
             goto out;
         total += ork_gguf_writer_tensor_bytes(w, i);
-        n_params += t->ne[0] * (t->n_dims == 2 ? t->ne[1] : 1);
+        n_params += t->ne[0] * plan_rows(t);
         max_k = t->ne[0] > max_k ? t->ne[0] : max_k;
         size_t rb = ork_type_row_bytes(t->type, t->ne[0]);
         max_row = rb > max_row ? rb : max_row;

@@ -107,6 +107,9 @@ static void test_presets(void)
         for (int s = 0; s < 4; s++)
             CHECK(ork_synth_preset_find(archs[a], sizes[s]) != NULL);
     CHECK(ork_synth_preset_find("qwen3", "13b") == NULL);
+    CHECK(ork_synth_preset_find("gemma3", "1b") && ork_synth_preset_find("gemma3", "4b") &&
+          ork_synth_preset_find("gemma2", "2b") && ork_synth_preset_find("phi3", "mini") &&
+          ork_synth_preset_find("qwen3moe", "30b-a3b"));
     CHECK(ork_synth_preset_find("gpt2", "1.7b") == NULL);
     for (size_t i = 0; i < ork_synth_n_presets(); i++) {
         p = ork_synth_preset_at(i);
@@ -213,6 +216,36 @@ static void test_small_models(void)
         load_and_eval(path_a, ork_synth_preset_find(archs[i], presets[i]), true);
         unlink(path_a);
     }
+    /* The architectures with their own tensors: post-norms and GeGLU (gemma2/3), fused
+     * attn_qkv and gate|up (phi3), rope_freqs (Llama 3.2) */
+    static const char *const more[][2] = {
+        { "gemma2", "2b" }, { "gemma3", "1b" }, { "gemma3", "4b" }, { "phi3", "mini" },
+    };
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
+        REQUIRE(write_small(path_a, more[i][0], more[i][1], ORK_TYPE_Q8_0, 7, 2, NULL) == 0);
+        load_and_eval(path_a, ork_synth_preset_find(more[i][0], more[i][1]), true);
+        unlink(path_a);
+    }
+    REQUIRE(write_small(path_a, "llama", "1b", ORK_TYPE_Q8_0, 7, 2, NULL) == 0);
+    {
+        struct ork_gguf *g;
+        REQUIRE(ork_gguf_open(path_a, &g) == 0);
+        const struct ork_gguf_tensor *t = ork_gguf_tensor_find(g, "rope_freqs.weight");
+        REQUIRE(t && t->n_dims == 1 && t->ne[0] == 32);
+        const float *f = t->data;
+        /* Llama 3.2's factors (rope_scaling factor 32, low 1, high 4, original 8192): pair 0
+         * keeps its frequency, the lowest frequencies are divided by 32 */
+        CHECK_NEAR(f[0], 1.0, 1e-6);
+        CHECK_NEAR(f[31], 32.0, 1e-6);
+        for (int i = 1; i < 32; i++)
+            CHECK(f[i] >= f[i - 1]);
+        ork_gguf_close(g);
+    }
+    unlink(path_a);
+    const struct ork_synth_preset *moe = ork_synth_preset_find("qwen3moe", "30b-a3b");
+    REQUIRE(moe);
+    CHECK(moe->n_expert == 128 && moe->n_expert_used == 8 && moe->expert_ffn_dim == 768 &&
+          moe->dim == 2048 && moe->n_layers == 48 && !moe->tied);
     /* An untied preset (Llama-2-7B shapes): output.weight is written and bound. */
     REQUIRE(write_small(path_a, "llama", "7b", ORK_TYPE_Q4_0, 7, 2, NULL) == 0);
     load_and_eval(path_a, ork_synth_preset_find("llama", "7b"), true);
