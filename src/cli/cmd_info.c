@@ -1,11 +1,14 @@
 /* cmd_info.c -- `ork info MODEL.gguf [--all]`: summarise a GGUF file.
  *
  * Prints the header facts, every metadata key (long arrays and strings abbreviated unless --all),
- * the tensor table and the bytes per tensor type. Read-only: it only uses the GGUF reader and
- * never loads a model, so it also works on files ork cannot run (unsupported tensor types are
- * marked in the per-type summary). */
+ * the architecture's descriptor (what ork's forward pass varies on, ork-engine/arch.h), the
+ * tensor table and the bytes per tensor type. Read-only: it only uses the GGUF reader and the
+ * descriptor table and never loads a model, so it also works on files ork cannot run
+ * (unsupported tensor types are marked in the per-type summary, an unknown architecture is
+ * said to be one). */
 #include "cli.h"
 
+#include <ork-engine/arch.h>
 #include <ork-engine/gguf.h>
 #include <ork-kernels/types.h>
 #include <ork/error.h>
@@ -239,6 +242,76 @@ static void print_tensors(const struct ork_gguf *g)
     }
 }
 
+static const char *softcap_name(enum ork_softcap c)
+{
+    return c == ORK_SOFTCAP_ALWAYS ? "always" : c == ORK_SOFTCAP_IF_KEY ? "when the key is set"
+                                                                       : "no";
+}
+
+/* Whether the descriptor's layer tensors include slot t. */
+static bool lists(const struct ork_arch_desc *d, enum ork_layer_tensor t)
+{
+    for (size_t i = 0; i < d->n_layer_tensors; i++)
+        if (d->layer_tensors[i].slot == t)
+            return true;
+    return false;
+}
+
+/* The descriptor of general.architecture (arch.c): every setting the forward pass varies on. */
+static void print_arch(const struct ork_gguf *g)
+{
+    struct ork_gguf_str s;
+    if (ork_gguf_get_str(g, "general.architecture", &s) < 0)
+        return;
+    const struct ork_arch_desc *d = ork_arch_find(s.ptr, s.len);
+    printf("\narchitecture: %.*s", (int)(s.len > 64 ? 64 : s.len), s.ptr);
+    if (!d) {
+        printf(" (not one ork runs)\n");
+        return;
+    }
+    printf(" (ork descriptor)\n");
+    printf("  rope             %s%s%s%s\n", d->rope == ORK_ROPE_NEOX ? "neox (halves)"
+                                                                    : "norm (adjacent pairs)",
+           d->rope_scaling & ORK_ROPE_SCALING_LINEAR ? ", linear scaling" : "",
+           d->rope_scaling & ORK_ROPE_SCALING_FACTORS ? ", rope_freqs" : "",
+           d->rope_scaling & ORK_ROPE_SCALING_LONGROPE ? ", longrope short/long factors" : "");
+    printf("  norms            %s\n", d->norm == ORK_NORM_BOTH ? "pre and post (sandwich)"
+                                      : d->norm == ORK_NORM_POST ? "post" : "pre");
+    printf("  ffn              %s%s%s\n", d->moe ? "routed experts, " : "",
+           d->act == ORK_FFN_GELU ? "gelu (tanh, fp16 table)" : "silu",
+           d->ffn_gated ? " gated" : "");
+    printf("  embedding        %s\n",
+           d->embd_scale == ORK_EMBD_SCALE_SQRT_DIM ? "x sqrt(dim)" : "as stored");
+    printf("  q/k/v bias       %s\n", d->qkv_bias ? "required"
+                                      : lists(d, ORK_LT_BQ) ? "when present" : "no");
+    printf("  q/k norm         %s\n", d->qk_norm ? "required"
+                                      : lists(d, ORK_LT_Q_NORM) ? "when present" : "no");
+    printf("  attention scale  1/sqrt(head_dim)");
+    if (d->attn_scale_alt_layers)
+        printf(", 1/sqrt(dim/heads) at %d layers", d->attn_scale_alt_layers);
+    printf("\n  attn softcap     %s", softcap_name(d->attn_softcap));
+    if (d->attn_softcap == ORK_SOFTCAP_ALWAYS)
+        printf(" (default %g)", (double)d->attn_softcap_default);
+    printf("\n  final softcap    %s", softcap_name(d->final_softcap));
+    if (d->final_softcap == ORK_SOFTCAP_ALWAYS)
+        printf(" (default %g)", (double)d->final_softcap_default);
+    printf("\n  sliding window   ");
+    if (!d->sliding_window)
+        printf("no (the keys are ignored)\n");
+    else
+        printf("period %d, window %d by default; local layers' rope: %s\n",
+               d->swa_period_default, d->swa_window_default,
+               d->swa_rope == ORK_SWA_ROPE_OWN ? "own base (freq_base_swa), no scaling"
+                                               : "the global one");
+    printf("  output           %s\n", d->output == ORK_OUTPUT_TIED ? "tied to token_embd"
+                                      : "output.weight, else token_embd");
+    printf("  layer tensors   ");
+    for (size_t i = 0; i < d->n_layer_tensors; i++)
+        printf(" %s%s", d->layer_tensors[i].suffix,
+               ork_arch_tensor_required(d, &d->layer_tensors[i]) ? "" : "?");
+    printf("\n");
+}
+
 static int info(const char *path, bool all)
 {
     struct ork_gguf *g = NULL;
@@ -270,6 +343,7 @@ static int info(const char *path, bool all)
     printf("\nmetadata: %" PRIu64 " keys\n", ork_gguf_n_kv(g));
     for (uint64_t i = 0; i < ork_gguf_n_kv(g); i++)
         print_kv(ork_gguf_kv_at(g, i), all);
+    print_arch(g);
     print_tensors(g);
     ork_gguf_close(g);
     if (fflush(stdout) != 0) {
