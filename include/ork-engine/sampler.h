@@ -4,7 +4,12 @@
  * Order of operations (same as llama.cpp's default chain): penalties over the last
  * `penalty_last_n` accepted tokens -> top-k -> top-p -> min-p -> temperature -> draw.
  * temp <= 0 means greedy (argmax after penalties; ties -> lowest id). The RNG is a
- * self-contained 64-bit generator seeded from `seed`, so results do not depend on libc. */
+ * self-contained 64-bit generator seeded from `seed`, so results do not depend on libc.
+ *
+ * With a grammar (ork-engine/grammar.h), tokens the grammar does not allow next are masked to
+ * -inf before every other step, end-of-generation tokens are allowed only when the grammar can
+ * end, and the grammar advances with each token the sampler chose (the next accept of the id
+ * the last sample returned; prompt tokens passed to accept do not advance it). */
 #ifndef ORK_ENGINE_SAMPLER_H
 #define ORK_ENGINE_SAMPLER_H
 
@@ -26,21 +31,31 @@ struct ork_sampler_params {
     float frequency_penalty;  /* 0.0 = disabled */
     int32_t penalty_last_n;   /* 64; 0 disables penalties, -1 = whole history */
     uint64_t seed;            /* ORK_SEED_RANDOM: seed from the clock */
+    /* Constrained output: NULL = none. Both are borrowed and must outlive the sampler; the
+     * vocabulary must be the model's (ork_grammar_vocab_create on its tokenizer). */
+    const struct ork_grammar *grammar;
+    const struct ork_grammar_vocab *grammar_vocab;
 };
 #define ORK_SEED_RANDOM UINT64_MAX
 
 struct ork_sampler;
+struct ork_grammar;
+struct ork_grammar_vocab;
 
 void ork_sampler_params_default(struct ork_sampler_params *p);
 /* Validates ranges (ORK_EINVAL naming the field). */
 int ork_sampler_create(const struct ork_sampler_params *p, int32_t n_vocab, struct ork_sampler **out);
 void ork_sampler_free(struct ork_sampler *s);
-/* Pick a token from logits[n_vocab] (not modified). Does not record it: call accept. */
+/* Pick a token from logits[n_vocab] (not modified). Does not record it: call accept. Under a
+ * grammar, a negative error when no token the grammar allows has a finite logit. */
 int32_t ork_sampler_sample(struct ork_sampler *s, const float *logits);
 /* Record a token in the penalty history (prompt tokens too, if desired). */
 void ork_sampler_accept(struct ork_sampler *s, int32_t id);
-/* Clear history and re-seed. */
+/* Clear history and re-seed (and restart the grammar). */
 void ork_sampler_reset(struct ork_sampler *s);
+/* Restart the grammar at its root, keeping the history (a new reply in a chat); an
+ * end-of-generation token chosen under the grammar restarts it too. No-op without grammar. */
+void ork_sampler_grammar_restart(struct ork_sampler *s);
 uint64_t ork_sampler_seed(const struct ork_sampler *s);   /* the effective seed */
 /* Candidates a draw keeps, as the board twin charges it (ork_twin_cpu_sample): 1 greedy, k with
  * top-k, 0 the whole vocabulary. */

@@ -3,11 +3,17 @@
  * self-contained seeded RNG (xoshiro256**, seeded through splitmix64).
  *
  * This module is not a tokenizer or a stop-string matcher (stop.c), and it never looks at text.
- * Everything it needs is allocated at create time: ork_sampler_sample() does no allocation.
+ * Everything it needs is allocated at create time: ork_sampler_sample() does no allocation
+ * (with a grammar, the matcher's buffers grow during the first tokens and then stay).
+ *
+ * Under a grammar (grammar.h) the token filter marks the allowed tokens before anything else;
+ * the rest are -inf from the start, so penalties, top-k, top-p, min-p and the draw only ever
+ * see allowed tokens.
  *
  * Candidate selection uses one binary max-heap over the candidate array: building it is O(n) and
  * every pop yields the next-best token, so top-k pops k tokens and top-p pops only until the
  * cumulative probability is reached. Only the survivors are ever put in order. */
+#include <ork-engine/grammar.h>
 #include <ork-engine/sampler.h>
 
 #include <ork/alloc.h>
@@ -52,6 +58,12 @@ struct ork_sampler {
     uint32_t *count;          /* (n_vocab) occurrences of each id in the window */
     int32_t *distinct;        /* (n_vocab) ids with count > 0, unordered */
     int32_t *distinct_pos;    /* (n_vocab) position of an id in `distinct`, or -1 */
+
+    /* Grammar (NULL when none): the matcher, the allowed mask of the current step, and the id
+     * the last sample returned (the accept that advances the grammar), or -1. */
+    struct ork_grammar_matcher *gm;
+    uint8_t *allowed;         /* (n_vocab) */
+    int32_t last_sampled;
     int32_t n_distinct;
 };
 
@@ -150,6 +162,12 @@ static int params_validate(const struct ork_sampler_params *p, int32_t n_vocab)
     if (p->penalty_last_n < -1 || p->penalty_last_n > SAMPLER_MAX_LAST_N)
         return ork_errorf(ORK_EINVAL, "sampler: penalty_last_n %d must be in [-1, %d]",
                           p->penalty_last_n, SAMPLER_MAX_LAST_N);
+    if (p->grammar && !p->grammar_vocab)
+        return ork_errorf(ORK_EINVAL, "sampler: a grammar needs grammar_vocab (the model's "
+                          "tokens)");
+    if (p->grammar && ork_grammar_vocab_n(p->grammar_vocab) != n_vocab)
+        return ork_errorf(ORK_EINVAL, "sampler: grammar_vocab has %d tokens, the model %d",
+                          ork_grammar_vocab_n(p->grammar_vocab), n_vocab);
     return 0;
 }
 
@@ -171,6 +189,8 @@ void ork_sampler_free(struct ork_sampler *s)
     ork_free(s->count);
     ork_free(s->distinct);
     ork_free(s->distinct_pos);
+    ork_grammar_matcher_free(s->gm);
+    ork_free(s->allowed);
     ork_free(s);
 }
 
@@ -214,6 +234,15 @@ int ork_sampler_create(const struct ork_sampler_params *p, int32_t n_vocab, stru
     }
     for (int32_t i = 0; i < n_vocab; i++)
         s->distinct_pos[i] = -1;
+    s->last_sampled = -1;
+    if (p->grammar) {
+        if ((ret = ork_grammar_matcher_create(p->grammar, &s->gm)) < 0) {
+            ork_sampler_free(s);
+            return ret;
+        }
+        if (!(s->allowed = ork_calloc((size_t)n_vocab, 1)))
+            goto err_nomem;
+    }
 
     s->seed = p->seed == ORK_SEED_RANDOM ? seed_from_clock() : p->seed;
     rng_seed(s);
@@ -231,6 +260,15 @@ void ork_sampler_reset(struct ork_sampler *s)
         return;
     history_clear(s);
     rng_seed(s);
+    ork_sampler_grammar_restart(s);
+}
+
+void ork_sampler_grammar_restart(struct ork_sampler *s)
+{
+    if (!s || !s->gm)
+        return;
+    ork_grammar_matcher_reset(s->gm);
+    s->last_sampled = -1;
 }
 
 uint32_t ork_sampler_kept(const struct ork_sampler *s)
@@ -275,6 +313,12 @@ void ork_sampler_accept(struct ork_sampler *s, int32_t id)
         ORK_LOGW("sampler: accept: token id %d outside the vocabulary [0, %d); ignored", id,
                  s->n_vocab);
         return;
+    }
+    if (s->gm && id == s->last_sampled) {
+        int ret = ork_grammar_matcher_accept_token(s->gm, s->params.grammar_vocab, id);
+        if (ret < 0)
+            ORK_LOGW("sampler: accept: %s", ork_error_describe(ret));
+        s->last_sampled = -1;
     }
     if (s->params.penalty_last_n == 0)
         return;
@@ -427,7 +471,21 @@ static int32_t draw(struct ork_sampler *s, struct cand *c, size_t n, float temp)
     return c[0].id;
 }
 
+static int32_t sample_chain(struct ork_sampler *s, const float *logits);
+
 int32_t ork_sampler_sample(struct ork_sampler *s, const float *logits)
+{
+    int32_t id = sample_chain(s, logits);
+    if (s && s->gm && id >= 0) {
+        if (!s->allowed[id])   /* every allowed token had a -inf logit */
+            return ork_errorf(ORK_ERANGE, "sampler: no token the grammar allows has a finite "
+                              "logit");
+        s->last_sampled = id;
+    }
+    return id;
+}
+
+static int32_t sample_chain(struct ork_sampler *s, const float *logits)
 {
     if (!s || !logits)
         return ork_errorf(ORK_EINVAL, "sampler: sample: sampler and logits must not be NULL");
@@ -435,11 +493,26 @@ int32_t ork_sampler_sample(struct ork_sampler *s, const float *logits)
     struct cand *c = s->cand;
     size_t n = (size_t)s->n_vocab;
 
-    /* 1. Penalties (candidates are indexed by id here). */
-    for (size_t i = 0; i < n; i++) {
-        c[i].id = (int32_t)i;
-        c[i].logit = sanitize_logit(logits[i]);
+    /* 0. Grammar: tokens it does not allow are -inf from here on. */
+    if (s->gm) {
+        int ret = ork_grammar_matcher_allowed(s->gm, p->grammar_vocab, s->allowed);
+        if (ret < 0)
+            return ret;
+        if (ret == 0)
+            return ork_errorf(ORK_ERANGE, "sampler: the grammar allows no token of the "
+                              "vocabulary here");
+        for (size_t i = 0; i < n; i++) {
+            c[i].id = (int32_t)i;
+            c[i].logit = s->allowed[i] ? sanitize_logit(logits[i]) : -INFINITY;
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            c[i].id = (int32_t)i;
+            c[i].logit = sanitize_logit(logits[i]);
+        }
     }
+
+    /* 1. Penalties (candidates are indexed by id here). */
     if (penalties_active(p)) {
         for (int32_t i = 0; i < s->n_distinct; i++) {
             int32_t id = s->distinct[i];
