@@ -76,7 +76,12 @@ static int open_device(struct ork__npu_exec *ex, const char *device, int32_t sim
     struct ork_sim_opts so = { .struct_size = sizeof so,
                                .timing = (enum ork_sim_timing)sim_timing,
                                .load_path = sim && !ex->n_dev ? sim_load_claim(ex) : NULL,
-                               .domain_limit = domain_bytes };
+                               .domain_limit = domain_bytes,
+                               /* the simulator runs the executor's one-job multi-core form
+                                * (on a board it needs a selftest-confirmed capability, else
+                                * libork runs the per-core form; docs/npu.md "Submit forms");
+                                * the twin records one op per plan core either way */
+                               .confirm_one_job = true };
     struct ork_npu_opts o = { .struct_size = sizeof o, .device = device, .sim = &so,
                               .domain = (uint32_t)ex->n_dev };
     int ret = ork_npu_open(&o, &ex->dev[ex->n_dev]);
