@@ -5,7 +5,9 @@
  * Every problem becomes a 400 error naming the field: malformed JSON, invalid UTF-8, a \u0000
  * escape, a field of the wrong type, a value out of range, a token id outside the vocabulary,
  * and a field of the OpenAI or llama-server API that ork knows but does not implement (the
- * table unsupported_fields; a harmless value such as "tools": [] passes). Unknown fields are
+ * table unsupported_fields; a harmless value such as "tools": [] passes). Constrained output
+ * ("grammar", "json_schema", "response_format") is compiled here, so a bad grammar or schema is
+ * a 400 naming what was wrong before the request is queued. Unknown fields are
  * ignored, as both reference APIs do. Nothing here touches the model: the fuzz target
  * (tests/fuzz/fuzz_http.c) drives these functions directly. */
 #include "srv_priv.h"
@@ -479,7 +481,6 @@ enum neutral {
     NEUTRAL_ANY,            /* any value: the field only acts together with a refused one */
     NEUTRAL_ONE,            /* the number 1 (typical_p, best_of) */
     NEUTRAL_NOT_POSITIVE,   /* a number <= 0 (top_n_sigma: -1 = off) */
-    NEUTRAL_TEXT_FORMAT,    /* {"type": "text"} (response_format) */
     NEUTRAL_NONE,           /* "none" (tool_choice, function_call, reasoning_format) */
     NEUTRAL_TEXT_ONLY,      /* ["text"] (modalities) */
 };
@@ -491,12 +492,8 @@ struct unsupported {
 };
 
 /* Sources: the OpenAI API reference (chat and completions create) and llama-server's README
- * "POST /completion" (serving-reference.md 1.2). Constrained output (grammar, json_schema,
- * response_format, tools, tool_choice) awaits its own issue. */
+ * "POST /completion" (serving-reference.md 1.2). Tool calls await their own issue. */
 static const struct unsupported unsupported_fields[] = {
-    { "grammar",               NEUTRAL_FALSY,        "constrained output" },
-    { "json_schema",           NEUTRAL_FALSY,        "constrained output" },
-    { "response_format",       NEUTRAL_TEXT_FORMAT,  "constrained output" },
     { "tools",                 NEUTRAL_FALSY,        "tool calls" },
     { "tool_choice",           NEUTRAL_NONE,         "tool calls" },
     { "functions",             NEUTRAL_FALSY,        "tool calls" },
@@ -556,10 +553,6 @@ static bool is_neutral(const cJSON *f, enum neutral kind)
         return cJSON_IsNumber(f) && f->valuedouble == 1;
     case NEUTRAL_NOT_POSITIVE:
         return cJSON_IsNumber(f) && f->valuedouble <= 0;
-    case NEUTRAL_TEXT_FORMAT: {
-        const cJSON *ty = cJSON_GetObjectItemCaseSensitive(f, "type");
-        return cJSON_IsObject(f) && cJSON_IsString(ty) && !strcmp(ty->valuestring, "text");
-    }
     case NEUTRAL_NONE:
         return cJSON_IsString(f) && !strcmp(f->valuestring, "none");
     case NEUTRAL_TEXT_ONLY:
@@ -578,6 +571,88 @@ static int check_unsupported(const cJSON *o, struct srv_error *err)
             return BAD("'%s' is not supported by ork (%s is not implemented)", u->name, u->what);
     }
     return 0;
+}
+
+/* Compile a grammar from GBNF text or a JSON schema (a cJSON node) for field `name`. */
+static int compile_grammar(const char *name, const char *gbnf, const cJSON *schema,
+                           struct srv_req *r, struct srv_error *err)
+{
+    int ret;
+    if (gbnf) {
+        ret = ork_grammar_parse(gbnf, strlen(gbnf), &r->grammar);
+    } else {
+        char *text = cJSON_PrintUnformatted(schema);
+        if (!text)
+            return ork__srv_errorf(err, 500, "server_error", "out of memory");
+        ret = ork_grammar_from_json_schema(text, strlen(text), &r->grammar);
+        cJSON_free(text);
+    }
+    if (ret == ORK_ENOMEM)
+        return ork__srv_errorf(err, 500, "server_error", "out of memory");
+    if (ret < 0)
+        return BAD("'%s': %s", name, ork_error_describe(ret));
+    return 0;
+}
+
+/* Constrained output: llama-server's "grammar" (GBNF text) and "json_schema" (a schema), and
+ * OpenAI's "response_format" ({"type": "text" | "json_object" | "json_schema", "json_schema":
+ * {"schema": ...}}; llama-server also takes {"type": "json_object", "schema": ...}). At most one
+ * of them may ask for something. */
+static int get_constraint(const cJSON *o, struct srv_req *r, struct srv_error *err)
+{
+    const cJSON *gr = field(o, "grammar"), *js = field(o, "json_schema");
+    const cJSON *rf = field(o, "response_format");
+    const char *gbnf = NULL, *which = NULL;
+    const cJSON *schema = NULL;
+    cJSON *object_schema = NULL;
+    int n = 0, ret;
+    if (gr) {
+        if (!cJSON_IsString(gr))
+            return BAD("'grammar' must be a string (GBNF)");
+        if (gr->valuestring[0])
+            gbnf = gr->valuestring, which = "grammar", n++;
+    }
+    if (js) {
+        if (!cJSON_IsObject(js) && !cJSON_IsBool(js))
+            return BAD("'json_schema' must be a JSON schema (an object)");
+        schema = js, which = "json_schema", n++;
+    }
+    if (rf) {
+        const cJSON *ty = cJSON_GetObjectItemCaseSensitive(rf, "type");
+        if (!cJSON_IsObject(rf) || !cJSON_IsString(ty))
+            return BAD("'response_format' must be an object with a string 'type'");
+        if (!strcmp(ty->valuestring, "json_object")) {
+            const cJSON *sc = cJSON_GetObjectItemCaseSensitive(rf, "schema");
+            if (sc && !cJSON_IsNull(sc)) {
+                schema = sc;
+            } else {
+                object_schema = cJSON_Parse(ORK_JSON_OBJECT_SCHEMA);
+                if (!object_schema)
+                    return ork__srv_errorf(err, 500, "server_error", "out of memory");
+                schema = object_schema;
+            }
+            which = "response_format", n++;
+        } else if (!strcmp(ty->valuestring, "json_schema")) {
+            const cJSON *j = cJSON_GetObjectItemCaseSensitive(rf, "json_schema");
+            const cJSON *sc = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "schema")
+                                                : NULL;
+            if (!sc || (!cJSON_IsObject(sc) && !cJSON_IsBool(sc)))
+                return BAD("'response_format' of type \"json_schema\" needs "
+                           "'json_schema': {\"schema\": {...}}");
+            schema = sc, which = "response_format", n++;
+        } else if (strcmp(ty->valuestring, "text")) {
+            return BAD("'response_format'.type must be \"text\", \"json_object\" or "
+                       "\"json_schema\"");
+        }
+    }
+    if (n > 1) {
+        cJSON_Delete(object_schema);
+        return BAD("only one of 'grammar', 'json_schema' and 'response_format' may constrain "
+                   "the output");
+    }
+    ret = n ? compile_grammar(which, gbnf, schema, r, err) : 0;
+    cJSON_Delete(object_schema);
+    return ret;
 }
 
 /* OpenAI log-probabilities: chat "logprobs": bool + "top_logprobs": 0..N; completions
@@ -615,7 +690,7 @@ static int parse_generation(const cJSON *o, enum srv_endpoint ep, int32_t n_voca
         r->sampling.temp = SRV_OAI_DEFAULT_TEMP;
         r->sampling.top_p = SRV_OAI_DEFAULT_TOP_P;
     }
-    if ((ret = check_unsupported(o, err)) < 0)
+    if ((ret = check_unsupported(o, err)) < 0 || (ret = get_constraint(o, r, err)) < 0)
         return ret;
     if (ep == SRV_EP_OAI_CHAT)
         ret = get_messages(o, r, err);
@@ -729,6 +804,7 @@ void ork__srv_req_free(struct srv_req *r)
         ork_free(r->stops[i]);
     ork_free(r->model);
     ork_free(r->filename);
+    ork_grammar_free(r->grammar);
     memset(r, 0, sizeof(*r));
 }
 

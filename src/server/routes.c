@@ -394,6 +394,17 @@ static int check_slot(const struct ork_server *srv, int32_t id, struct srv_error
     return 0;
 }
 
+/* The vocabulary trie grammars filter with, built once at the first constrained request. */
+static int grammar_vocab(struct ork_server *srv, struct srv_error *err)
+{
+    pthread_mutex_lock(&srv->mu);
+    int ret = 0;
+    if (!srv->gvocab && (ret = ork_grammar_vocab_create(srv->tok, &srv->gvocab)) < 0)
+        ork__srv_errorf(err, 500, "server_error", "%s", ork_error_describe(ret));
+    pthread_mutex_unlock(&srv->mu);
+    return ret;
+}
+
 void ork__srv_handle_generate(struct ork_server *srv, const struct srv_route *rt,
                               const struct srv_call *call, struct srv_reply *out)
 {
@@ -424,6 +435,12 @@ void ork__srv_handle_generate(struct ork_server *srv, const struct srv_route *rt
         if ((ret = task_tokens(srv, t, r, t->prompt_index, &err)) < 0)
             break;
         struct ork_sampler_params sp = r->sampling;
+        if (r->grammar) {
+            if ((ret = grammar_vocab(srv, &err)) < 0)
+                break;
+            sp.grammar = r->grammar;
+            sp.grammar_vocab = srv->gvocab;
+        }
         sp.seed = seed + (uint64_t)(i % r->n_choices);
         if (sp.seed == ORK_SEED_RANDOM)
             sp.seed = 0;

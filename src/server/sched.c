@@ -368,18 +368,19 @@ static int prefill(struct ork_server *srv, struct srv_slot *sl)
 static bool sample_step(struct ork_server *srv, struct srv_slot *sl)
 {
     struct srv_task *t = sl->task;
-    if (t->rq->ignore_eos)
+    if (t->rq->ignore_eos && !t->rq->grammar)   /* under a grammar, the grammar says when */
         for (int32_t i = 0; i < srv->n_eog; i++)
             sl->logits[srv->eog_ids[i]] = -INFINITY;
     int32_t id = ork_sampler_sample(t->smp, sl->logits);
     if (id < 0 || id >= srv->n_vocab) {
         pthread_mutex_lock(&srv->mu);
-        finish_locked(srv, sl, SRV_STOP_ERROR, "the sampler returned an invalid token");
+        finish_locked(srv, sl, SRV_STOP_ERROR, id < 0 ? ork_error_describe(id)
+                                                      : "the sampler returned an invalid token");
         pthread_mutex_unlock(&srv->mu);
         return false;
     }
     ork_sampler_accept(t->smp, id);
-    if (!t->rq->ignore_eos && ork_tokenizer_is_eog(srv->tok, id)) {
+    if ((!t->rq->ignore_eos || t->rq->grammar) && ork_tokenizer_is_eog(srv->tok, id)) {
         pthread_mutex_lock(&srv->mu);
         finish_locked(srv, sl, SRV_STOP_EOS, NULL);
         pthread_mutex_unlock(&srv->mu);

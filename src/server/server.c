@@ -226,6 +226,7 @@ void ork_server_free(struct ork_server *srv)
     ork_free(srv->eog_ids);
     ork_free(srv->chat_template);
     ork_embedder_free(srv->embedder);
+    ork_grammar_vocab_free(srv->gvocab);
     pthread_cond_destroy(&srv->probs_cv);
     pthread_cond_destroy(&srv->snap_cv);
     pthread_cond_destroy(&srv->sched_cv);

@@ -12,6 +12,7 @@
 
 #include <ork-engine/chat.h>
 #include <ork-engine/engine.h>
+#include <ork-engine/grammar.h>
 #include <ork-server/server.h>
 
 #include <pthread.h>
@@ -90,6 +91,9 @@ struct srv_req {
     bool add_special;               /* /tokenize: prepend BOS */
     bool with_pieces;               /* /tokenize: objects with id and piece */
     char *model;                    /* echoed back in OpenAI responses, or NULL */
+    /* Constrained output: "grammar" (GBNF), "json_schema" or "response_format" compiled, or
+     * NULL. The samplers of the request's tasks borrow it. */
+    struct ork_grammar *grammar;
 };
 
 /* An HTTP-level error: status code, OpenAI error type and message. */
@@ -234,6 +238,8 @@ struct ork_server {
     bool ready;                     /* the model is set (under mu); else 503 "loading model" */
     bool sched_started;
     struct ork_embedder *embedder;  /* --embeddings, else NULL */
+    struct ork_grammar_vocab *gvocab;   /* the token trie grammars filter with; built at the
+                                         * first constrained request (under mu), else NULL */
 
     pthread_mutex_t mu;
     pthread_cond_t sched_cv;        /* wakes the scheduler: new task, cancellation, stop */

@@ -19,9 +19,10 @@ const srv = await startServer(ork, model, ['-np', '2', '-t', '1', '--embeddings'
                                            '--slot-save-path', dir]);
 const msgs = [{ role: 'user', content: 'Tell me a story.' }];
 
-// --- constrained-output and other unimplemented fields: 400 naming the field; neutral values pass
-for (const [name, val] of [['response_format', { type: 'json_object' }], ['tools', [{ type: 'function', function: { name: 'f' } }]],
-                           ['tool_choice', 'auto'], ['grammar', 'root ::= "a"'], ['json_schema', { type: 'object' }],
+// --- unimplemented fields: 400 naming the field; neutral values pass (constrained output is
+// honoured: tests/server/constrained.mjs)
+for (const [name, val] of [['tools', [{ type: 'function', function: { name: 'f' } }]],
+                           ['tool_choice', 'auto'],
                            ['logit_bias', { 1: 5 }], ['mirostat', 2], ['typical_p', 0.5], ['echo', true],
                            ['samplers', ['top_k']]]) {
   const r = await post(srv, '/v1/chat/completions', { messages: msgs, max_tokens: 2, [name]: val });
