@@ -1,11 +1,15 @@
 /* test_arch.c -- the architecture descriptors (ork-engine/arch.h, src/engine/model/arch.c):
  * the table names llama, qwen2 and qwen3 with the settings their forward passes use, lookups by
- * name are exact, and ork_arch_check refuses every setting the engine has no op for, naming it. */
+ * name are exact, and ork_arch_check refuses every setting the engine has no op for, naming it.
+ * Also the architecture ops (ops_arch.c): the FP16-table GELU, the softcap, MoE routing. */
 #include "ork_test.h"
+
+#include "engine/model/model_priv.h"
 
 #include <ork-engine/arch.h>
 #include <ork/error.h>
 
+#include <math.h>
 #include <string.h>
 
 static void test_table(void)
@@ -66,9 +70,65 @@ static void test_check_refuses(void)
     }
 }
 
+/* gelu(x) * up through the FP16 table: fp16(gelu(fp16(x))), 0 at or below -10, x at or above
+ * 10; within an FP16 step of the exact tanh formula elsewhere. */
+static void test_gelu_table(void)
+{
+    ork__gelu_init();
+    static const float xs[] = { -12.0f, -10.0f, -3.0f, -0.5f, 0.0f, 0.3f, 1.0f, 2.5f, 9.99f, 10.0f,
+                                37.0f };
+    enum { N = sizeof xs / sizeof xs[0] };
+    float g[N], up[N];
+    for (int i = 0; i < N; i++) {
+        g[i] = xs[i];
+        up[i] = 2.0f;
+    }
+    ork__gelu_mul(g, up, N);
+    for (int i = 0; i < N; i++) {
+        float x = xs[i], want;
+        if (x <= -10.0f)
+            want = 0.0f;
+        else if (x >= 10.0f)
+            want = x;
+        else {
+            float h = ork_fp16_to_f32(ork_f32_to_fp16(x));
+            want = ork_fp16_to_f32(ork_f32_to_fp16(
+                0.5f * h * (1.0f + tanhf(0.7978845608f * h * (1.0f + 0.044715f * h * h)))));
+            double exact = 0.5 * x * (1.0 + tanh(0.7978845608 * x * (1.0 + 0.044715 * x * x)));
+            CHECK(fabs((double)want - exact) <= 2e-3 * fabs(exact) + 1e-4);
+        }
+        CHECK(g[i] == want * 2.0f);
+    }
+    CHECK(g[4] == 0.0f);
+}
+
+static void test_softcap_route(void)
+{
+    float x[3] = { 0.0f, 5.0f, -100.0f };
+    ork__softcap(x, 3, 5.0f);
+    CHECK(x[0] == 0.0f);
+    CHECK_NEAR(x[1], 5.0 * tanh(1.0), 1e-6);
+    CHECK_NEAR(x[2], -5.0, 1e-6);
+    /* top-2 of 4 by probability, renormalised over the two; ties go to the lower id */
+    float p[4] = { 1.0f, 3.0f, 2.0f, 3.0f };
+    int32_t ids[2];
+    float w[2];
+    CHECK_EQ_INT(ork__moe_route(p, 4, 2, ids, w), 0);
+    CHECK_EQ_INT(ids[0], 1);
+    CHECK_EQ_INT(ids[1], 3);
+    CHECK_NEAR(w[0], 0.5, 1e-6);
+    CHECK_NEAR(w[1], 0.5, 1e-6);
+    float q[3] = { 0.0f, 1.0f, 2.0f };
+    CHECK_EQ_INT(ork__moe_route(q, 3, 1, ids, w), 0);
+    CHECK_EQ_INT(ids[0], 2);
+    CHECK_NEAR(w[0], 1.0, 1e-6);
+}
+
 int main(void)
 {
     RUN(test_table);
+    RUN(test_gelu_table);
+    RUN(test_softcap_route);
     RUN(test_check_refuses);
     return ork_test_done();
 }
