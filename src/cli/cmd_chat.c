@@ -166,6 +166,7 @@ static int chat_turn(struct ork_session *s, struct ork_sampler *smp, enum ork_ch
     gp.reuse_cache = true;
     gp.on_text = on_text;
     gp.user = r;
+    ork_sampler_grammar_restart(smp);   /* each reply starts at the grammar's root */
     ret = ork_generate_tokens(s, smp, ids, (int32_t)n, &gp, st);
 out:
     ork_free(ids);
@@ -302,6 +303,7 @@ out:
     ork_free(r.text);
 out_model:
     ork_sampler_free(smp);
+    ork_cli_gen_constraint_free();
     ork_session_free(s);
     ork_model_free(m);
     return rc;

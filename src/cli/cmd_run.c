@@ -5,6 +5,8 @@
 #include "cli.h"
 #include "cmd_run.h"
 
+#include <ork-engine/grammar.h>
+
 #include <ork-kernels/pool.h>
 #include <ork/alloc.h>
 #include <ork/error.h>
@@ -332,6 +334,22 @@ int ork_cli_gen_opt(const char *cmd, int argc, char **argv, int *i, struct ork_c
         VALUE();
         return ork_cli_parse_kv_type(cmd, v, &o->session.kv_type) ? 1 : -1;
     }
+    if (is_opt(a, NULL, "--grammar") || is_opt(a, NULL, "--grammar-file") ||
+        is_opt(a, "-j", "--json-schema")) {
+        VALUE();
+        if (!strcmp(a, "--grammar"))
+            o->grammar = v;
+        else if (!strcmp(a, "--grammar-file"))
+            o->grammar_file = v;
+        else
+            o->json_schema = v;
+        if ((o->grammar != NULL) + (o->grammar_file != NULL) + (o->json_schema != NULL) > 1) {
+            fprintf(stderr, "ork %s: give one of --grammar, --grammar-file and --json-schema\n",
+                    cmd);
+            return -1;
+        }
+        return 1;
+    }
     if (is_opt(a, NULL, "--stop")) {
         VALUE();
         if (!*v) {
@@ -404,6 +422,9 @@ void ork_cli_gen_help(FILE *out, bool sampling)
             "  --frequency-penalty P     (default: 0)\n"
             "  -s, --seed S              RNG seed (default: random)\n"
             "  --stop STR                stop before STR (repeatable, up to 16)\n"
+            "  --grammar GBNF            constrain the output to a GBNF grammar (docs/sampling.md)\n"
+            "  --grammar-file FILE       the same, read from FILE\n"
+            "  -j, --json-schema SCHEMA  constrain the output to JSON matching a JSON schema\n"
             "  --no-bos                  do not prepend BOS even if the model wants it\n");
 }
 
@@ -412,6 +433,59 @@ static void trace_stop_at_exit(void)
 {
     if (ork_trace_stop() < 0)
         fprintf(stderr, "ork: cannot write the trace: %s\n", ork_error_message());
+}
+
+/* Grammar files are text a person writes: 1 MiB is far above any real one (llama.cpp's
+ * json.gbnf is ~1 KiB) and bounds what a wrong path can make us read. */
+#define ORK_CLI_MAX_GRAMMAR_BYTES (1u << 20)
+
+static int read_text_file(const char *path, size_t max, char **out, size_t *len);
+
+/* The grammar and vocabulary trie of the one sampler a command makes (run, chat): they must
+ * outlive it, so they live here until ork_cli_gen_constraint_free. */
+static struct ork_cli_constraint constraint;
+
+void ork_cli_gen_constraint_free(void)
+{
+    ork_grammar_vocab_free(constraint.vocab);
+    ork_grammar_free(constraint.grammar);
+    memset(&constraint, 0, sizeof constraint);
+}
+
+/* Compile --grammar / --grammar-file / --json-schema for model m into sp (none: sp as is). */
+static int constraint_make(const struct ork_cli_gen_opts *o, const struct ork_model *m,
+                           struct ork_sampler_params *sp)
+{
+    char *text = NULL;
+    int ret = 0;
+    if (!o->grammar && !o->grammar_file && !o->json_schema)
+        return 0;
+    if (!ork_model_tokenizer(m))
+        return ork_errorf(ORK_EINVAL, "a grammar needs the model's tokenizer");
+    if (o->grammar_file) {
+        size_t len;
+        if ((ret = read_text_file(o->grammar_file, ORK_CLI_MAX_GRAMMAR_BYTES, &text, &len)) < 0)
+            return ret;
+        ret = ork_grammar_parse(text, len, &constraint.grammar);
+    } else if (o->grammar) {
+        ret = ork_grammar_parse(o->grammar, strlen(o->grammar), &constraint.grammar);
+    } else {
+        ret = ork_grammar_from_json_schema(o->json_schema, strlen(o->json_schema),
+                                           &constraint.grammar);
+    }
+    ork_free(text);
+    if (ret == 0)
+        ret = ork_grammar_vocab_create(ork_model_tokenizer(m), &constraint.vocab);
+    if (ret < 0) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", ork_error_message());
+        ork_cli_gen_constraint_free();
+        return ork_errorf(ret, "%s%s%s", o->grammar_file ? o->grammar_file : "",
+                          o->grammar_file ? ": " : "", msg);
+    }
+    sp->grammar = constraint.grammar;
+    sp->grammar_vocab = constraint.vocab;
+    return 0;
 }
 
 int ork_cli_gen_setup(const char *cmd, const struct ork_cli_gen_opts *o, struct ork_model **m,
@@ -443,8 +517,12 @@ int ork_cli_gen_setup(const char *cmd, const struct ork_cli_gen_opts *o, struct 
             goto err;
         atexit(trace_stop_at_exit);
     }
-    if (smp && (ret = ork_sampler_create(&o->sampling, ork_model_config(*m)->n_vocab, smp)) < 0)
-        goto err;
+    if (smp) {
+        struct ork_sampler_params sp = o->sampling;
+        if ((ret = constraint_make(o, *m, &sp)) < 0 ||
+            (ret = ork_sampler_create(&sp, ork_model_config(*m)->n_vocab, smp)) < 0)
+            goto err;
+    }
     if (o->verbose)
         fprintf(stderr, "session: ctx %d, batch %d, kv %s, activations %s\n",
                 ork_session_ctx_size(*s), ork_session_n_batch(*s),
@@ -495,28 +573,23 @@ static int write_text(void *user, const char *text, size_t len)
     return 0;
 }
 
-static char *read_prompt_file(const char *path)
+/* The whole of a text file, NUL-terminated, into *out (ork_free it); at most max bytes. */
+static int read_text_file(const char *path, size_t max, char **out, size_t *len)
 {
+    *out = NULL;
     FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "ork %s: cannot open prompt file '%s'\n", CMD, path);
-        return NULL;
-    }
+    if (!f)
+        return ork_errorf(ORK_EIO, "cannot open '%s'", path);
     size_t cap = 4096, n = 0;
     char *buf = ork_malloc(cap);
-    while (buf) {
+    int ret = buf ? 0 : ORK_ENOMEM;
+    while (ret == 0) {
         if (n + 1 >= cap) {
-            if (cap >= ORK_CLI_MAX_PROMPT_BYTES) {
-                fprintf(stderr, "ork %s: prompt file '%s' is larger than %u bytes\n", CMD, path,
-                        ORK_CLI_MAX_PROMPT_BYTES);
-                ork_free(buf);
-                buf = NULL;
-                break;
-            }
-            char *nb = ork_realloc(buf, cap * 2);
+            char *nb = cap >= max ? NULL : ork_realloc(buf, cap * 2);
             if (!nb) {
-                ork_free(buf);
-                buf = NULL;
+                ret = cap >= max ? ork_errorf(ORK_EINVAL, "'%s' is larger than %zu bytes", path,
+                                              max)
+                                 : ORK_ENOMEM;
                 break;
             }
             buf = nb;
@@ -524,18 +597,32 @@ static char *read_prompt_file(const char *path)
         }
         size_t r = fread(buf + n, 1, cap - 1 - n, f);
         n += r;
-        if (r == 0) {
-            buf[n] = 0;
+        if (r == 0)
             break;
-        }
     }
-    if (ferror(f)) {
-        fprintf(stderr, "ork %s: cannot read prompt file '%s'\n", CMD, path);
-        ork_free(buf);
-        buf = NULL;
-    }
+    if (ret == 0 && ferror(f))
+        ret = ork_errorf(ORK_EIO, "cannot read '%s'", path);
     fclose(f);
-    return buf;
+    if (ret < 0) {
+        ork_free(buf);
+        return ret;
+    }
+    buf[n] = 0;
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+static char *read_prompt_file(const char *path)
+{
+    char *text;
+    size_t len;
+    int ret = read_text_file(path, ORK_CLI_MAX_PROMPT_BYTES, &text, &len);
+    if (ret < 0) {
+        fprintf(stderr, "ork %s: prompt file: %s\n", CMD, ork_error_message());
+        return NULL;
+    }
+    return text;
 }
 
 int ork_cmd_run(int argc, char **argv)
@@ -623,6 +710,7 @@ int ork_cmd_run(int argc, char **argv)
                     (unsigned long long)ork_sampler_seed(smp));
     }
     ork_sampler_free(smp);
+    ork_cli_gen_constraint_free();
     ork_session_free(s);
     ork_model_free(m);
     ork_free(file_text);

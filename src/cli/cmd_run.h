@@ -24,7 +24,18 @@ struct ork_cli_gen_opts {
     struct ork_model_params model_params;   /* --device --sim-timing --npu-* (ork_cli_device_opt) */
     bool profile;                           /* --profile: NPU executor sections and counters */
     const char *trace;                      /* --trace FILE.json: Perfetto timeline */
+    const char *grammar;                    /* --grammar TEXT or --grammar-file FILE (GBNF) */
+    const char *grammar_file;
+    const char *json_schema;                /* --json-schema TEXT (-j) */
 };
+
+/* The constrained-output objects ork_cli_gen_setup made for a sampler (NULL: none); free them
+ * with ork_cli_gen_constraint_free after the sampler. */
+struct ork_cli_constraint {
+    struct ork_grammar *grammar;
+    struct ork_grammar_vocab *vocab;
+};
+void ork_cli_gen_constraint_free(void);
 
 /* The model load and device options (--mmap, --no-mmap, --no-repack, --device, --sim-timing,
  * --npu-executor, --npu-max-m, --no-pack, --rebuild-pack, --pack): like ork_cli_gen_opt, 1 consumed,
