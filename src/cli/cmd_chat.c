@@ -111,15 +111,12 @@ static int pick_format(const struct ork_model *m, const char *name, enum ork_cha
 }
 
 /* Text markers that end an assistant turn, as stop strings for models whose tokenizer does
- * not make them single end-of-generation tokens. */
+ * not make them single end-of-generation tokens (the format's list, ork-engine/chat.h). */
 static void add_format_stops(enum ork_chat_format f, struct ork_cli_gen_opts *o)
 {
-    static const char *const chatml[] = { "<|im_end|>", "<|im_start|>" };
-    static const char *const llama3[] = { "<|eot_id|>", "<|start_header_id|>" };
-    static const char *const llama2[] = { "[INST]" };
-    const char *const *list = f == ORK_CHAT_LLAMA3 ? llama3 : f == ORK_CHAT_LLAMA2 ? llama2 : chatml;
-    size_t n = f == ORK_CHAT_LLAMA3 ? 2 : f == ORK_CHAT_LLAMA2 ? 1 : 2;
-    for (size_t i = 0; i < n && o->n_stops < ORK_CLI_MAX_STOPS; i++)
+    size_t n = 0;
+    const char *const *list = ork_chat_stop_strings(f, &n);
+    for (size_t i = 0; list && i < n && o->n_stops < ORK_CLI_MAX_STOPS; i++)
         o->stops[o->n_stops++] = list[i];
 }
 

@@ -217,18 +217,6 @@ void ork__srv_add_timings(cJSON *root, const struct srv_task *t)
 
 /* ---- generation requests ----------------------------------------------------------------- */
 
-/* Text markers that end an assistant turn (stop strings for models that do not make them single
- * end-of-generation tokens). */
-static const char *chat_end_marker(enum ork_chat_format f)
-{
-    switch (f) {
-    case ORK_CHAT_CHATML: return "<|im_end|>";
-    case ORK_CHAT_LLAMA3: return "<|eot_id|>";
-    case ORK_CHAT_LLAMA2: return "</s>";
-    }
-    return NULL;
-}
-
 int ork__srv_render_chat(struct ork_server *srv, const struct srv_req *r, char **text,
                          struct srv_error *err)
 {
@@ -418,7 +406,7 @@ void ork__srv_handle_generate(struct ork_server *srv, const struct srv_route *rt
     struct srv_req *r = &ts[0]->req;
     int ret = check_slot(srv, r->id_slot, &err);
     /* the end-of-turn marker of the chat template is a stop string too */
-    const char *marker = r->ep == SRV_EP_OAI_CHAT ? chat_end_marker(srv->chat_fmt) : NULL;
+    const char *marker = r->ep == SRV_EP_OAI_CHAT ? ork_chat_end_marker(srv->chat_fmt) : NULL;
     if (ret == 0 && marker && r->n_stops < SRV_MAX_STOPS) {
         if (!(r->stops[r->n_stops] = ork_strdup(marker)))
             ret = ork__srv_errorf(&err, 500, "server_error", "out of memory");
