@@ -47,6 +47,14 @@ bool ork_cli_parse_kv_type(const char *cmd, const char *s, enum ork_kv_type *out
  * "ork <cmd>: OPT needs a value" and returns NULL. */
 const char *ork_cli_value(const char *cmd, int argc, char **argv, int *i);
 
+/* The long-option normaliser every command goes through (main.c): each "--name=value" argument
+ * before a "--" becomes the two arguments "--name" "value" (a name is "--" then letters, digits
+ * and '-'; other text with '=' is left whole). *out_argv is argv itself when nothing was split,
+ * else a malloc'd copy (NULL-terminated) to release with ork_cli_split_eq_free(*out_argv,
+ * argv). Returns 0 or ORK_ENOMEM. */
+int ork_cli_split_eq(int argc, char **argv, char ***out_argv, int *out_argc);
+void ork_cli_split_eq_free(char **nv, char **argv);
+
 /* Print "ork <cmd>: <message from the library, or strerror(code)>" to stderr. */
 void ork_cli_error(const char *cmd, int code);
 

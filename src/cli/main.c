@@ -54,9 +54,20 @@ int main(int argc, char **argv)
         printf("ork 0.1.0\n");
         return 0;
     }
-    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-        if (!strcmp(argv[1], cmds[i].name))
-            exit(cmds[i].fn(argc - 1, argv + 1));
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        if (strcmp(argv[1], cmds[i].name))
+            continue;
+        /* --name=value is the same as --name value on every command */
+        char **nv;
+        int nc;
+        if (ork_cli_split_eq(argc - 1, argv + 1, &nv, &nc) < 0) {
+            fprintf(stderr, "ork %s: out of memory\n", cmds[i].name);
+            exit(ORK_EXIT_ERROR);
+        }
+        int rc = cmds[i].fn(nc, nv);
+        ork_cli_split_eq_free(nv, argv + 1);
+        exit(rc);
+    }
     fprintf(stderr, "ork: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return ORK_EXIT_USAGE;
