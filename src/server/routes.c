@@ -220,19 +220,51 @@ void ork__srv_add_timings(cJSON *root, const struct srv_task *t)
 int ork__srv_render_chat(struct ork_server *srv, const struct srv_req *r, char **text,
                          struct srv_error *err)
 {
-    struct ork_chat_msg *msgs = ork_calloc(r->n_msgs, sizeof(*msgs));
-    if (!msgs)
-        return ork__srv_errorf(err, 500, "server_error", "out of memory");
-    for (size_t i = 0; i < r->n_msgs; i++) {
-        msgs[i].role = r->msgs[i].role;
-        msgs[i].content = r->msgs[i].content;
+    /* one more message when the tool list needs a system turn of its own */
+    size_t n = r->n_msgs + 1, k = 0;
+    struct ork_chat_msg *msgs = ork_calloc(n, sizeof(*msgs));
+    struct ork_chat_msg_calls *calls = ork_calloc(n, sizeof(*calls));
+    char *sys = NULL;
+    int ret = 0;
+    if (!msgs || !calls) {
+        ret = ork__srv_errorf(err, 500, "server_error", "out of memory");
+        goto out;
     }
-    int ret = ork_chat_render(srv->chat_fmt, msgs, r->n_msgs, true, text);
-    ork_free(msgs);
+    bool tools = ork__srv_tools_active(r);
+    bool has_sys = r->n_msgs > 0 && !strcmp(r->msgs[0].role, "system");
+    if (tools && (ret = ork__srv_tools_system(srv, r, has_sys ? r->msgs[0].content : NULL, &sys,
+                                              err)) < 0)
+        goto out;
+    if (tools && !has_sys)
+        msgs[k++] = (struct ork_chat_msg){ .role = "system", .content = sys };
+    for (size_t i = 0; i < r->n_msgs; i++, k++) {
+        const struct srv_msg *m = &r->msgs[i];
+        msgs[k].role = m->role;
+        msgs[k].content = tools && has_sys && i == 0 ? sys : m->content;
+        if (!m->n_calls)
+            continue;
+        struct ork_chat_tool_call *tc = ork_calloc(m->n_calls, sizeof(*tc));
+        if (!tc) {
+            ret = ork__srv_errorf(err, 500, "server_error", "out of memory");
+            goto out;
+        }
+        for (size_t c = 0; c < m->n_calls; c++)
+            tc[c] = (struct ork_chat_tool_call){ .name = m->calls[c].name,
+                                                 .arguments = m->calls[c].arguments };
+        calls[k] = (struct ork_chat_msg_calls){ .calls = tc, .n = m->n_calls };
+    }
+    ret = ork_chat_render_calls(srv->chat_fmt, msgs, calls, k, true, text);
     if (ret < 0)
-        return ork__srv_errorf(err, 400, "invalid_request_error", "messages: %s",
-                               ork_error_describe(ret));
-    return 0;
+        ret = ork__srv_errorf(err, ret == ORK_ENOMEM ? 500 : 400,
+                              ret == ORK_ENOMEM ? "server_error" : "invalid_request_error",
+                              "messages: %s", ork_error_describe(ret));
+out:
+    for (size_t i = 0; calls && i < n; i++)
+        ork_free((void *)calls[i].calls);
+    ork_free(calls);
+    ork_free(msgs);
+    ork_free(sys);
+    return ret;
 }
 
 /* The tokens of prompt i of r (chat: the rendered messages) into t. String prompts get BOS as
@@ -413,6 +445,9 @@ void ork__srv_handle_generate(struct ork_server *srv, const struct srv_route *rt
         else
             r->n_stops++;
     }
+    /* a forced tool call samples under the call grammar */
+    if (ret == 0)
+        ret = ork__srv_tools_grammar(srv, r, &err);
     /* choice c of a prompt samples with seed + c (a random base seed when none was given) */
     uint64_t seed = r->seed_set && r->sampling.seed != ORK_SEED_RANDOM ? r->sampling.seed
                                                                         : random_u64();

@@ -72,6 +72,19 @@ SRV_HANDLER(ork__srv_handle_slot_action);
 int ork__srv_render_chat(struct ork_server *srv, const struct srv_req *r, char **text,
                          struct srv_error *err);
 
+/* ---- tool calls (tools.c) --------------------------------------------------------------- */
+
+/* tool_choice "required" or a named function: compile the grammar that forces the call into
+ * r->grammar (request.c has refused any other constraint). Nothing otherwise. */
+int ork__srv_tools_grammar(struct ork_server *srv, struct srv_req *r, struct srv_error *err);
+/* The system text with the tool list in the model's convention (*out ork_malloc'd). */
+int ork__srv_tools_system(struct ork_server *srv, const struct srv_req *r, const char *system,
+                          char **out, struct srv_error *err);
+/* The tool calls in a finished task's output as OpenAI's "tool_calls" array (ids, type
+ * "function", function.name, function.arguments as a JSON string), or NULL when the output
+ * is not a call (or tools are not active). */
+cJSON *ork__srv_tools_parse(struct ork_server *srv, const struct srv_task *t);
+
 /* ---- llama-server API (routes_native.c) -------------------------------------------------- */
 
 SRV_HANDLER(ork__srv_get_health);

@@ -121,15 +121,21 @@ char *ork__srv_oai_result(struct ork_server *srv, struct srv_task *const *ts, in
         const char *text = t->text ? t->text : "";
         cJSON *c = cJSON_CreateObject();
         cJSON_AddNumberToObject(c, "index", t->index);
+        cJSON *calls = chat ? ork__srv_tools_parse(srv, t) : NULL;
         if (chat) {
             cJSON *m = cJSON_AddObjectToObject(c, "message");
             cJSON_AddStringToObject(m, "role", "assistant");
-            cJSON_AddStringToObject(m, "content", text);
+            if (calls) {
+                cJSON_AddNullToObject(m, "content");
+                cJSON_AddItemToObject(m, "tool_calls", calls);
+            } else {
+                cJSON_AddStringToObject(m, "content", text);
+            }
         } else {
             cJSON_AddStringToObject(c, "text", text);
         }
         add_logprobs(srv, c, t, 0, t->n_ids, 0);
-        cJSON_AddStringToObject(c, "finish_reason", finish_reason(t->stop));
+        cJSON_AddStringToObject(c, "finish_reason", calls ? "tool_calls" : finish_reason(t->stop));
         cJSON_AddItemToArray(choices, c);
     }
     add_usage(root, ts, n);
@@ -171,6 +177,59 @@ static cJSON *oai_choice(cJSON *root, const struct srv_task *t, const char *text
     return c;
 }
 
+/* A chat stream while tools are offered: the output is held until the task ends (whether it is
+ * a call is known only then), then goes out as one content delta, or as one tool_calls delta
+ * per call ({index, id, type, function: {name, arguments}}) and finish_reason "tool_calls". */
+static int tools_stream(struct ork_server *srv, const struct srv_task *t,
+                        struct srv_stream_pos *pos, bool final, char **buf, size_t *len,
+                        size_t *cap)
+{
+    int ret;
+    pos->text_off = t->text_len;   /* held, not pending: the final event sends it all */
+    pos->ids_off = t->rq->want_probs ? t->n_probs_done : t->n_ids;
+    if (!final)
+        return 0;
+    if ((ret = ork__srv_sse_task_error(t, buf, len, cap)) < 0)
+        return ret;
+    cJSON *calls = ork__srv_tools_parse(srv, t);
+    if (!calls) {
+        if (t->text_len) {
+            cJSON *root = oai_chunk(srv, t);
+            cJSON *c = oai_choice(root, t, t->text, false, NULL);
+            add_logprobs(srv, c, t, 0, pos->ids_off, 0);
+            cJSON_AddNullToObject(root, "usage");
+            if ((ret = ork__srv_sse(root, buf, len, cap)) < 0)
+                return ret;
+        }
+        cJSON *root = oai_chunk(srv, t);
+        cJSON_AddNullToObject(oai_choice(root, t, NULL, false, finish_reason(t->stop)),
+                              "logprobs");
+        cJSON_AddNullToObject(root, "usage");
+        return ork__srv_sse(root, buf, len, cap);
+    }
+    int k = 0;
+    cJSON *call;
+    cJSON_ArrayForEach(call, calls) {
+        cJSON *root = oai_chunk(srv, t);
+        cJSON *c = oai_choice(root, t, NULL, false, NULL);
+        cJSON *d = cJSON_GetObjectItemCaseSensitive(c, "delta");
+        cJSON *arr = cJSON_AddArrayToObject(d, "tool_calls"), *e = cJSON_Duplicate(call, true);
+        cJSON_AddNumberToObject(e, "index", k++);
+        cJSON_AddItemToArray(arr, e);
+        cJSON_AddNullToObject(c, "logprobs");
+        cJSON_AddNullToObject(root, "usage");
+        if ((ret = ork__srv_sse(root, buf, len, cap)) < 0) {
+            cJSON_Delete(calls);
+            return ret;
+        }
+    }
+    cJSON_Delete(calls);
+    cJSON *root = oai_chunk(srv, t);
+    cJSON_AddNullToObject(oai_choice(root, t, NULL, false, "tool_calls"), "logprobs");
+    cJSON_AddNullToObject(root, "usage");
+    return ork__srv_sse(root, buf, len, cap);
+}
+
 int ork__srv_oai_stream(struct ork_server *srv, const struct srv_task *t,
                         struct srv_stream_pos *pos, bool final, char **buf, size_t *len,
                         size_t *cap)
@@ -188,6 +247,8 @@ int ork__srv_oai_stream(struct ork_server *srv, const struct srv_task *t,
     }
     /* with logprobs, tokens go out once theirs are computed */
     int32_t ids = t->rq->want_probs ? t->n_probs_done : t->n_ids;
+    if (chat && ork__srv_tools_active(t->rq))
+        return tools_stream(srv, t, pos, final, buf, len, cap);
     if (pos->text_off < t->text_len || (t->rq->want_probs && pos->ids_off < ids)) {
         char *s = ork__srv_slice(t, pos->text_off, t->text_len);
         if (!s)

@@ -56,9 +56,37 @@ struct srv_prompt {
     int32_t n_ids;
 };
 
+#define SRV_MAX_TOOLS 128            /* tool definitions per request */
+#define SRV_MAX_TOOL_CALLS 64       /* tool calls per assistant message */
+/* OpenAI's rule for function names: letters, digits, '_' and '-', at most 64 of them. */
+#define SRV_MAX_TOOL_NAME 64
+
+/* A tool call of an assistant message in the history. */
+struct srv_tool_call {
+    char *name;
+    char *arguments;                /* JSON text */
+};
+
 struct srv_msg {
-    char *role;
+    char *role;                     /* system, user, assistant or tool */
     char *content;
+    struct srv_tool_call *calls;    /* assistant tool_calls, or NULL */
+    size_t n_calls;
+};
+
+/* One entry of "tools". */
+struct srv_tool {
+    char *name;
+    char *json;                     /* the whole definition, unformatted JSON */
+    char *gbnf;                     /* its parameters as GBNF (NULL: not convertible, only
+                                     * allowed while no call is forced) */
+};
+
+enum srv_tool_choice {
+    SRV_TOOLS_AUTO = 0,             /* the model may call tools (the default with tools) */
+    SRV_TOOLS_NONE,                 /* tools are not offered */
+    SRV_TOOLS_REQUIRED,             /* the model must call one or more tools (grammar) */
+    SRV_TOOLS_NAMED,                /* the model must call tools[tool_named] (grammar) */
 };
 
 struct srv_req {
@@ -94,7 +122,17 @@ struct srv_req {
     /* Constrained output: "grammar" (GBNF), "json_schema" or "response_format" compiled, or
      * NULL. The samplers of the request's tasks borrow it. */
     struct ork_grammar *grammar;
+    /* Tool calls (chat): definitions, tool_choice, parallel_tool_calls (default true). */
+    struct srv_tool *tools;
+    size_t n_tools;
+    enum srv_tool_choice tool_choice;
+    int32_t tool_named;
+    bool parallel_tool_calls;
 };
+
+/* Tools are offered to the model: chat (or /apply-template), some tools, tool_choice not
+ * "none". */
+bool ork__srv_tools_active(const struct srv_req *r);
 
 /* An HTTP-level error: status code, OpenAI error type and message. */
 struct srv_error {

@@ -20,9 +20,9 @@ const srv = await startServer(ork, model, ['-np', '2', '-t', '1', '--embeddings'
 const msgs = [{ role: 'user', content: 'Tell me a story.' }];
 
 // --- unimplemented fields: 400 naming the field; neutral values pass (constrained output is
-// honoured: tests/server/constrained.mjs)
-for (const [name, val] of [['tools', [{ type: 'function', function: { name: 'f' } }]],
-                           ['tool_choice', 'auto'],
+// honoured: tests/server/constrained.mjs; tool calls: tests/server/tools.mjs)
+for (const [name, val] of [['functions', [{ name: 'f' }]],
+                           ['function_call', 'auto'],
                            ['logit_bias', { 1: 5 }], ['mirostat', 2], ['typical_p', 0.5], ['echo', true],
                            ['samplers', ['top_k']]]) {
   const r = await post(srv, '/v1/chat/completions', { messages: msgs, max_tokens: 2, [name]: val });

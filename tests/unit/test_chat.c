@@ -143,9 +143,10 @@ static void test_end_markers(void)
 
 static void test_invalid_roles(void)
 {
-    const struct ork_chat_msg bad[] = { { "user", "x" }, { "tool", "y" } };
+    const struct ork_chat_msg bad[] = { { "user", "x" }, { "function", "y" } };
     for (int f = ORK_CHAT_CHATML; f <= ORK_CHAT_LLAMA2; f++)
-        expect_render_error((enum ork_chat_format)f, bad, 2, ORK_EINVAL, "message 1: unknown role 'tool'");
+        expect_render_error((enum ork_chat_format)f, bad, 2, ORK_EINVAL,
+                            "message 1: unknown role 'function'");
     const struct ork_chat_msg upper[] = { { "User", "x" } };
     expect_render_error(ORK_CHAT_CHATML, upper, 1, ORK_EINVAL, "unknown role 'User'");
     const struct ork_chat_msg null_role[] = { { NULL, "x" } };
@@ -267,6 +268,46 @@ static void test_detect_fixture_templates(void)
     ork_free(phi3);
 }
 
+/* Tool calls: the tool list in the system turn, an assistant's calls and a run of tool results
+ * (Qwen2.5's ChatML convention; Llama 3.1's JSON calls and ipython turns). */
+static void test_tools(void)
+{
+    const char *tools[] = { "{\"type\":\"function\",\"function\":{\"name\":\"f\"}}" };
+    char *sys = NULL;
+    CHECK_EQ_INT(ork_chat_tools_system(ORK_CHAT_CHATML, "S", tools, 1, &sys), 0);
+    CHECK(sys && !strncmp(sys, "S\n\n# Tools\n", 11));
+    CHECK(sys && strstr(sys, "<tools>\n{\"type\":\"function\",\"function\":{\"name\":\"f\"}}\n</tools>"));
+    ork_free(sys);
+    CHECK_EQ_INT(ork_chat_tools_system(ORK_CHAT_LLAMA3, NULL, tools, 1, &sys), 0);
+    CHECK(sys && !strncmp(sys, "Given the following functions", 29) && strstr(sys, "\"parameters\""));
+    ork_free(sys);
+
+    const struct ork_chat_msg m[] = {
+        { "user", "q" }, { "assistant", "" }, { "tool", "r1" }, { "tool", "r2" },
+    };
+    const struct ork_chat_tool_call call[] = { { "f", "{\"a\":1}" }, { "g\"", "{}" } };
+    const struct ork_chat_msg_calls calls[] = { { NULL, 0 }, { call, 2 }, { NULL, 0 }, { NULL, 0 } };
+    char *got = NULL;
+    CHECK_EQ_INT(ork_chat_render_calls(ORK_CHAT_CHATML, m, calls, 4, true, &got), 0);
+    CHECK_STR(got, "<|im_start|>user\nq<|im_end|>\n"
+                   "<|im_start|>assistant\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\":1}}\n"
+                   "</tool_call>\n<tool_call>\n{\"name\": \"g\\\"\", \"arguments\": {}}\n</tool_call>"
+                   "<|im_end|>\n"
+                   "<|im_start|>user\n<tool_response>\nr1\n</tool_response>\n<tool_response>\nr2\n"
+                   "</tool_response><|im_end|>\n<|im_start|>assistant\n");
+    ork_free(got);
+    got = NULL;
+    CHECK_EQ_INT(ork_chat_render_calls(ORK_CHAT_LLAMA3, m, calls, 3, false, &got), 0);
+    CHECK(got && strstr(got, "assistant<|end_header_id|>\n\n{\"name\": \"f\", \"parameters\": {\"a\":1}}"));
+    CHECK(got && strstr(got, "<|start_header_id|>ipython<|end_header_id|>\n\nr1<|eot_id|>"));
+    ork_free(got);
+    /* calls only on assistant messages */
+    const struct ork_chat_msg_calls wrong[] = { { call, 1 } };
+    got = NULL;
+    CHECK_EQ_INT(ork_chat_render_calls(ORK_CHAT_CHATML, m, wrong, 1, true, &got), ORK_EINVAL);
+    CHECK(got == NULL);
+}
+
 int main(void)
 {
     RUN(test_chatml);
@@ -277,6 +318,7 @@ int main(void)
     RUN(test_end_markers);
     RUN(test_invalid_roles);
     RUN(test_llama2_turn_order);
+    RUN(test_tools);
     RUN(test_detect_snippets);
     RUN(test_format_names);
     RUN(test_detect_fixture_templates);   /* last: may skip the whole file when fixtures are absent */

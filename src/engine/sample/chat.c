@@ -22,8 +22,17 @@
  *            Format"). The first Phi-3-mini template (vocab/ggml-vocab-phi-3.gguf) drops
  *            system messages; the later Phi-3 / Phi-3.5 ones write them as <|system|>, as here.
  *
- * BOS is never written: the tokenizer adds it. Not here: tool calls, reasoning blocks, or any
- * template feature beyond plain system/user/assistant turns. */
+ * Tool calls (chat.h): role "tool" messages and assistant messages carrying tool calls are
+ * first lowered to plain turns in the format's convention (lower_tools below), then rendered as
+ * any other turn. ChatML follows Qwen2.5's published template: consecutive tool results form
+ * one user turn of "\n<tool_response>\n{content}\n</tool_response>" blocks, and an assistant
+ * turn writes its content, then "\n<tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>"
+ * per call (no leading newline when the content is empty). Llama 3.1's JSON tool calling
+ * writes results as "ipython" turns and calls as {"name": ..., "parameters": ...}. The other
+ * formats use the ChatML convention inside their own user and assistant turns.
+ *
+ * BOS is never written: the tokenizer adds it. Not here: reasoning blocks, or any other
+ * template feature beyond these turns. */
 #include <ork-engine/chat.h>
 
 #include <ork/alloc.h>
@@ -221,7 +230,13 @@ static void sb_append_stripped(struct sbuf *b, const char *s, size_t n)
 
 enum role { ROLE_SYSTEM, ROLE_USER, ROLE_ASSISTANT };
 
-static int check_messages(const struct ork_chat_msg *msgs, size_t n)
+static size_t n_calls_of(const struct ork_chat_msg_calls *calls, size_t i)
+{
+    return calls ? calls[i].n : 0;
+}
+
+static int check_messages(const struct ork_chat_msg *msgs, const struct ork_chat_msg_calls *calls,
+                          size_t n)
 {
     if (n > 0 && !msgs)
         return ork_errorf(ORK_EINVAL, "chat: %zu messages but the array is NULL", n);
@@ -229,12 +244,24 @@ static int check_messages(const struct ork_chat_msg *msgs, size_t n)
         const char *r = msgs[i].role;
         if (!r)
             return ork_errorf(ORK_EINVAL, "chat: message %zu: role is NULL", i);
-        if (strcmp(r, "system") != 0 && strcmp(r, "user") != 0 && strcmp(r, "assistant") != 0)
+        if (strcmp(r, "system") != 0 && strcmp(r, "user") != 0 && strcmp(r, "assistant") != 0 &&
+            strcmp(r, "tool") != 0)
             return ork_errorf(ORK_EINVAL,
-                              "chat: message %zu: unknown role '%s' (expected system, user or "
-                              "assistant)", i, r);
+                              "chat: message %zu: unknown role '%s' (expected system, user, "
+                              "assistant or tool)", i, r);
         if (!msgs[i].content)
             return ork_errorf(ORK_EINVAL, "chat: message %zu (%s): content is NULL", i, r);
+        size_t nc = n_calls_of(calls, i);
+        if (nc && strcmp(r, "assistant") != 0)
+            return ork_errorf(ORK_EINVAL, "chat: message %zu (%s): only assistant messages carry "
+                              "tool calls", i, r);
+        if (nc && !calls[i].calls)
+            return ork_errorf(ORK_EINVAL, "chat: message %zu: %zu tool calls but the array is "
+                              "NULL", i, nc);
+        for (size_t k = 0; k < nc; k++)
+            if (!calls[i].calls[k].name || !calls[i].calls[k].arguments)
+                return ork_errorf(ORK_EINVAL, "chat: message %zu: tool call %zu: name and "
+                                  "arguments must not be NULL", i, k);
     }
     return 0;
 }
@@ -378,18 +405,217 @@ static int render_llama2(struct sbuf *b, const struct ork_chat_msg *msgs, size_t
     return 0;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Tool calls */
+
+/* Qwen2.5's tool instructions (its published chat template's wording: the model was trained to
+ * answer them), before and after the list of tools. */
+#define TOOLS_TAGGED_HEAD                                                                      \
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"        \
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+#define TOOLS_TAGGED_TAIL                                                                      \
+    "\n</tools>\n\nFor each function call, return a json object with function name and "       \
+    "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "             \
+    "<function-name>, \"arguments\": <args-json-object>}\n</tool_call>"
+/* Llama 3.1's JSON tool calling instructions (Meta's model card, "JSON based tool calling"). */
+#define TOOLS_JSON_HEAD                                                                        \
+    "Given the following functions, please respond with a JSON for a function call with its "   \
+    "proper arguments that best answers the given prompt.\n\nRespond in the format "           \
+    "{\"name\": function name, \"parameters\": dictionary of argument name and its value}. "   \
+    "Do not use variables.\n\n"
+/* Between the system text and the tool instructions. */
+#define TOOLS_SEP "\n\n"
+/* A tool result in the tagged convention. */
+#define TOOL_RESPONSE_OPEN "<tool_response>\n"
+#define TOOL_RESPONSE_CLOSE "\n</tool_response>"
+/* Llama 3.1's role for tool results. */
+#define LLAMA3_TOOL_ROLE "ipython"
+
+enum ork_chat_call_style ork_chat_call_style(enum ork_chat_format f)
+{
+    return (int)f == ORK_CHAT_LLAMA3 ? ORK_CHAT_CALL_JSON : ORK_CHAT_CALL_TAGGED;
+}
+
+int ork_chat_tools_system(enum ork_chat_format f, const char *system, const char *const *tools,
+                          size_t n_tools, char **out)
+{
+    if (!out)
+        return ork_errorf(ORK_EINVAL, "chat: tools: out must not be NULL");
+    *out = NULL;
+    if ((unsigned)f >= N_FORMATS)
+        return ork_errorf(ORK_EINVAL, "chat: tools: unknown chat format %d", (int)f);
+    if (n_tools > 0 && !tools)
+        return ork_errorf(ORK_EINVAL, "chat: tools: %zu tools but the array is NULL", n_tools);
+    for (size_t i = 0; i < n_tools; i++)
+        if (!tools[i])
+            return ork_errorf(ORK_EINVAL, "chat: tools: tool %zu is NULL", i);
+    struct sbuf b = { 0 };
+    sb_puts(&b, system ? system : "");
+    if (n_tools > 0 && b.len > 0)
+        sb_puts(&b, TOOLS_SEP);
+    if (n_tools > 0 && ork_chat_call_style(f) == ORK_CHAT_CALL_JSON) {
+        sb_puts(&b, TOOLS_JSON_HEAD);
+        for (size_t i = 0; i < n_tools; i++) {
+            sb_puts(&b, tools[i]);
+            sb_puts(&b, "\n\n");
+        }
+    } else if (n_tools > 0) {
+        sb_puts(&b, TOOLS_TAGGED_HEAD);
+        for (size_t i = 0; i < n_tools; i++) {
+            sb_puts(&b, "\n");
+            sb_puts(&b, tools[i]);
+        }
+        sb_puts(&b, TOOLS_TAGGED_TAIL);
+    }
+    if (b.err) {
+        ork_free(b.p);
+        return b.err;
+    }
+    *out = b.p;
+    return 0;
+}
+
+/* s as a JSON string literal (quotes included). */
+static void sb_json_string(struct sbuf *b, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    sb_puts(b, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            char e[2] = { '\\', (char)c };
+            sb_append(b, e, 2);
+        } else if (c < 0x20) {
+            char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+            sb_append(b, e, 6);
+        } else {
+            sb_append(b, (const char *)&c, 1);
+        }
+    }
+    sb_puts(b, "\"");
+}
+
+/* An assistant message's content followed by its calls in format f's convention. */
+static void sb_assistant_calls(struct sbuf *b, enum ork_chat_format f, const struct ork_chat_msg *m,
+                               const struct ork_chat_msg_calls *mc)
+{
+    bool json = ork_chat_call_style(f) == ORK_CHAT_CALL_JSON;
+    sb_puts(b, m->content);
+    for (size_t k = 0; k < mc->n; k++) {
+        const struct ork_chat_tool_call *c = &mc->calls[k];
+        if (b->len > 0)
+            sb_puts(b, "\n");
+        if (!json)
+            sb_puts(b, ORK_CHAT_TOOL_CALL_OPEN);
+        sb_puts(b, "{\"name\": ");
+        sb_json_string(b, c->name);
+        sb_puts(b, json ? ", \"parameters\": " : ", \"arguments\": ");
+        sb_puts(b, c->arguments);
+        sb_puts(b, "}");
+        if (!json)
+            sb_puts(b, ORK_CHAT_TOOL_CALL_CLOSE);
+    }
+}
+
+static bool needs_lowering(const struct ork_chat_msg *msgs, const struct ork_chat_msg_calls *calls,
+                           size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (n_calls_of(calls, i) || strcmp(msgs[i].role, "tool") == 0)
+            return true;
+    return false;
+}
+
+/* Rewrite tool results and assistant tool calls as plain turns of format f: *lowered has *nl
+ * messages whose contents are ork_malloc'd (free each, then the array). */
+static int lower_tools(enum ork_chat_format f, const struct ork_chat_msg *msgs,
+                       const struct ork_chat_msg_calls *calls, size_t n,
+                       struct ork_chat_msg **lowered, size_t *nl)
+{
+    struct ork_chat_msg *lm = ork_calloc(n ? n : 1, sizeof(*lm));
+    size_t k = 0;
+    int ret = 0;
+    if (!lm)
+        return ork_errorf(ORK_ENOMEM, "chat: cannot allocate %zu messages", n);
+    bool json = ork_chat_call_style(f) == ORK_CHAT_CALL_JSON;
+    for (size_t i = 0; i < n; i++) {
+        struct sbuf b = { 0 };
+        sb_append(&b, "", 0);
+        const char *role = msgs[i].role;
+        if (strcmp(role, "tool") == 0 && json) {
+            role = LLAMA3_TOOL_ROLE;
+            sb_puts(&b, msgs[i].content);
+        } else if (strcmp(role, "tool") == 0) {
+            /* a run of tool results is one user turn */
+            role = "user";
+            for (;; i++) {
+                sb_puts(&b, b.len ? "\n" TOOL_RESPONSE_OPEN : TOOL_RESPONSE_OPEN);
+                sb_puts(&b, msgs[i].content);
+                sb_puts(&b, TOOL_RESPONSE_CLOSE);
+                if (i + 1 >= n || strcmp(msgs[i + 1].role, "tool") != 0)
+                    break;
+            }
+        } else if (n_calls_of(calls, i)) {
+            sb_assistant_calls(&b, f, &msgs[i], &calls[i]);
+        } else {
+            sb_puts(&b, msgs[i].content);
+        }
+        if (b.err) {
+            ret = b.err;
+            ork_free(b.p);
+            goto fail;
+        }
+        lm[k].role = role;
+        lm[k].content = b.p;
+        k++;
+    }
+    *lowered = lm;
+    *nl = k;
+    return 0;
+fail:
+    for (size_t j = 0; j < k; j++)
+        ork_free((char *)lm[j].content);
+    ork_free(lm);
+    return ret;
+}
+
+static int render_plain(enum ork_chat_format f, const struct ork_chat_msg *msgs, size_t n,
+                        bool add_assistant, char **out);
+
 int ork_chat_render(enum ork_chat_format f, const struct ork_chat_msg *msgs, size_t n,
                     bool add_assistant, char **out)
+{
+    return ork_chat_render_calls(f, msgs, NULL, n, add_assistant, out);
+}
+
+int ork_chat_render_calls(enum ork_chat_format f, const struct ork_chat_msg *msgs,
+                          const struct ork_chat_msg_calls *calls, size_t n, bool add_assistant,
+                          char **out)
 {
     if (!out)
         return ork_errorf(ORK_EINVAL, "chat: render: out must not be NULL");
     *out = NULL;
     if ((unsigned)f >= N_FORMATS)
         return ork_errorf(ORK_EINVAL, "chat: render: unknown chat format %d", (int)f);
-    int ret = check_messages(msgs, n);
-    if (ret < 0)
+    int ret = check_messages(msgs, calls, n);
+    if (ret < 0 || !needs_lowering(msgs, calls, n))
+        return ret < 0 ? ret : render_plain(f, msgs, n, add_assistant, out);
+    struct ork_chat_msg *lm = NULL;
+    size_t nl = 0;
+    if ((ret = lower_tools(f, msgs, calls, n, &lm, &nl)) < 0)
         return ret;
+    ret = render_plain(f, lm, nl, add_assistant, out);
+    for (size_t i = 0; i < nl; i++)
+        ork_free((char *)lm[i].content);
+    ork_free(lm);
+    return ret;
+}
 
+/* Render messages of the roles system, user and assistant (and Llama 3's ipython), checked. */
+static int render_plain(enum ork_chat_format f, const struct ork_chat_msg *msgs, size_t n,
+                        bool add_assistant, char **out)
+{
+    int ret = 0;
     struct sbuf b = { 0 };
     sb_append(&b, "", 0);   /* an empty conversation still yields "" */
     switch ((int)f) {
