@@ -394,8 +394,9 @@ int ork_cmd_selftest(int argc, char **argv)
         ork_cli_error("selftest", ret);
         return ORK_EXIT_ERROR;
     }
-    printf(json ? "" : "device: %s%s\n", ork_npu_backend(npu),
-           ork_npu_is_sim(npu) ? " (simulator: timings are not hardware timings)" : "");
+    if (!json)
+        printf("device: %s%s\n", ork_npu_backend(npu),
+               ork_npu_is_sim(npu) ? " (simulator: timings are not hardware timings)" : "");
     if (calibrate) {
         int rc = run_calibrate(npu, calib_out ? calib_out : CALIB_DEFAULT_PATH);
         ork_npu_close(npu);
