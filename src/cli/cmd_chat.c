@@ -426,12 +426,16 @@ static const char *slash_arg(const char *line, const char *name)
     return a;
 }
 
-int ork_cmd_chat(int argc, char **argv)
+/* What ork chat takes besides the shared generation options. */
+struct chat_args {
+    const char *system, *tmpl_name;
+    bool show_prompt;
+};
+
+/* Parse chat's command line into o and ca: -1 to go on, else the exit code to return (help
+ * printed, or a usage error reported). */
+static int parse_args(int argc, char **argv, struct ork_cli_gen_opts *o, struct chat_args *ca)
 {
-    struct ork_cli_gen_opts o;
-    ork_cli_gen_opts_default(&o);
-    const char *system = NULL, *tmpl_name = NULL;
-    bool show_prompt = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -444,16 +448,16 @@ int ork_cmd_chat(int argc, char **argv)
                 return ORK_EXIT_USAGE;
             }
         }
-        int r = ork_cli_gen_opt(CMD, argc, argv, &i, &o);
+        int r = ork_cli_gen_opt(CMD, argc, argv, &i, o);
         if (r < 0)
             return ORK_EXIT_USAGE;
         if (r > 0)
             continue;
         if (!strcmp(a, "--system") || !strcmp(a, "-sys") || !strcmp(a, "--system-prompt")) {
-            if (!(system = ork_cli_value(CMD, argc, argv, &i)))
+            if (!(ca->system = ork_cli_value(CMD, argc, argv, &i)))
                 return ORK_EXIT_USAGE;
         } else if (!strcmp(a, "--template") || !strcmp(a, "--chat-template")) {
-            if (!(tmpl_name = ork_cli_value(CMD, argc, argv, &i)))
+            if (!(ca->tmpl_name = ork_cli_value(CMD, argc, argv, &i)))
                 return ORK_EXIT_USAGE;
         } else if (!strcmp(a, "-r") || !strcmp(a, "--reverse-prompt")) {
             const char *v = ork_cli_value(CMD, argc, argv, &i);
@@ -463,27 +467,40 @@ int ork_cmd_chat(int argc, char **argv)
                 fprintf(stderr, "ork %s: %s needs a non-empty string\n", CMD, a);
                 return ORK_EXIT_USAGE;
             }
-            if (o.n_stops >= ORK_CLI_MAX_STOPS) {
+            if (o->n_stops >= ORK_CLI_MAX_STOPS) {
                 fprintf(stderr, "ork %s: at most %d --stop and -r strings\n", CMD,
                         ORK_CLI_MAX_STOPS);
                 return ORK_EXIT_USAGE;
             }
-            o.stops[o.n_stops++] = v;
+            o->stops[o->n_stops++] = v;
         } else if (!strcmp(a, "--verbose-prompt")) {
-            show_prompt = true;
+            ca->show_prompt = true;
         } else if (is_noop_opt(a)) {
             continue;
-        } else if (a[0] != '-' && !o.model) {
-            o.model = a;   /* ork chat MODEL */
+        } else if (a[0] != '-' && !o->model) {
+            o->model = a;   /* ork chat MODEL */
         } else if (a[0] != '-') {
             fprintf(stderr, "ork %s: unexpected argument '%s' (the model is already '%s')\n", CMD,
-                    a, o.model);
+                    a, o->model);
             return ORK_EXIT_USAGE;
         } else {
             fprintf(stderr, "ork %s: unknown option '%s' (see ork %s --help)\n", CMD, a, CMD);
             return ORK_EXIT_USAGE;
         }
     }
+    return -1;
+}
+
+int ork_cmd_chat(int argc, char **argv)
+{
+    struct ork_cli_gen_opts o;
+    ork_cli_gen_opts_default(&o);
+    struct chat_args ca = { 0 };
+    int pr = parse_args(argc, argv, &o, &ca);
+    if (pr >= 0)
+        return pr;
+    const char *system = ca.system, *tmpl_name = ca.tmpl_name;
+    bool show_prompt = ca.show_prompt;
     if (!o.model) {
         fprintf(stderr, "ork %s: a model is required: ork chat MODEL or -m MODEL (see ork %s "
                 "--help)\n", CMD, CMD);

@@ -177,15 +177,15 @@ static bool raw_member(const char *s, size_t len, const char *key, const char **
 
 /* ---- typed field getters: absent -> leave default; wrong type / range -> error ------------ */
 
-static const cJSON *field(const cJSON *o, const char *name)
+const cJSON *ork__srv_field(const cJSON *o, const char *name)
 {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, name);
     return (f && !cJSON_IsNull(f)) ? f : NULL;
 }
 
-static int get_bool(const cJSON *o, const char *name, bool *dst, struct srv_error *err)
+int ork__srv_get_bool(const cJSON *o, const char *name, bool *dst, struct srv_error *err)
 {
-    const cJSON *f = field(o, name);
+    const cJSON *f = ork__srv_field(o, name);
     if (!f)
         return 0;
     if (!cJSON_IsBool(f))
@@ -197,7 +197,7 @@ static int get_bool(const cJSON *o, const char *name, bool *dst, struct srv_erro
 static int get_float(const cJSON *o, const char *name, double lo, double hi, float *dst,
                      struct srv_error *err)
 {
-    const cJSON *f = field(o, name);
+    const cJSON *f = ork__srv_field(o, name);
     if (!f)
         return 0;
     if (!cJSON_IsNumber(f))
@@ -212,7 +212,7 @@ static int get_float(const cJSON *o, const char *name, double lo, double hi, flo
 static int get_int(const cJSON *o, const char *name, double lo, double hi, int32_t *dst,
                    struct srv_error *err)
 {
-    const cJSON *f = field(o, name);
+    const cJSON *f = ork__srv_field(o, name);
     if (!f)
         return 0;
     if (!cJSON_IsNumber(f))
@@ -226,7 +226,7 @@ static int get_int(const cJSON *o, const char *name, double lo, double hi, int32
     return 0;
 }
 
-static int dup_string(const cJSON *f, const char *name, char **dst, struct srv_error *err)
+int ork__srv_dup_string(const cJSON *f, const char *name, char **dst, struct srv_error *err)
 {
     size_t len = strlen(f->valuestring);
     if (!ork__srv_utf8_valid(f->valuestring, len))
@@ -264,7 +264,7 @@ static int add_prompt(const cJSON *f, const char *name, int32_t n_vocab, struct 
     if (cJSON_IsString(f)) {
         if (!f->valuestring[0])
             return BAD("'%s' is empty", name);
-        return dup_string(f, name, &p->text, err);
+        return ork__srv_dup_string(f, name, &p->text, err);
     }
     if (cJSON_IsArray(f)) {
         int ret = get_token_array(f, name, n_vocab, &p->ids, &p->n_ids, err);
@@ -282,7 +282,7 @@ static int add_prompt(const cJSON *f, const char *name, int32_t n_vocab, struct 
 static int get_prompts(const cJSON *o, const char *name, int32_t n_vocab, struct srv_req *r,
                        struct srv_error *err)
 {
-    const cJSON *f = field(o, name);
+    const cJSON *f = ork__srv_field(o, name);
     if (!f)
         return BAD("'%s' is required", name);
     bool many = cJSON_IsArray(f) && f->child &&
@@ -309,7 +309,7 @@ static int get_prompts(const cJSON *o, const char *name, int32_t n_vocab, struct
 
 static int get_stops(const cJSON *o, struct srv_req *r, struct srv_error *err)
 {
-    const cJSON *f = field(o, "stop");
+    const cJSON *f = ork__srv_field(o, "stop");
     if (!f)
         return 0;
     if (cJSON_IsString(f)) {
@@ -318,7 +318,7 @@ static int get_stops(const cJSON *o, struct srv_req *r, struct srv_error *err)
         if (strlen(f->valuestring) > SRV_MAX_STOP_LEN)
             return BAD("'stop' is longer than %d bytes", SRV_MAX_STOP_LEN);
         r->n_stops = 1;
-        return dup_string(f, "stop", &r->stops[0], err);
+        return ork__srv_dup_string(f, "stop", &r->stops[0], err);
     }
     if (!cJSON_IsArray(f))
         return BAD("'stop' must be a string or an array of strings");
@@ -332,7 +332,7 @@ static int get_stops(const cJSON *o, struct srv_req *r, struct srv_error *err)
             continue;   /* an empty stop string would stop immediately; ignore it */
         if (strlen(e->valuestring) > SRV_MAX_STOP_LEN)
             return BAD("'stop'[%zu] is longer than %d bytes", r->n_stops, SRV_MAX_STOP_LEN);
-        int ret = dup_string(e, "stop", &r->stops[r->n_stops], err);
+        int ret = ork__srv_dup_string(e, "stop", &r->stops[r->n_stops], err);
         if (ret < 0)
             return ret;
         r->n_stops++;
@@ -344,7 +344,7 @@ static int get_stops(const cJSON *o, struct srv_req *r, struct srv_error *err)
 static int get_content(const cJSON *c, size_t idx, char **dst, struct srv_error *err)
 {
     if (cJSON_IsString(c))
-        return dup_string(c, "messages[].content", dst, err);
+        return ork__srv_dup_string(c, "messages[].content", dst, err);
     if (!cJSON_IsArray(c))
         return BAD("'messages'[%zu].content must be a string or an array of text parts", idx);
     size_t total = 0;
@@ -375,178 +375,9 @@ static int get_content(const cJSON *c, size_t idx, char **dst, struct srv_error 
 }
 
 /* An unformatted copy of a JSON value (ork_malloc'd). */
-static char *json_dup(const cJSON *v)
-{
-    char *t = cJSON_PrintUnformatted(v), *d = t ? ork_strdup(t) : NULL;
-    cJSON_free(t);
-    return d;
-}
-
-/* OpenAI function names: [A-Za-z0-9_-]{1,64}. */
-static bool tool_name_ok(const char *s)
-{
-    size_t n = strlen(s);
-    if (n < 1 || n > SRV_MAX_TOOL_NAME)
-        return false;
-    return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
-}
-
-/* An assistant message's "tool_calls": [{id, type: "function", function: {name, arguments:
- * JSON text (a string; an object is accepted too)}}]. */
-static int get_msg_calls(const cJSON *m, size_t i, struct srv_msg *dst, struct srv_error *err)
-{
-    const cJSON *tc = field(m, "tool_calls");
-    if (!tc)
-        return 0;
-    if (strcmp(dst->role, "assistant"))
-        return BAD("'messages'[%zu].tool_calls: only assistant messages carry tool calls", i);
-    if (!cJSON_IsArray(tc))
-        return BAD("'messages'[%zu].tool_calls must be an array", i);
-    int n = cJSON_GetArraySize(tc);
-    if (n > SRV_MAX_TOOL_CALLS)
-        return BAD("'messages'[%zu].tool_calls has more than %d calls", i, SRV_MAX_TOOL_CALLS);
-    if (n == 0)
-        return 0;
-    if (!(dst->calls = ork_calloc((size_t)n, sizeof(*dst->calls))))
-        return ork__srv_errorf(err, 500, "server_error", "out of memory");
-    const cJSON *c;
-    cJSON_ArrayForEach(c, tc) {
-        size_t k = dst->n_calls;
-        const cJSON *fn = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "function")
-                                            : NULL;
-        const cJSON *name = cJSON_IsObject(fn) ? cJSON_GetObjectItemCaseSensitive(fn, "name")
-                                               : NULL;
-        const cJSON *args = cJSON_IsObject(fn) ? field(fn, "arguments") : NULL;
-        if (!cJSON_IsString(name))
-            return BAD("'messages'[%zu].tool_calls[%zu].function.name must be a string", i, k);
-        if (args && !cJSON_IsString(args) && !cJSON_IsObject(args))
-            return BAD("'messages'[%zu].tool_calls[%zu].function.arguments must be a string "
-                       "of JSON", i, k);
-        int ret = dup_string(name, "messages[].tool_calls[].function.name", &dst->calls[k].name,
-                             err);
-        if (ret < 0)
-            return ret;
-        dst->n_calls++;
-        if (cJSON_IsString(args))
-            ret = dup_string(args, "messages[].tool_calls[].function.arguments",
-                             &dst->calls[k].arguments, err);
-        else if (!(dst->calls[k].arguments = args ? json_dup(args) : ork_strdup("{}")))
-            ret = ork__srv_errorf(err, 500, "server_error", "out of memory");
-        if (ret < 0)
-            return ret;
-    }
-    return 0;
-}
-
-/* "tools": [{"type": "function", "function": {"name", "description", "parameters"}}],
- * "tool_choice": "auto" | "none" | "required" | {"type": "function", "function": {"name"}},
- * "parallel_tool_calls": bool. Each tool's parameters are converted to GBNF here, so a schema
- * the converter rejects is a 400 when a call is forced (required or named). */
-static int get_tools(const cJSON *o, struct srv_req *r, struct srv_error *err)
-{
-    const cJSON *tl = field(o, "tools"), *tc = field(o, "tool_choice");
-    int ret;
-    r->parallel_tool_calls = true;
-    if ((ret = get_bool(o, "parallel_tool_calls", &r->parallel_tool_calls, err)) < 0)
-        return ret;
-    if (tl && !cJSON_IsArray(tl))
-        return BAD("'tools' must be an array of tool definitions");
-    int n = tl ? cJSON_GetArraySize(tl) : 0;
-    if (n > SRV_MAX_TOOLS)
-        return BAD("'tools' has more than %d entries", SRV_MAX_TOOLS);
-    /* tool_choice */
-    const char *named = NULL;
-    if (tc && cJSON_IsString(tc)) {
-        const char *v = tc->valuestring;
-        if (!strcmp(v, "auto"))
-            r->tool_choice = SRV_TOOLS_AUTO;
-        else if (!strcmp(v, "none"))
-            r->tool_choice = SRV_TOOLS_NONE;
-        else if (!strcmp(v, "required"))
-            r->tool_choice = SRV_TOOLS_REQUIRED;
-        else
-            return BAD("'tool_choice' must be \"auto\", \"none\", \"required\" or "
-                       "{\"type\": \"function\", \"function\": {\"name\": ...}}");
-    } else if (tc) {
-        const cJSON *ty = cJSON_IsObject(tc) ? cJSON_GetObjectItemCaseSensitive(tc, "type") : NULL;
-        const cJSON *fn = cJSON_IsObject(tc) ? cJSON_GetObjectItemCaseSensitive(tc, "function")
-                                             : NULL;
-        const cJSON *nm = cJSON_IsObject(fn) ? cJSON_GetObjectItemCaseSensitive(fn, "name") : NULL;
-        if (!cJSON_IsString(ty) || strcmp(ty->valuestring, "function") || !cJSON_IsString(nm))
-            return BAD("'tool_choice' object must be {\"type\": \"function\", \"function\": "
-                       "{\"name\": ...}}");
-        named = nm->valuestring;
-        r->tool_choice = SRV_TOOLS_NAMED;
-    }
-    bool forced = r->tool_choice == SRV_TOOLS_REQUIRED || r->tool_choice == SRV_TOOLS_NAMED;
-    if (forced && n == 0)
-        return BAD("'tool_choice' forces a tool call but 'tools' is empty or absent");
-    if (n == 0)
-        return 0;
-    if (!(r->tools = ork_calloc((size_t)n, sizeof(*r->tools))))
-        return ork__srv_errorf(err, 500, "server_error", "out of memory");
-    r->tool_named = -1;
-    const cJSON *t;
-    cJSON_ArrayForEach(t, tl) {
-        size_t i = r->n_tools;
-        const cJSON *ty = cJSON_IsObject(t) ? cJSON_GetObjectItemCaseSensitive(t, "type") : NULL;
-        const cJSON *fn = cJSON_IsObject(t) ? cJSON_GetObjectItemCaseSensitive(t, "function")
-                                            : NULL;
-        if (!cJSON_IsObject(t))
-            return BAD("'tools'[%zu] must be an object", i);
-        if (ty && (!cJSON_IsString(ty) || strcmp(ty->valuestring, "function")))
-            return BAD("'tools'[%zu].type must be \"function\"", i);
-        if (!cJSON_IsObject(fn))
-            return BAD("'tools'[%zu].function is required (an object)", i);
-        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(fn, "name");
-        const cJSON *ds = field(fn, "description");
-        const cJSON *pa = field(fn, "parameters");
-        if (!cJSON_IsString(nm))
-            return BAD("'tools'[%zu].function.name is required (a string)", i);
-        if (!tool_name_ok(nm->valuestring))
-            return BAD("'tools'[%zu].function.name '%.80s' must be 1 to %d letters, digits, "
-                       "'_' or '-'", i, nm->valuestring, SRV_MAX_TOOL_NAME);
-        if (ds && !cJSON_IsString(ds))
-            return BAD("'tools'[%zu].function.description must be a string", i);
-        if (pa && !cJSON_IsObject(pa))
-            return BAD("'tools'[%zu].function.parameters must be a JSON schema (an object)", i);
-        for (size_t k = 0; k < i; k++)
-            if (!strcmp(r->tools[k].name, nm->valuestring))
-                return BAD("'tools'[%zu].function.name '%s' is defined twice", i,
-                           nm->valuestring);
-        struct srv_tool *d = &r->tools[i];
-        r->n_tools++;
-        if (!(d->name = ork_strdup(nm->valuestring)) || !(d->json = json_dup(t)))
-            return ork__srv_errorf(err, 500, "server_error", "out of memory");
-        /* no parameters: a function without arguments, {} */
-        char *schema = pa ? json_dup(pa) : ork_strdup("{\"type\":\"object\",\"properties\":{}}");
-        if (!schema)
-            return ork__srv_errorf(err, 500, "server_error", "out of memory");
-        ret = ork_json_schema_to_gbnf(schema, strlen(schema), &d->gbnf);
-        ork_free(schema);
-        if (ret == ORK_ENOMEM)
-            return ork__srv_errorf(err, 500, "server_error", "out of memory");
-        bool wanted = r->tool_choice == SRV_TOOLS_REQUIRED ||
-                      (named && !strcmp(named, d->name));
-        if (ret < 0 && (ret != ORK_EUNSUPPORTED || wanted))
-            return BAD("'tools'[%zu].function.parameters: %s", i, ork_error_describe(ret));
-        if (named && !strcmp(named, d->name))
-            r->tool_named = (int32_t)i;
-    }
-    if (named && r->tool_named < 0)
-        return BAD("'tool_choice'.function.name '%.80s' is not one of 'tools'", named);
-    return 0;
-}
-
-bool ork__srv_tools_active(const struct srv_req *r)
-{
-    return (r->ep == SRV_EP_OAI_CHAT || r->ep == SRV_EP_APPLY_TEMPLATE) && r->n_tools > 0 &&
-           r->tool_choice != SRV_TOOLS_NONE;
-}
-
 static int get_messages(const cJSON *o, struct srv_req *r, struct srv_error *err)
 {
-    const cJSON *f = field(o, "messages");
+    const cJSON *f = ork__srv_field(o, "messages");
     if (!f)
         return BAD("'messages' is required");
     if (!cJSON_IsArray(f))
@@ -564,7 +395,7 @@ static int get_messages(const cJSON *o, struct srv_req *r, struct srv_error *err
         if (!cJSON_IsObject(m))
             return BAD("'messages'[%zu] must be an object", i);
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-        const cJSON *content = field(m, "content");
+        const cJSON *content = ork__srv_field(m, "content");
         if (!cJSON_IsString(role))
             return BAD("'messages'[%zu].role must be a string", i);
         if (strcmp(role->valuestring, "system") && strcmp(role->valuestring, "user") &&
@@ -577,7 +408,7 @@ static int get_messages(const cJSON *o, struct srv_req *r, struct srv_error *err
         const char *rn = strcmp(role->valuestring, "developer") ? role->valuestring : "system";
         if (!(r->msgs[i].role = ork_strdup(rn)))
             return ork__srv_errorf(err, 500, "server_error", "out of memory");
-        int ret = get_msg_calls(m, i, &r->msgs[i], err);
+        int ret = ork__srv_get_msg_calls(m, i, &r->msgs[i], err);
         if (ret < 0)
             return ret;
         if (!content) {
@@ -615,7 +446,7 @@ static int get_sampling(const cJSON *o, struct srv_req *r, struct srv_error *err
 static int get_seed(const cJSON *o, const char *body, size_t len, struct srv_req *r,
                     struct srv_error *err)
 {
-    const cJSON *seed = field(o, "seed");
+    const cJSON *seed = ork__srv_field(o, "seed");
     if (!seed)
         return 0;
     if (!cJSON_IsNumber(seed) || seed->valuedouble != floor(seed->valuedouble))
@@ -772,8 +603,8 @@ static int compile_grammar(const char *name, const char *gbnf, const cJSON *sche
  * of them may ask for something. */
 static int get_constraint(const cJSON *o, struct srv_req *r, struct srv_error *err)
 {
-    const cJSON *gr = field(o, "grammar"), *js = field(o, "json_schema");
-    const cJSON *rf = field(o, "response_format");
+    const cJSON *gr = ork__srv_field(o, "grammar"), *js = ork__srv_field(o, "json_schema");
+    const cJSON *rf = ork__srv_field(o, "response_format");
     const char *gbnf = NULL, *which = NULL;
     const cJSON *schema = NULL;
     cJSON *object_schema = NULL;
@@ -832,14 +663,14 @@ static int get_constraint(const cJSON *o, struct srv_req *r, struct srv_error *e
 static int get_oai_logprobs(const cJSON *o, enum srv_endpoint ep, struct srv_req *r,
                             struct srv_error *err)
 {
-    const cJSON *lp = field(o, "logprobs");
+    const cJSON *lp = ork__srv_field(o, "logprobs");
     int ret;
     if (ep == SRV_EP_OAI_CHAT) {
         bool want = false;
-        if ((ret = get_bool(o, "logprobs", &want, err)) < 0 ||
+        if ((ret = ork__srv_get_bool(o, "logprobs", &want, err)) < 0 ||
             (ret = get_int(o, "top_logprobs", 0, SRV_MAX_N_PROBS, &r->n_probs, err)) < 0)
             return ret;
-        if (field(o, "top_logprobs") && !want)
+        if (ork__srv_field(o, "top_logprobs") && !want)
             return BAD("'top_logprobs' needs 'logprobs': true");
         r->want_probs = want;
         return 0;
@@ -865,7 +696,7 @@ static int parse_generation(const cJSON *o, enum srv_endpoint ep, int32_t n_voca
     if ((ret = check_unsupported(o, err)) < 0 || (ret = get_constraint(o, r, err)) < 0)
         return ret;
     if (ep == SRV_EP_OAI_CHAT) {
-        if ((ret = get_tools(o, r, err)) < 0)
+        if ((ret = ork__srv_get_tools(o, r, err)) < 0)
             return ret;
         if ((r->tool_choice == SRV_TOOLS_REQUIRED || r->tool_choice == SRV_TOOLS_NAMED) &&
             r->grammar)
@@ -885,10 +716,10 @@ static int parse_generation(const cJSON *o, enum srv_endpoint ep, int32_t n_voca
         return ret;
     if ((ret = get_sampling(o, r, err)) < 0 || (ret = get_seed(o, body, len, r, err)) < 0 ||
         (ret = get_stops(o, r, err)) < 0 ||
-        (ret = get_bool(o, "stream", &r->stream, err)) < 0 ||
-        (ret = get_bool(o, "cache_prompt", &r->cache_prompt, err)) < 0 ||
-        (ret = get_bool(o, "ignore_eos", &r->ignore_eos, err)) < 0 ||
-        (ret = get_bool(o, "parse_special", &r->parse_special, err)) < 0 ||
+        (ret = ork__srv_get_bool(o, "stream", &r->stream, err)) < 0 ||
+        (ret = ork__srv_get_bool(o, "cache_prompt", &r->cache_prompt, err)) < 0 ||
+        (ret = ork__srv_get_bool(o, "ignore_eos", &r->ignore_eos, err)) < 0 ||
+        (ret = ork__srv_get_bool(o, "parse_special", &r->parse_special, err)) < 0 ||
         (ret = get_int(o, "id_slot", -1, INT32_MAX, &r->id_slot, err)) < 0)
         return ret;
     /* "n" (OpenAI) and "n_cmpl" (llama-server) */
@@ -902,25 +733,25 @@ static int parse_generation(const cJSON *o, enum srv_endpoint ep, int32_t n_voca
                            err)) < 0 ||
             (ret = get_oai_logprobs(o, ep, r, err)) < 0)
             return ret;
-        const cJSON *so = field(o, "stream_options");
+        const cJSON *so = ork__srv_field(o, "stream_options");
         if (so) {
             if (!cJSON_IsObject(so))
                 return BAD("'stream_options' must be an object");
-            if ((ret = get_bool(so, "include_usage", &r->include_usage, err)) < 0)
+            if ((ret = ork__srv_get_bool(so, "include_usage", &r->include_usage, err)) < 0)
                 return ret;
         }
-        const cJSON *model = field(o, "model");
+        const cJSON *model = ork__srv_field(o, "model");
         if (model) {
             if (!cJSON_IsString(model))
                 return BAD("'model' must be a string");
-            if ((ret = dup_string(model, "model", &r->model, err)) < 0)
+            if ((ret = ork__srv_dup_string(model, "model", &r->model, err)) < 0)
                 return ret;
         }
     } else {
         if ((ret = get_int(o, "n_predict", -1, SRV_MAX_N_PREDICT, &r->n_predict, err)) < 0 ||
             (ret = get_int(o, "max_tokens", -1, SRV_MAX_N_PREDICT, &r->n_predict, err)) < 0 ||
             (ret = get_int(o, "n_probs", 0, SRV_MAX_N_PROBS, &r->n_probs, err)) < 0 ||
-            (ret = get_bool(o, "return_tokens", &r->return_tokens, err)) < 0)
+            (ret = ork__srv_get_bool(o, "return_tokens", &r->return_tokens, err)) < 0)
             return ret;
         r->want_probs = r->n_probs > 0;
     }
@@ -935,22 +766,22 @@ static int parse_generation(const cJSON *o, enum srv_endpoint ep, int32_t n_voca
 static int parse_embedding(const cJSON *o, enum srv_endpoint ep, int32_t n_vocab,
                            struct srv_req *r, struct srv_error *err)
 {
-    const char *name = ep == SRV_EP_EMBEDDING && field(o, "content") ? "content" : "input";
+    const char *name = ep == SRV_EP_EMBEDDING && ork__srv_field(o, "content") ? "content" : "input";
     int ret = get_prompts(o, name, n_vocab, r, err);
     if (ret < 0)
         return ret;
-    const cJSON *fmt = field(o, "encoding_format");
+    const cJSON *fmt = ork__srv_field(o, "encoding_format");
     if (fmt) {
         if (!cJSON_IsString(fmt) ||
             (strcmp(fmt->valuestring, "float") && strcmp(fmt->valuestring, "base64")))
             return BAD("'encoding_format' must be \"float\" or \"base64\"");
         r->oai_b64 = !strcmp(fmt->valuestring, "base64");
     }
-    const cJSON *dims = field(o, "dimensions");
+    const cJSON *dims = ork__srv_field(o, "dimensions");
     if (dims)
         return BAD("'dimensions' is not supported by ork (embeddings have the model's size)");
-    const cJSON *model = field(o, "model");
-    if (model && cJSON_IsString(model) && (ret = dup_string(model, "model", &r->model, err)) < 0)
+    const cJSON *model = ork__srv_field(o, "model");
+    if (model && cJSON_IsString(model) && (ret = ork__srv_dup_string(model, "model", &r->model, err)) < 0)
         return ret;
     return 0;
 }
@@ -958,7 +789,7 @@ static int parse_embedding(const cJSON *o, enum srv_endpoint ep, int32_t n_vocab
 /* A /slots save or restore file name: one path component, no leading dot. */
 static int parse_slot_action(const cJSON *o, struct srv_req *r, struct srv_error *err)
 {
-    const cJSON *f = field(o, "filename");
+    const cJSON *f = ork__srv_field(o, "filename");
     if (!f)
         return 0;   /* erase needs none; the handler checks save and restore */
     if (!cJSON_IsString(f))
@@ -968,7 +799,7 @@ static int parse_slot_action(const cJSON *o, struct srv_req *r, struct srv_error
         strchr(n, '\\'))
         return BAD("'filename' must be a plain file name (no '/', no leading '.', at most %d "
                    "bytes)", SRV_MAX_FILENAME);
-    return dup_string(f, "filename", &r->filename, err);
+    return ork__srv_dup_string(f, "filename", &r->filename, err);
 }
 
 void ork__srv_req_free(struct srv_req *r)
@@ -1054,7 +885,7 @@ int ork__srv_req_parse(enum srv_endpoint ep, const char *body, size_t len, int32
         ret = parse_embedding(o, ep, n_vocab, r, err);
         break;
     case SRV_EP_APPLY_TEMPLATE:
-        if ((ret = get_tools(o, r, err)) == 0)
+        if ((ret = ork__srv_get_tools(o, r, err)) == 0)
             ret = get_messages(o, r, err);
         break;
     case SRV_EP_SLOT_ACTION:
@@ -1063,20 +894,20 @@ int ork__srv_req_parse(enum srv_endpoint ep, const char *body, size_t len, int32
     case SRV_EP_PROPS:
         break;   /* llama-server: "no options yet" */
     case SRV_EP_TOKENIZE: {
-        const cJSON *c = field(o, "content");
+        const cJSON *c = ork__srv_field(o, "content");
         if (!c || !cJSON_IsString(c)) {
             ret = BAD("'content' is required and must be a string");
             break;
         }
-        if ((ret = dup_string(c, "content", &r->prompt_text, err)) < 0 ||
-            (ret = get_bool(o, "add_special", &r->add_special, err)) < 0 ||
-            (ret = get_bool(o, "parse_special", &r->parse_special, err)) < 0 ||
-            (ret = get_bool(o, "with_pieces", &r->with_pieces, err)) < 0)
+        if ((ret = ork__srv_dup_string(c, "content", &r->prompt_text, err)) < 0 ||
+            (ret = ork__srv_get_bool(o, "add_special", &r->add_special, err)) < 0 ||
+            (ret = ork__srv_get_bool(o, "parse_special", &r->parse_special, err)) < 0 ||
+            (ret = ork__srv_get_bool(o, "with_pieces", &r->with_pieces, err)) < 0)
             break;
         break;
     }
     case SRV_EP_DETOKENIZE: {
-        const cJSON *t = field(o, "tokens");
+        const cJSON *t = ork__srv_field(o, "tokens");
         if (!t || !cJSON_IsArray(t)) {
             ret = BAD("'tokens' is required and must be an array of token ids");
             break;

@@ -133,7 +133,6 @@ struct srv_req {
 /* Tools are offered to the model: chat (or /apply-template), some tools, tool_choice not
  * "none". */
 bool ork__srv_tools_active(const struct srv_req *r);
-
 /* An HTTP-level error: status code, OpenAI error type and message. */
 struct srv_error {
     int status;
@@ -423,5 +422,18 @@ void ork__srv_task_reply(struct ork_server *srv, struct srv_task *const *tasks, 
 
 int ork__srv_http_start(struct ork_server *srv);
 void ork__srv_http_stop(struct ork_server *srv);
+
+/* ---- request parsing shared by request.c and request_tools.c ------------------------------ */
+
+struct cJSON;
+/* request.c's typed JSON getters, shared with request_tools.c: the member (NULL when absent or
+ * null); a boolean member; a copy of a string value (400 on invalid UTF-8, 500 on memory). */
+const struct cJSON *ork__srv_field(const struct cJSON *o, const char *name);
+int ork__srv_get_bool(const struct cJSON *o, const char *name, bool *dst, struct srv_error *err);
+int ork__srv_dup_string(const struct cJSON *f, const char *name, char **dst, struct srv_error *err);
+/* request_tools.c: `tools`, `tool_choice`, `parallel_tool_calls` of r's body o, and the
+ * `tool_calls` of history message i. */
+int ork__srv_get_tools(const struct cJSON *o, struct srv_req *r, struct srv_error *err);
+int ork__srv_get_msg_calls(const struct cJSON *m, size_t i, struct srv_msg *dst, struct srv_error *err);
 
 #endif
