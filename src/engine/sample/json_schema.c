@@ -14,6 +14,8 @@
  * This file writes text only; grammar.c parses it. */
 #include <ork-engine/grammar.h>
 
+#include "tokenizer/tok_internal.h"
+
 #include <ork/alloc.h>
 #include <ork/error.h>
 
@@ -579,6 +581,21 @@ out:
     return ret;
 }
 
+/* The grammar's literals copy the schema's strings (const, enum, property names): a string that
+ * is not UTF-8 (cJSON passes such bytes through) would make a grammar the parser refuses. */
+static int check_utf8(const char *text)
+{
+    size_t n = strlen(text);
+    for (size_t i = 0; i < n;) {
+        uint32_t cp, l = ork__utf8_decode((const uint8_t *)text + i, n - i, &cp);
+        if (l == 0)
+            return ork_errorf(ORK_EFORMAT, "json schema: a string in the schema is not valid "
+                              "UTF-8");
+        i += l;
+    }
+    return 0;
+}
+
 int ork_json_schema_to_gbnf(const char *schema, size_t len, char **gbnf)
 {
     if (!schema || !gbnf)
@@ -600,6 +617,8 @@ int ork_json_schema_to_gbnf(const char *schema, size_t len, char **gbnf)
         put_prims(c);
     if (ret == 0 && c->rules.oom)
         ret = ork_errorf(ORK_ENOMEM, "json schema: out of memory");
+    if (ret == 0)
+        ret = check_utf8(c->rules.s);
     if (ret == 0)
         *gbnf = c->rules.s;
     else
