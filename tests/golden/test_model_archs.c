@@ -46,27 +46,6 @@
 
 static char *g_json;
 
-static void log_softmax(const float *x, int n, double *out)
-{
-    double mx = x[0], z = 0;
-    for (int i = 1; i < n; i++)
-        mx = x[i] > mx ? x[i] : mx;
-    for (int i = 0; i < n; i++)
-        z += exp((double)x[i] - mx);
-    double lz = mx + log(z);
-    for (int i = 0; i < n; i++)
-        out[i] = (double)x[i] - lz;
-}
-
-static int argmax(const float *x, int n)
-{
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b])
-            b = i;
-    return b;
-}
-
 struct run {
     int ids[N_GEN];
     float logits[N_GEN][MAX_VOCAB];     /* before each generated token */
@@ -104,7 +83,7 @@ static int greedy(const char *file, const int32_t *prompt, int n_prompt, bool ac
     ret = ork_model_eval(s, toks, n_prompt, 0, logits, ORK_EVAL_LAST_LOGITS);
     for (int step = 0; ret == 0 && step < N_GEN; step++) {
         memcpy(r->logits[step], logits, sizeof(float) * (size_t)r->n_vocab);
-        int32_t id = argmax(logits, r->n_vocab);
+        int32_t id = golden_argmax(logits, r->n_vocab);
         r->ids[step] = id;
         toks[n_prompt + step] = id;
         if (step + 1 < N_GEN)
@@ -134,8 +113,8 @@ static void check_shape(const char *file, const struct run *r)
         double a[MAX_VOCAB], b[MAX_VOCAB];
         for (int i = 0; i < r->n_vocab; i++)
             bad += !isfinite(r->logits[st][i]) || !isfinite(r->batch[st][i]);
-        log_softmax(r->logits[st], r->n_vocab, a);
-        log_softmax(r->batch[st], r->n_vocab, b);
+        golden_log_softmax(r->logits[st], r->n_vocab, a);
+        golden_log_softmax(r->batch[st], r->n_vocab, b);
         for (int i = 0; i < r->n_vocab; i++)
             maxdiff = fmax(maxdiff, fabs(a[i] - b[i]));
     }
@@ -173,7 +152,7 @@ static void check_file(const char *file, double tol)
     double maxdiff = 0;
     for (int st = 0; st < N_GEN; st++) {
         double lp[MAX_VOCAB];
-        log_softmax(r.logits[st], r.n_vocab, lp);
+        golden_log_softmax(r.logits[st], r.n_vocab, lp);
         for (int k = 0; k < 5; k++) {
             int id = (int)top[st * 10 + k * 2];
             REQUIRE(id >= 0 && id < r.n_vocab);

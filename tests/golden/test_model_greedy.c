@@ -23,28 +23,6 @@
 
 static char *g_json;
 
-static void log_softmax(const float *x, int n, double *out)
-{
-    double mx = x[0];
-    for (int i = 1; i < n; i++)
-        mx = x[i] > mx ? x[i] : mx;
-    double z = 0;
-    for (int i = 0; i < n; i++)
-        z += exp((double)x[i] - mx);
-    double lz = mx + log(z);
-    for (int i = 0; i < n; i++)
-        out[i] = (double)x[i] - lz;
-}
-
-static int argmax(const float *x, int n)
-{
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b])
-            b = i;
-    return b;
-}
-
 struct run {
     int ids[N_GEN];
     float logits[N_CHECK][MAX_VOCAB];
@@ -82,7 +60,7 @@ static int greedy(const char *file, const int *prompt, int n_prompt, enum ork_kv
     for (int step = 0; ret == 0 && step < N_GEN; step++) {
         if (step < N_CHECK)
             memcpy(r->logits[step], logits, sizeof(float) * (size_t)r->n_vocab);
-        int32_t id = argmax(logits, r->n_vocab);
+        int32_t id = golden_argmax(logits, r->n_vocab);
         r->ids[step] = id;
         if (step + 1 < N_GEN)
             ret = ork_model_eval(s, &id, 1, n_prompt + step, logits, ORK_EVAL_LAST_LOGITS);
@@ -125,7 +103,7 @@ static void check_variant(const char *key, const char *file)
     double maxdiff = 0;
     for (int st = 0; st < N_CHECK; st++) {
         double lp[MAX_VOCAB];
-        log_softmax(r.logits[st], r.n_vocab, lp);
+        golden_log_softmax(r.logits[st], r.n_vocab, lp);
         for (int k = 0; k < 5; k++) {
             int id = (int)top[st * 10 + k * 2];
             double want = top[st * 10 + k * 2 + 1];
@@ -153,8 +131,8 @@ static void check_variant(const char *key, const char *file)
         for (int i = 0; i < r.n_vocab; i++)
             reff[i] = (float)ref[i];
         double a[MAX_VOCAB], b[MAX_VOCAB];
-        log_softmax(r.logits[st], r.n_vocab, a);
-        log_softmax(reff, r.n_vocab, b);
+        golden_log_softmax(r.logits[st], r.n_vocab, a);
+        golden_log_softmax(reff, r.n_vocab, b);
         for (int i = 0; i < r.n_vocab; i++) {
             /* the reference logits are rounded to 6 significant digits: allow that too */
             double d = fabs(a[i] - b[i]) - REF_ROUNDING * fabs(ref[i]);

@@ -32,17 +32,6 @@
 
 static char *g_json;
 
-static void log_softmax(const float *x, int n, double *out)
-{
-    double mx = x[0], z = 0;
-    for (int i = 1; i < n; i++)
-        mx = x[i] > mx ? x[i] : mx;
-    for (int i = 0; i < n; i++)
-        z += exp((double)x[i] - mx);
-    for (int i = 0; i < n; i++)
-        out[i] = (double)x[i] - mx - log(z);
-}
-
 /* Matrices interleaved at load by the last run_greedy (ork_model_n_interleaved). */
 static int g_interleaved;
 
@@ -78,7 +67,7 @@ static int run_greedy_layout(const char *file, const int32_t *prompt, int n_prom
                 best = i;
         ids[st] = best;
         if (lp)
-            log_softmax(logits, nv, lp[st]);
+            golden_log_softmax(logits, nv, lp[st]);
         if (st + 1 < N_GEN)
             ret = ork_model_eval(s, &best, 1, n_prompt + st, logits, ORK_EVAL_LAST_LOGITS);
     }

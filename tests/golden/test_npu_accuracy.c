@@ -9,6 +9,7 @@
  * halves by heads for the decode overlap), and the fused one takes <= 5 submits per layer per
  * decoded token.
  * stories260K has dim 64 and ffn 172: K and N are padded to the hardware multiples by libork. */
+#include "golden_model.h"
 #include "ork_test.h"
 
 #include <ork/error.h>
@@ -29,89 +30,6 @@
 static const int32_t prompt[] = { 1, 403, 407, 261, 378 };     /* fixtures README */
 #define N_PROMPT 5
 
-static int argmax(const float *x, int n)
-{
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b])
-            b = i;
-    return b;
-}
-
-static uint64_t g_domain_bytes;     /* 0: default */
-
-static struct ork_model *load_m(const char *path, const char *device, uint32_t flags, int max_m)
-{
-    struct ork_model_params mp;
-    ork_model_params_default(&mp);
-    mp.npu_max_m = max_m;
-    mp.npu_domain_bytes = g_domain_bytes;
-    mp.device = device;
-    mp.npu_flags = flags | ORK_NPU_EXEC_NO_PACK | ORK_NPU_EXEC_QUIET;
-    struct ork_model *m = NULL;
-    int ret = ork_model_load(path, &mp, &m);
-    if (ret < 0)
-        fprintf(stderr, "load %s on %s: %s\n", path, device, ork_error_message());
-    return m;
-}
-
-static struct ork_model *load(const char *path, const char *device, uint32_t flags)
-{
-    return load_m(path, device, flags, 0);
-}
-
-static struct ork_session *session(struct ork_model *m, int ctx)
-{
-    struct ork_session_params sp;
-    ork_session_params_default(&sp);
-    sp.ctx_size = ctx;
-    sp.n_threads = 1;
-    struct ork_session *s = NULL;
-    if (ork_session_create(m, &sp, &s) < 0)
-        fprintf(stderr, "session: %s\n", ork_error_message());
-    return s;
-}
-
-/* All logits of ids[0..n) evaluated one token at a time (decode path, M = 1). */
-static int eval_all(struct ork_model *m, const int32_t *ids, int n, float *logits, int nv)
-{
-    struct ork_session *s = session(m, 128);
-    if (!s)
-        return -1;
-    int ret = 0;
-    for (int i = 0; i < n && ret == 0; i++)
-        ret = ork_model_eval(s, &ids[i], 1, i, logits + (size_t)i * nv, 0);
-    ork_session_free(s);
-    return ret;
-}
-
-static double perplexity(struct ork_model *m, const int32_t *toks, int n_tok)
-{
-    int nv = ork_model_config(m)->n_vocab;
-    float *lg = malloc((size_t)PPL_CTX * nv * sizeof(float));
-    struct ork_session *s = session(m, PPL_CTX);
-    double nll = 0;
-    long cnt = 0;
-    for (int c = 0; c < PPL_CHUNKS && (c + 1) * PPL_CTX <= n_tok && s; c++) {
-        const int32_t *t = toks + (size_t)c * PPL_CTX;
-        if (ork_model_eval(s, t, PPL_CTX, 0, lg, ORK_EVAL_ALL_LOGITS) < 0)
-            break;
-        for (int i = PPL_CTX / 2; i < PPL_CTX - 1; i++) {
-            const float *x = lg + (size_t)i * nv;
-            double mx = x[0], z = 0;
-            for (int j = 1; j < nv; j++)
-                mx = x[j] > mx ? x[j] : mx;
-            for (int j = 0; j < nv; j++)
-                z += exp((double)x[j] - mx);
-            nll -= (double)x[t[i + 1]] - mx - log(z);
-            cnt++;
-        }
-    }
-    ork_session_free(s);
-    free(lg);
-    return cnt ? exp(nll / (double)cnt) : -1;
-}
-
 static void check_model(const char *rel)
 {
     char path[4096];
@@ -119,8 +37,8 @@ static void check_model(const char *rel)
     char ppl_path[4096];
     snprintf(ppl_path, sizeof ppl_path, "%s", ork_test_fixture("vectors/ppl_text.txt"));
 
-    struct ork_model *cpu = load(path, "cpu", 0);
-    struct ork_model *npu = load(path, "sim", 0);
+    struct ork_model *cpu = golden_load_device(path, "cpu", 0, 0, 0);
+    struct ork_model *npu = golden_load_device(path, "sim", 0, 0, 0);
     REQUIRE(cpu && npu);
     CHECK_STR(ork_model_device(npu), "sim");
     int nv = ork_model_config(cpu)->n_vocab, nl = ork_model_config(cpu)->n_layers;
@@ -131,23 +49,24 @@ static void check_model(const char *rel)
     memcpy(ids, prompt, sizeof prompt);
     float *lc = malloc((size_t)n * nv * sizeof(float));
     float *ln = malloc((size_t)n * nv * sizeof(float));
-    struct ork_session *s = session(cpu, 128);
+    struct ork_session *s = golden_session(cpu, 128);
     REQUIRE(s);
     REQUIRE(ork_model_eval(s, ids, N_PROMPT, 0, lc, 0) == 0);
     for (int i = N_PROMPT; i < n; i++) {
-        ids[i] = argmax(lc, nv);
+        ids[i] = golden_argmax(lc, nv);
         if (i + 1 < n)
             REQUIRE(ork_model_eval(s, &ids[i], 1, i, lc, 0) == 0);
     }
     ork_session_free(s);
 
     /* teacher-forced: the same ids through both paths */
-    REQUIRE(eval_all(cpu, ids, n - 1, lc, nv) == 0);
+    REQUIRE(golden_eval_all(cpu, ids, n - 1, lc, nv, NULL) == 0);
     ork_model_npu_stats_reset(npu);
-    REQUIRE(eval_all(npu, ids, n - 1, ln, nv) == 0);
+    REQUIRE(golden_eval_all(npu, ids, n - 1, ln, nv, NULL) == 0);
     int agree = 0;
     for (int i = N_PROMPT - 1; i < n - 1; i++)
-        agree += argmax(lc + (size_t)i * nv, nv) == argmax(ln + (size_t)i * nv, nv);
+        agree += golden_argmax(lc + (size_t)i * nv, nv) ==
+                 golden_argmax(ln + (size_t)i * nv, nv);
     printf("%s: %d / %d teacher-forced steps agree\n", rel, agree, N_STEPS);
     CHECK(agree >= (int)(MIN_AGREE * N_STEPS + 0.999));
 
@@ -174,10 +93,10 @@ static void check_model(const char *rel)
     /* the baseline executor: the same int8 products except the O projection, which the fused
      * executor quantises as two halves by heads (each with its own activation and weight
      * scales): the same argmax, and logits within a small share of their range */
-    struct ork_model *base = load(path, "sim", ORK_NPU_EXEC_PER_MATMUL);
+    struct ork_model *base = golden_load_device(path, "sim", ORK_NPU_EXEC_PER_MATMUL, 0, 0);
     REQUIRE(base);
     float *lb = malloc((size_t)n * nv * sizeof(float));
-    REQUIRE(eval_all(base, ids, 8, lb, nv) == 0);
+    REQUIRE(golden_eval_all(base, ids, 8, lb, nv, NULL) == 0);
     double max_diff = 0, max_abs = 0;
     for (size_t i = 0; i < (size_t)8 * nv; i++) {
         double d = fabs((double)lb[i] - (double)ln[i]);
@@ -189,7 +108,8 @@ static void check_model(const char *rel)
     CHECK(max_diff > 0);                        /* the split really changes the O products */
     CHECK(max_diff <= BASELINE_TOL * max_abs);
     for (int i = 0; i < 8; i++)
-        CHECK_EQ_INT(argmax(lb + (size_t)i * nv, nv), argmax(ln + (size_t)i * nv, nv));
+        CHECK_EQ_INT(golden_argmax(lb + (size_t)i * nv, nv),
+                     golden_argmax(ln + (size_t)i * nv, nv));
     ork_model_npu_stats(base, &st);
     CHECK(st.n_submits == (uint64_t)8 * (nl * 7 + 1));
     free(lb);
@@ -197,19 +117,20 @@ static void check_model(const char *rel)
 
     /* prefill over more rows than a plan takes: M-chunks pipelined on the async worker give
      * the same logits as one chunk (int8 products are exact; row scales are per row) */
-    struct ork_model *small = load_m(path, "sim", 0, 2);
+    struct ork_model *small = golden_load_device(path, "sim", 0, 2, 0);
     REQUIRE(small);
     float *l1 = malloc((size_t)16 * nv * sizeof(float)), *l2 = malloc((size_t)16 * nv * sizeof(float));
-    struct ork_session *s1 = session(npu, 64), *s2 = session(small, 64);
+    struct ork_session *s1 = golden_session(npu, 64), *s2 = golden_session(small, 64);
     REQUIRE(s1 && s2);
     CHECK(ork_model_eval(s1, ids, 16, 0, l1, ORK_EVAL_ALL_LOGITS) == 0);
     CHECK(ork_model_eval(s2, ids, 16, 0, l2, ORK_EVAL_ALL_LOGITS) == 0);
     CHECK(memcmp(l1, l2, (size_t)16 * nv * sizeof(float)) == 0);
     ork_session_free(s2);
     ork_model_free(small);
-    small = load_m(path, "sim", 0, 1);      /* decode plans only: they serve prefill too */
+    /* decode plans only: they serve prefill too */
+    small = golden_load_device(path, "sim", 0, 1, 0);
     REQUIRE(small);
-    s2 = session(small, 64);
+    s2 = golden_session(small, 64);
     REQUIRE(s2);
     CHECK(ork_model_eval(s2, ids, 16, 0, l2, ORK_EVAL_ALL_LOGITS) == 0);
     CHECK(memcmp(l1, l2, (size_t)16 * nv * sizeof(float)) == 0);
@@ -230,7 +151,8 @@ static void check_model(const char *rel)
     size_t n_tok = 0;
     REQUIRE(ork_tokenize(ork_model_tokenizer(cpu), text, len, true, false, toks,
                          sizeof toks / sizeof toks[0], &n_tok) == 0);
-    double pc = perplexity(cpu, toks, (int)n_tok), pn = perplexity(npu, toks, (int)n_tok);
+    double pc = golden_perplexity(cpu, toks, (int)n_tok, PPL_CTX, PPL_CHUNKS);
+    double pn = golden_perplexity(npu, toks, (int)n_tok, PPL_CTX, PPL_CHUNKS);
     printf("%s: perplexity cpu %.4f, npu (sim) %.4f (%+.2f %%)\n", rel, pc, pn,
            100.0 * (pn - pc) / pc);
     CHECK(pc > 0 && pn > 0);
@@ -260,10 +182,8 @@ static void test_domains(void)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s", ork_test_fixture("models/stories260K.gguf"));
-    struct ork_model *one = load(path, "sim", 0);
-    g_domain_bytes = (uint64_t)1 << 20;
-    struct ork_model *many = load(path, "sim", 0);
-    g_domain_bytes = 0;
+    struct ork_model *one = golden_load_device(path, "sim", 0, 0, 0);
+    struct ork_model *many = golden_load_device(path, "sim", 0, 0, (uint64_t)1 << 20);
     REQUIRE(one && many);
     struct ork_npu_exec_stats st1, stn;
     ork_model_npu_stats(one, &st1);
@@ -278,8 +198,8 @@ static void test_domains(void)
     memcpy(ids, prompt, sizeof prompt);
     for (int i = N_PROMPT; i < 12; i++)
         ids[i] = 300 + i;
-    CHECK(eval_all(one, ids, 12, a, nv) == 0);
-    CHECK(eval_all(many, ids, 12, b, nv) == 0);
+    CHECK(golden_eval_all(one, ids, 12, a, nv, NULL) == 0);
+    CHECK(golden_eval_all(many, ids, 12, b, nv, NULL) == 0);
     CHECK(memcmp(a, b, (size_t)12 * nv * sizeof(float)) == 0);
     /* the same submits, plus the switches between domains charged on top */
     ork_model_npu_stats(one, &st1);

@@ -7,6 +7,7 @@
  *     as their row views), and for qwen3moe the attention only (the experts stay on the CPU);
  *   - qwen3moe decode reads only the selected experts: expert bytes per token = layers x k
  *     experts x their three matrices. */
+#include "golden_model.h"
 #include "ork_test.h"
 
 #include <ork/error.h>
@@ -24,88 +25,13 @@
 
 static const int32_t prompt[N_PROMPT] = { 1, 403, 407, 261, 378 };     /* fixtures README */
 
-static int argmax(const float *x, int n)
-{
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b])
-            b = i;
-    return b;
-}
-
-static struct ork_model *load(const char *path, const char *device)
-{
-    struct ork_model_params mp;
-    ork_model_params_default(&mp);
-    mp.device = device;
-    mp.npu_flags = ORK_NPU_EXEC_NO_PACK | ORK_NPU_EXEC_QUIET;
-    struct ork_model *m = NULL;
-    if (ork_model_load(path, &mp, &m) < 0)
-        fprintf(stderr, "load %s on %s: %s\n", path, device, ork_error_message());
-    return m;
-}
-
-static struct ork_session *session(struct ork_model *m, int ctx)
-{
-    struct ork_session_params sp;
-    ork_session_params_default(&sp);
-    sp.ctx_size = ctx;
-    sp.n_threads = 1;
-    struct ork_session *s = NULL;
-    if (ork_session_create(m, &sp, &s) < 0)
-        fprintf(stderr, "session: %s\n", ork_error_message());
-    return s;
-}
-
-/* All logits of ids[0..n) one token at a time (decode, M = 1); *expert_bytes: the MoE bytes. */
-static int eval_all(struct ork_model *m, const int32_t *ids, int n, float *logits, int nv,
-                    uint64_t *expert_bytes)
-{
-    struct ork_session *s = session(m, 128);
-    if (!s)
-        return -1;
-    int ret = 0;
-    for (int i = 0; i < n && ret == 0; i++)
-        ret = ork_model_eval(s, &ids[i], 1, i, logits + (size_t)i * nv, 0);
-    if (expert_bytes)
-        *expert_bytes = ork_session_expert_bytes(s);
-    ork_session_free(s);
-    return ret;
-}
-
-static double perplexity(struct ork_model *m, const int32_t *toks, int n_tok)
-{
-    int nv = ork_model_config(m)->n_vocab;
-    float *lg = malloc((size_t)PPL_CTX * nv * sizeof(float));
-    struct ork_session *s = session(m, PPL_CTX);
-    double nll = 0;
-    long cnt = 0;
-    for (int c = 0; c < PPL_CHUNKS && (c + 1) * PPL_CTX <= n_tok && s && lg; c++) {
-        const int32_t *t = toks + (size_t)c * PPL_CTX;
-        if (ork_model_eval(s, t, PPL_CTX, 0, lg, ORK_EVAL_ALL_LOGITS) < 0)
-            break;
-        for (int i = PPL_CTX / 2; i < PPL_CTX - 1; i++) {
-            const float *x = lg + (size_t)i * nv;
-            double mx = x[0], z = 0;
-            for (int j = 1; j < nv; j++)
-                mx = x[j] > mx ? x[j] : mx;
-            for (int j = 0; j < nv; j++)
-                z += exp((double)x[j] - mx);
-            nll -= (double)x[t[i + 1]] - mx - log(z);
-            cnt++;
-        }
-    }
-    ork_session_free(s);
-    free(lg);
-    return cnt ? exp(nll / (double)cnt) : -1;
-}
-
 static void check_model(const char *file)
 {
     char rel[256], path[4096];
     snprintf(rel, sizeof rel, "models/%s", file);
     snprintf(path, sizeof path, "%s", ork_test_fixture(rel));
-    struct ork_model *cpu = load(path, "cpu"), *npu = load(path, "sim");
+    struct ork_model *cpu = golden_load_device(path, "cpu", 0, 0, 0);
+    struct ork_model *npu = golden_load_device(path, "sim", 0, 0, 0);
     REQUIRE(cpu && npu);
     const struct ork_model_config *c = ork_model_config(cpu);
     int nv = c->n_vocab, n = N_PROMPT + N_STEPS;
@@ -113,22 +39,23 @@ static void check_model(const char *file)
     memcpy(ids, prompt, sizeof prompt);
     float *lc = malloc((size_t)n * nv * sizeof(float)), *ln = malloc((size_t)n * nv * sizeof(float));
     REQUIRE(lc && ln);
-    struct ork_session *s = session(cpu, 128);
+    struct ork_session *s = golden_session(cpu, 128);
     REQUIRE(s);
     REQUIRE(ork_model_eval(s, ids, N_PROMPT, 0, lc, 0) == 0);
     for (int i = N_PROMPT; i < n; i++) {
-        ids[i] = argmax(lc, nv);
+        ids[i] = golden_argmax(lc, nv);
         if (i + 1 < n)
             REQUIRE(ork_model_eval(s, &ids[i], 1, i, lc, 0) == 0);
     }
     ork_session_free(s);
 
     uint64_t eb_cpu = 0, eb_npu = 0;
-    REQUIRE(eval_all(cpu, ids, n - 1, lc, nv, &eb_cpu) == 0);
-    REQUIRE(eval_all(npu, ids, n - 1, ln, nv, &eb_npu) == 0);
+    REQUIRE(golden_eval_all(cpu, ids, n - 1, lc, nv, &eb_cpu) == 0);
+    REQUIRE(golden_eval_all(npu, ids, n - 1, ln, nv, &eb_npu) == 0);
     int agree = 0;
     for (int i = N_PROMPT - 1; i < n - 1; i++)
-        agree += argmax(lc + (size_t)i * nv, nv) == argmax(ln + (size_t)i * nv, nv);
+        agree += golden_argmax(lc + (size_t)i * nv, nv) ==
+                 golden_argmax(ln + (size_t)i * nv, nv);
 
     struct ork_npu_exec_stats st;
     REQUIRE(ork_model_npu_stats(npu, &st) == 0);
@@ -158,7 +85,8 @@ static void check_model(const char *file)
     size_t n_tok = 0;
     REQUIRE(ork_tokenize(ork_model_tokenizer(cpu), text, len, true, false, toks,
                          sizeof toks / sizeof toks[0], &n_tok) == 0);
-    double pc = perplexity(cpu, toks, (int)n_tok), pn = perplexity(npu, toks, (int)n_tok);
+    double pc = golden_perplexity(cpu, toks, (int)n_tok, PPL_CTX, PPL_CHUNKS);
+    double pn = golden_perplexity(npu, toks, (int)n_tok, PPL_CTX, PPL_CHUNKS);
     printf("  %s: %d / %d teacher-forced steps agree; perplexity cpu %.4f, sim %.4f (%+.2f %%)\n",
            file, agree, N_STEPS, pc, pn, 100.0 * (pn - pc) / pc);
     CHECK(agree >= (int)(MIN_AGREE * N_STEPS + 0.999));
