@@ -81,6 +81,27 @@ bool ork_grammar_matcher_can_end(const struct ork_grammar_matcher *m);
  * prefix the grammar rejects. No allocation once the matcher's buffers have grown. */
 int ork_grammar_matcher_allowed(struct ork_grammar_matcher *m, const struct ork_grammar_vocab *v,
                                 uint8_t *allowed);
+/* The filter cache (docs/sampling.md): a matcher keeps the result of up to max_entries walks
+ * that visited at least min_nodes trie nodes, as a bitmask of the vocabulary keyed by the exact
+ * matcher state, and reuses it when that state comes back (inside a free string it does after
+ * every character). Memory: max_entries * n_vocab / 8 bytes (the defaults on a 152k
+ * vocabulary: 304 KB per matcher). max_entries 0 turns the cache off; results are the same
+ * either way. Set at creation to the defaults below; setting it empties the cache. */
+int ork_grammar_matcher_set_cache(struct ork_grammar_matcher *m, uint32_t max_entries,
+                                  uint32_t min_nodes);
+struct ork_grammar_cache_stats {
+    uint64_t hits, misses, stored;  /* filter calls answered from the cache, walked, kept */
+};
+void ork_grammar_matcher_cache_stats(const struct ork_grammar_matcher *m,
+                                     struct ork_grammar_cache_stats *out);
+/* Entries: a JSON schema's distinct expensive states are its string positions (one per
+ * property or array of strings being written at a time), a handful; 16 leaves room for
+ * nesting. */
+#define ORK_GRAMMAR_CACHE_ENTRIES 16
+/* Walks smaller than this are not kept: at structural JSON positions the walk visits tens to
+ * hundreds of nodes and costs 0.005-0.014 ms (docs/sampling.md), less than unpacking a mask. */
+#define ORK_GRAMMAR_CACHE_MIN_NODES 4096
+
 /* Positions followed at once beyond which the matcher gives up (ORK_ERANGE): only very
  * ambiguous grammars get there; a JSON grammar follows one or two. */
 #define ORK_GRAMMAR_MAX_STACKS 4096

@@ -273,6 +273,81 @@ static void test_filter_matches_brute_force(void)
     ork_grammar_free(g);
 }
 
+/* The filter cache changes nothing: on random walks through several grammars, a matcher with
+ * a small cache (every walk stored, so entries are evicted and reused) gives the same allowed
+ * tokens and counts as one without, at every step, also when calls alternate between two
+ * vocabularies (the cache must not answer for the other one). */
+static void test_filter_cache_equals_uncached(void)
+{
+    static const char *grammars[] = {
+        NULL,   /* JSON_GBNF */
+        "root ::= \"a\"{2,3} \"b\"* (\"c\" | \"d\")+ \"e\"? [x-z]{2} .",
+        "root ::= \"(\" root \")\" | \"\"",
+        "root ::= \"[\" (num (\", \" num){0,3})? \"]\"\nnum ::= \"-\"? [1-9] [0-9]{0,2}",
+        "root ::= (\"\\\"\" [^\"]* \"\\\"\" | [\u00e0-\u00ff]+ | \"\xe6\x97\xa5\")+",
+    };
+    struct ork_grammar_vocab *va = synthetic_vocab(), *vb = NULL;
+    REQUIRE(va);
+    /* the second vocabulary: the same pieces in reverse id order */
+    static const char *rp[SYN_N];
+    static size_t rl[SYN_N];
+    static bool re[SYN_N];
+    for (int i = 0; i < SYN_N; i++)
+        rp[i] = syn_pieces[SYN_N - 1 - i], rl[i] = syn_lens[SYN_N - 1 - i],
+        re[i] = syn_eog[SYN_N - 1 - i];
+    REQUIRE(ork_grammar_vocab_create_raw(SYN_N, rp, rl, re, &vb) == 0);
+    static uint8_t a1[SYN_N], a2[SYN_N];
+    uint64_t hits = 0;
+    for (size_t gi = 0; gi < sizeof grammars / sizeof grammars[0]; gi++) {
+        struct ork_grammar *g = parse(grammars[gi] ? grammars[gi] : JSON_GBNF);
+        struct ork_grammar_matcher *mc = NULL, *mn = NULL;
+        REQUIRE(g && ork_grammar_matcher_create(g, &mc) == 0 &&
+                ork_grammar_matcher_create(g, &mn) == 0);
+        REQUIRE(ork_grammar_matcher_set_cache(mc, 3, 0) == 0);
+        REQUIRE(ork_grammar_matcher_set_cache(mn, 0, 0) == 0);
+        for (int walk = 0; walk < 8; walk++) {
+            ork_grammar_matcher_reset(mc);
+            ork_grammar_matcher_reset(mn);
+            for (int step = 0; step < 40; step++) {
+                const struct ork_grammar_vocab *v = rnd(3) == 0 ? vb : va;
+                int n1 = ork_grammar_matcher_allowed(mc, v, a1);
+                int n2 = ork_grammar_matcher_allowed(mn, v, a2);
+                CHECK_EQ_INT(n1, n2);
+                if (memcmp(a1, a2, SYN_N)) {
+                    fprintf(stderr, "grammar %zu walk %d step %d: cached filter differs\n", gi,
+                            walk, step);
+                    CHECK(!"cache");
+                    break;
+                }
+                if (v == vb)
+                    continue;
+                if (n1 <= 0)
+                    break;
+                int pick = (int)rnd((uint32_t)n1), id = -1;
+                for (int i = 0; i < SYN_N && id < 0; i++)
+                    if (a1[i] && pick-- == 0)
+                        id = i;
+                if (syn_eog[id])
+                    break;
+                CHECK(ork_grammar_matcher_accept_token(mc, va, id) == 0);
+                CHECK(ork_grammar_matcher_accept_token(mn, va, id) == 0);
+            }
+        }
+        struct ork_grammar_cache_stats st;
+        ork_grammar_matcher_cache_stats(mc, &st);
+        hits += st.hits;
+        ork_grammar_matcher_cache_stats(mn, &st);
+        CHECK(st.hits == 0 && st.stored == 0);
+        ork_grammar_matcher_free(mc);
+        ork_grammar_matcher_free(mn);
+        ork_grammar_free(g);
+    }
+    printf("  filter cache: %llu hits over the walks\n", (unsigned long long)hits);
+    CHECK(hits > 100);   /* the walks did reuse entries */
+    ork_grammar_vocab_free(va);
+    ork_grammar_vocab_free(vb);
+}
+
 /* Sampling with random logits never leaves the grammar, and ends only where it may. */
 static void test_sampler_respects_grammar(void)
 {
@@ -445,12 +520,46 @@ static void bench_state(const char *what, const struct ork_grammar *g,
     }
     int n = 0, reps = 20;
     double t0 = now_ms();
+    n = ork_grammar_matcher_allowed(m, v, allowed);   /* first call: the walk */
+    double first = now_ms() - t0;
+    t0 = now_ms();
     for (int r = 0; r < reps; r++)
         n = ork_grammar_matcher_allowed(m, v, allowed);
     double dt = (now_ms() - t0) / reps;
     CHECK(n > 0);
-    printf("  grammar filter, qwen3 vocab (%d tokens), %-28s %7.3f ms  (%d allowed)\n",
-           ork_grammar_vocab_n(v), what, dt, n);
+    printf("  grammar filter, qwen3 vocab (%d tokens), %-28s first %7.3f ms, again %7.3f ms "
+           "(%d allowed)\n", ork_grammar_vocab_n(v), what, first, dt, n);
+    ork_grammar_matcher_free(m);
+}
+
+/* A generation inside a free string: filter, accept one token, filter, ... (the state after
+ * each character repeats). Prints the mean filter cost per token over the walk. */
+static void bench_string_walk(const struct ork_grammar *g, const struct ork_grammar_vocab *v,
+                              const struct ork_tokenizer *tok, uint8_t *allowed)
+{
+    struct ork_grammar_matcher *m = NULL;
+    const char *prefix = "{\"name\": \"";
+    if (ork_grammar_matcher_create(g, &m) < 0 ||
+        ork_grammar_matcher_accept_bytes(m, prefix, strlen(prefix)) < 0) {
+        CHECK(!"bench prefix");
+        ork_grammar_matcher_free(m);
+        return;
+    }
+    int32_t ids[64];
+    const char *words = " the cat sat on the mat and looked at the moon for a long time";
+    size_t n_ids = 0;
+    REQUIRE(ork_tokenize(tok, words, strlen(words), false, false, ids, 64, &n_ids) == 0);
+    REQUIRE(n_ids > 0);
+    double t0 = now_ms();
+    int steps = 0;
+    for (size_t k = 0; k < n_ids; k++, steps++) {
+        CHECK(ork_grammar_matcher_allowed(m, v, allowed) > 0);
+        CHECK(allowed[ids[k]]);
+        CHECK(ork_grammar_matcher_accept_token(m, v, ids[k]) == 0);
+    }
+    double dt = (now_ms() - t0) / steps;
+    printf("  grammar filter, qwen3 vocab, %d tokens of one string: %7.3f ms per token\n", steps,
+           dt);
     ork_grammar_matcher_free(m);
 }
 
@@ -476,6 +585,7 @@ static void test_cost_qwen3_vocab(void)
     bench_state("after a key", g, v, "{\"name\"", allowed);
     bench_state("inside a string", g, v, "{\"name\": \"Al", allowed);
     bench_state("inside a number", g, v, "{\"n\": 12", allowed);
+    bench_string_walk(g, v, tok, allowed);
     ork_free(allowed);
     ork_grammar_free(g);
     ork_grammar_vocab_free(v);
@@ -489,6 +599,7 @@ int main(void)
     RUN(test_operators);
     RUN(test_errors);
     RUN(test_filter_matches_brute_force);
+    RUN(test_filter_cache_equals_uncached);
     RUN(test_sampler_respects_grammar);
     RUN(test_sampler_grammar_params);
     RUN(test_stories260k_under_grammars);

@@ -20,6 +20,13 @@
  * walk are released as it backtracks (the arena is a stack). The cost is the number of trie
  * nodes the grammar lets through, times the live stacks -- measured in docs/sampling.md.
  *
+ * The filter cache. The walk's result is a function of the committed state alone (the stacks
+ * as chains of positions, and the pending character), of the grammar and of the vocabulary.
+ * Inside a free string that state comes back after every character, so an expensive walk's
+ * result is kept as a bitmask under its state (the full chains, compared word by word; a hash
+ * only picks the candidate). A bounded number of entries per matcher, least recently used out;
+ * cheap walks are not stored; a different vocabulary empties the cache.
+ *
  * This file does not parse grammars (grammar.c) and does not sample (sampler.c). */
 #include "grammar_priv.h"
 
@@ -27,6 +34,7 @@
 #include <ork/alloc.h>
 #include <ork/error.h>
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +44,13 @@
 #define GRAM_MAX_EXPAND (1u << 16)
 /* Bytes of one token we decode at most (longer pieces are never allowed under a grammar). */
 #define GRAM_MAX_TOKEN_BYTES 1024
+/* Words of a cache key (state) beyond which the state is not cached: a JSON state is a few
+ * dozen words; only very ambiguous or deeply nested states get here, and hashing and
+ * comparing them would cost more than it saves. */
+#define GRAM_CACHE_MAX_KEY 4096u
+/* Key words that are not positions (positions are element indexes, far below these). */
+#define GRAM_KEY_ACCEPT UINT32_MAX       /* the empty stack */
+#define GRAM_KEY_END (UINT32_MAX - 1)    /* end of one stack's chain */
 
 struct gnode {
     uint32_t pos, parent;
@@ -55,6 +70,7 @@ struct tnode {
 
 struct ork_grammar_vocab {
     int32_t n_vocab;
+    uint64_t serial;                /* unique per vocabulary created: the cache's validity */
     struct tnode *nodes;            /* (n_nodes) node 0 is the root (the empty prefix) */
     uint32_t n_nodes;
     uint8_t *edge_byte;             /* (n_nodes - 1) */
@@ -65,6 +81,24 @@ struct ork_grammar_vocab {
     uint8_t *eog;                   /* (n_vocab) */
     char *bytes;                    /* all token bytes; token i is bytes[off[i] .. off[i+1]) */
     uint32_t *off;                  /* (n_vocab + 1) */
+};
+
+/* One cached filter result: the state it is for and the allowed tokens (eog excluded). */
+struct gcache_entry {
+    uint64_t hash, used;            /* used: LRU stamp; 0 = empty */
+    uint32_t *key;                  /* (key_len) */
+    uint32_t key_len, key_cap;
+    uint64_t *mask;                 /* (n_vocab bits) */
+    int32_t count;
+};
+
+struct gcache {
+    struct gcache_entry *e;         /* (n) */
+    uint32_t n, min_nodes;
+    uint64_t vocab_serial, clock;
+    uint32_t *key;                  /* the current state's key (scratch) */
+    uint32_t key_cap;
+    struct ork_grammar_cache_stats stats;
 };
 
 struct ork_grammar_matcher {
@@ -81,6 +115,8 @@ struct ork_grammar_matcher {
     uint32_t *remap;                /* (cap_remap) old frame -> new frame during compaction */
     uint32_t cap_remap;
     int err;                        /* a limit was hit during the walk */
+    uint64_t visits;                /* trie nodes the current walk visited */
+    struct gcache cache;
 };
 
 static int grow_u32(uint32_t **v, uint32_t *cap, uint64_t need, size_t size)
@@ -294,10 +330,22 @@ static int step_byte(struct ork_grammar_matcher *m, uint32_t src, uint32_t n, st
 
 /* ---- the matcher --------------------------------------------------------------------------- */
 
+static void cache_free(struct gcache *c)
+{
+    for (uint32_t i = 0; i < c->n; i++) {
+        ork_free(c->e[i].key);
+        ork_free(c->e[i].mask);
+    }
+    ork_free(c->e);
+    ork_free(c->key);
+    *c = (struct gcache){ .n = 0 };
+}
+
 void ork_grammar_matcher_free(struct ork_grammar_matcher *m)
 {
     if (!m)
         return;
+    cache_free(&m->cache);
     ork_free(m->nodes);
     ork_free(m->tops);
     ork_free(m->work);
@@ -336,7 +384,10 @@ int ork_grammar_matcher_create(const struct ork_grammar *g, struct ork_grammar_m
     if (!m)
         return ork_errorf(ORK_ENOMEM, "grammar: cannot allocate a matcher");
     m->g = g;
-    int ret = matcher_start(m);
+    int ret = ork_grammar_matcher_set_cache(m, ORK_GRAMMAR_CACHE_ENTRIES,
+                                            ORK_GRAMMAR_CACHE_MIN_NODES);
+    if (ret == 0)
+        ret = matcher_start(m);
     if (ret < 0) {
         ork_grammar_matcher_free(m);
         return ret;
@@ -473,6 +524,7 @@ static uint32_t walk(struct ork_grammar_matcher *m, const struct ork_grammar_voc
             break;
         }
         if (nd) {
+            m->visits++;
             const struct tnode *c = &v->nodes[child];
             for (uint32_t j = 0; j < c->n_tok; j++)
                 allowed[v->tok_ids[c->tok_off + j]] = 1;
@@ -486,13 +538,141 @@ static uint32_t walk(struct ork_grammar_matcher *m, const struct ork_grammar_voc
     return count;
 }
 
-int ork_grammar_matcher_allowed(struct ork_grammar_matcher *m, const struct ork_grammar_vocab *v,
-                                uint8_t *allowed)
+int ork_grammar_matcher_set_cache(struct ork_grammar_matcher *m, uint32_t max_entries,
+                                  uint32_t min_nodes)
 {
-    if (!m || !v || !allowed)
-        return ork_errorf(ORK_EINVAL, "grammar: allowed: NULL argument");
+    if (!m)
+        return ork_errorf(ORK_EINVAL, "grammar: set_cache: NULL matcher");
+    cache_free(&m->cache);
+    m->cache.min_nodes = min_nodes;
+    if (max_entries == 0)
+        return 0;
+    if (!(m->cache.e = ork_calloc(max_entries, sizeof(*m->cache.e))))
+        return ork_errorf(ORK_ENOMEM, "grammar: out of memory for the filter cache");
+    m->cache.n = max_entries;
+    return 0;
+}
+
+void ork_grammar_matcher_cache_stats(const struct ork_grammar_matcher *m,
+                                     struct ork_grammar_cache_stats *out)
+{
+    if (out)
+        *out = m ? m->cache.stats : (struct ork_grammar_cache_stats){ .hits = 0 };
+}
+
+/* The committed state as key words: the pending character, then every stack's chain of
+ * positions from the top. Returns the length, or 0 when it is too long to cache. */
+static uint32_t state_key(struct ork_grammar_matcher *m)
+{
+    struct gcache *c = &m->cache;
+    if (!c->key && !(c->key = ork_malloc(GRAM_CACHE_MAX_KEY * sizeof(*c->key))))
+        return 0;
+    uint32_t n = 0;
+    c->key[n++] = m->u8.acc;
+    c->key[n++] = (uint32_t)m->u8.need | (uint32_t)m->u8.len << 8;
+    for (uint32_t k = 0; k < m->n_tops; k++) {
+        uint32_t t = m->tops[k];
+        if (t == GRAM_NIL) {
+            if (n >= GRAM_CACHE_MAX_KEY)
+                return 0;
+            c->key[n++] = GRAM_KEY_ACCEPT;
+            continue;
+        }
+        for (; t != GRAM_NIL; t = m->nodes[t].parent) {
+            if (n >= GRAM_CACHE_MAX_KEY)
+                return 0;
+            c->key[n++] = m->nodes[t].pos;
+        }
+        if (n >= GRAM_CACHE_MAX_KEY)
+            return 0;
+        c->key[n++] = GRAM_KEY_END;
+    }
+    return n;
+}
+
+static uint64_t key_hash(const uint32_t *k, uint32_t n)
+{
+    uint64_t h = 14695981039346656037ull;   /* FNV-1a 64-bit offset basis and prime */
+    for (uint32_t i = 0; i < n; i++)
+        h = (h ^ k[i]) * 1099511628211ull;
+    return h;
+}
+
+static struct gcache_entry *cache_find(struct gcache *c, uint64_t h, uint32_t n)
+{
+    for (uint32_t i = 0; i < c->n; i++) {
+        struct gcache_entry *e = &c->e[i];
+        if (e->used && e->hash == h && e->key_len == n &&
+            !memcmp(e->key, c->key, (size_t)n * sizeof(*c->key)))
+            return e;
+    }
+    return NULL;
+}
+
+/* Store the walk's result allowed[] under the current key (c->key, n words), replacing the
+ * least recently used entry. Out of memory only means the result is not kept. */
+static void cache_store(struct gcache *c, uint64_t h, uint32_t n, const uint8_t *allowed,
+                        int32_t n_vocab, int32_t count)
+{
+    struct gcache_entry *e = &c->e[0];
+    for (uint32_t i = 1; i < c->n && e->used; i++)
+        if (!c->e[i].used || c->e[i].used < e->used)
+            e = &c->e[i];
+    size_t words = ((size_t)n_vocab + 63) / 64;
+    if (!e->mask && !(e->mask = ork_malloc(words * sizeof(*e->mask))))
+        return;
+    if (grow_u32(&e->key, &e->key_cap, n, sizeof(*e->key)) < 0) {
+        e->used = 0;
+        return;
+    }
+    memset(e->mask, 0, words * sizeof(*e->mask));
+    for (int32_t i = 0; i < n_vocab; i++)
+        e->mask[i >> 6] |= (uint64_t)(allowed[i] != 0) << (i & 63);
+    memcpy(e->key, c->key, (size_t)n * sizeof(*e->key));
+    e->key_len = n, e->hash = h, e->count = count, e->used = ++c->clock;
+    c->stats.stored++;
+}
+
+static void mask_unpack(const uint64_t *mask, int32_t n_vocab, uint8_t *allowed)
+{
+    for (int32_t w = 0; w < n_vocab / 64; w++) {
+        uint64_t x = mask[w];
+        uint8_t *o = allowed + (size_t)w * 64;
+        for (int b = 0; b < 64; b++)
+            o[b] = (uint8_t)((x >> b) & 1u);
+    }
+    for (int32_t i = n_vocab / 64 * 64; i < n_vocab; i++)
+        allowed[i] = (uint8_t)((mask[i >> 6] >> (i & 63)) & 1u);
+}
+
+/* The walk's part of the filter (eog tokens aside), through the cache. */
+static int allowed_walk(struct ork_grammar_matcher *m, const struct ork_grammar_vocab *v,
+                        uint8_t *allowed)
+{
+    struct gcache *c = &m->cache;
+    uint32_t kn = 0;
+    uint64_t h = 0;
+    if (c->n) {
+        if (c->vocab_serial != v->serial) {   /* entries of another vocabulary */
+            for (uint32_t i = 0; i < c->n; i++)
+                c->e[i].used = 0;
+            c->vocab_serial = v->serial;
+        }
+        if ((kn = state_key(m)) != 0) {
+            h = key_hash(c->key, kn);
+            struct gcache_entry *e = cache_find(c, h, kn);
+            if (e) {
+                e->used = ++c->clock;
+                c->stats.hits++;
+                mask_unpack(e->mask, v->n_vocab, allowed);
+                return e->count;
+            }
+        }
+        c->stats.misses++;
+    }
     memset(allowed, 0, (size_t)v->n_vocab);
     m->err = 0;
+    m->visits = 0;
     m->used_tops = m->n_tops;
     uint32_t count = 0;
     if (any_live(m, 0, m->n_tops))
@@ -500,10 +680,23 @@ int ork_grammar_matcher_allowed(struct ork_grammar_matcher *m, const struct ork_
     m->used_tops = m->n_tops;
     if (m->err)
         return m->err;
+    if (kn && m->visits >= c->min_nodes)
+        cache_store(c, h, kn, allowed, v->n_vocab, (int32_t)count);
+    return (int)count;
+}
+
+int ork_grammar_matcher_allowed(struct ork_grammar_matcher *m, const struct ork_grammar_vocab *v,
+                                uint8_t *allowed)
+{
+    if (!m || !v || !allowed)
+        return ork_errorf(ORK_EINVAL, "grammar: allowed: NULL argument");
+    int count = allowed_walk(m, v, allowed);
+    if (count < 0)
+        return count;
     if (ork_grammar_matcher_can_end(m))
         for (int32_t k = 0; k < v->n_eog; k++, count++)
             allowed[v->eog_ids[k]] = 1;
-    return (int)count;
+    return count;
 }
 
 /* ---- the vocabulary trie ------------------------------------------------------------------- */
@@ -621,7 +814,9 @@ int ork_grammar_vocab_create_raw(int32_t n_vocab, const char *const *pieces, con
     struct ork_grammar_vocab *v = ork_calloc(1, sizeof(*v));
     if (!v)
         return ork_errorf(ORK_ENOMEM, "grammar: out of memory for the vocabulary");
+    static _Atomic uint64_t serials;
     v->n_vocab = n_vocab;
+    v->serial = atomic_fetch_add(&serials, 1) + 1;
     uint64_t total = 0;
     for (int32_t i = 0; i < n_vocab; i++)
         if (!eog[i] && lens[i] <= GRAM_MAX_TOKEN_BYTES)
