@@ -157,9 +157,36 @@ static void test_refused(void)
     check_refused("3", ORK_EFORMAT, "root: a schema must be an object");
 }
 
+/* Blanks between tokens are bounded: one space, or a newline and an indentation; a run of
+ * spaces is refused, compact and pretty-printed JSON (2- and 4-space, tabs) are accepted. */
+static void test_whitespace_bounded(void)
+{
+    static const char *schema = "{\"type\": \"object\", \"properties\": {\"a\": {\"type\": "
+                                "\"array\", \"items\": {\"type\": \"object\"}}, \"b\": "
+                                "{\"type\": \"integer\"}}, \"required\": [\"a\", \"b\"]}";
+    const char *schemas[] = { schema, ORK_JSON_OBJECT_SCHEMA };
+    for (int k = 0; k < 2; k++) {
+        struct ork_grammar *g = NULL;
+        REQUIRE(ork_grammar_from_json_schema(schemas[k], strlen(schemas[k]), &g) == 0);
+        CHECK(accepts(g, "{\"a\":[{}],\"b\":1}"));
+        CHECK(accepts(g, "{\"a\": [{\"x\": 1}], \"b\": 1}"));
+        CHECK(accepts(g, "{\n  \"a\": [\n    {\n      \"x\": 1\n    }\n  ],\n  \"b\": 1\n}"));
+        CHECK(accepts(g, "{\n    \"a\": [\n        {}\n    ],\n    \"b\": 1\n}"));
+        CHECK(accepts(g, "{\n\t\"a\": [\n\t\t{}\n\t],\n\t\"b\": 1\n}"));
+        CHECK(!accepts(g, "{\"a\":  [{}], \"b\": 1}"));                  /* two spaces */
+        CHECK(!accepts(g, "{\"a\": [{}],                    \"b\": 1}")); /* a long run */
+        CHECK(!accepts(g, "{\"a\": [{}], \n\"b\": 1}"));                 /* space, newline */
+        CHECK(!accepts(g, "{\"a\": [{}],\n\n\"b\": 1}"));               /* two newlines */
+        CHECK(!accepts(g, "{\"a\": [{}],\n                      \"b\": 1}"));  /* 22 */
+        CHECK(!accepts(g, " {\"a\": [{}], \"b\": 1}"));                  /* before the value */
+        ork_grammar_free(g);
+    }
+}
+
 int main(void)
 {
     RUN(test_schema_table);
+    RUN(test_whitespace_bounded);
     RUN(test_json_object_mode);
     RUN(test_refused);
     return ork_test_done();

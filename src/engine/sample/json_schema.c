@@ -25,7 +25,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#define JSONG_MAX_WS 20          /* blanks between tokens (a newline, then indentation) */
+/* Blanks between two tokens: nothing, one space, or a newline and an indentation of at most
+ * JSONG_MAX_INDENT spaces or tabs (10 levels of the 2-space indentation JSON.stringify(v, null,
+ * 2) and Python's json.dumps(indent=2) write, 5 of 4-space); so a model cannot spend its
+ * tokens on blanks, and compact or pretty-printed JSON both fit. */
+#define JSONG_MAX_INDENT 20
 #define JSONG_MAX_DIGITS 15      /* digits of an integer part or fraction (doubles: 15-17) */
 #define JSONG_MAX_DEPTH 64       /* schema nesting followed */
 #define JSONG_MAX_PROPS 64       /* properties of one object (optional ones cost O(n^2)) */
@@ -117,7 +121,7 @@ static void put_prims(struct conv *c)
     if (c->used & PRIM_NUMBER)
         c->used |= PRIM_INTEGER;
     if (c->used & PRIM_WS)
-        bprintf(b, "ws ::= ([ \\t\\n] [ \\t]{0,%d})?\n", JSONG_MAX_WS - 1);
+        bprintf(b, "ws ::= (\" \" | \"\\n\" [ \\t]{0,%d})?\n", JSONG_MAX_INDENT);
     if (c->used & PRIM_CHAR)
         bputs(b, "char ::= [^\"\\\\\\x00-\\x1F\\x7F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" "
                 "[0-9a-fA-F]{4})\n");
