@@ -104,6 +104,13 @@ struct ork_model_params {
                                  * boundaries); 0: 3900 MiB, spec §13. Smaller values exercise
                                  * multi-domain placement on small models (the simulator gets
                                  * the same limit). */
+    uint32_t npu_prog_rows;     /* row-sized plans per resident matrix (docs/npu-inference.md
+                                 * "Row-sized programs"): bit i set = a plan of 2^i rows (M = 1
+                                 * and M = npu_max_m are always made); 0 = every power of two
+                                 * below npu_max_m */
+    const char *npu_capabilities;   /* capability record for libork (ork_npu_opts.capabilities:
+                                     * the submit forms a board confirmed, `ork selftest
+                                     * --confirm-forms`); NULL: none */
     /* The board twin (docs/twin.md "In the engine"): every forward batch recorded as one twin
      * step on the board's model clock. Always on with device "sim"; `twin` turns it on for
      * the CPU (every phase, the matmuls included, charged on the A76 cores). */
@@ -129,6 +136,8 @@ enum ork_npu_exec_flags {
     ORK_NPU_EXEC_PER_MATMUL_MC = 1u << 4, /* baseline executor, 3-core variant: one synchronous
                                          * submit per model matmul, its columns split over the
                                          * three cores (the seed's ORK_DECODE_MC, anchors §3.6) */
+    ORK_NPU_EXEC_WHOLE_O = 1u << 5,     /* fused executor with the O projection in one submit
+                                         * (no head split, no overlap; no pack) */
 };
 
 /* Counters of the NPU executor since load (or the last reset). Modelled times come from the
@@ -152,6 +161,17 @@ struct ork_npu_exec_stats {
     double cpu_inflight_ms;     /* CPU wall time (outside NPU runs) while they were in flight */
     double cpu_overlap_ms;      /* the part of it hidden: per submit, up to its modelled duration
                                  * (sim; 0 on hardware, which has no modelled clock) */
+    /* Row-sized programs (docs/npu-inference.md): the plan sizes every resident matrix holds
+     * (rows, ascending), the matrix runs taken by each size, the device bytes of each size's
+     * plans summed over the matrices (A, C and program buffers, page-rounded) and of their
+     * regcmd programs alone, and the host wall time making the sizes between 1 and max_m. */
+    uint32_t n_prog_sizes;
+    uint32_t prog_rows[8];
+    uint64_t prog_runs[8];
+    uint64_t prog_bytes[8];
+    uint64_t prog_regcmd_bytes[8];
+    uint32_t prog_missing;      /* plans of those sizes that did not fit their domain */
+    double prog_extra_load_ms;
 };
 /* 0 and the counters, or ORK_ENOENT when the model runs on the CPU. */
 int ork_model_npu_stats(const struct ork_model *m, struct ork_npu_exec_stats *out);
@@ -283,6 +303,8 @@ int ork_model_eval_multi(struct ork_session *const *sessions, const int32_t *tok
  * Return non-zero to stop generating. */
 typedef int (*ork_gen_text_fn)(void *user, const char *text, size_t len);
 
+struct ork_spec;
+
 struct ork_gen_params {
     struct ork_sampler_params sampling;
     int32_t n_predict;          /* max tokens to generate; < 0: until EOG or context full */
@@ -293,6 +315,9 @@ struct ork_gen_params {
     bool reuse_cache;           /* keep the longest common prefix of the cache (default true) */
     ork_gen_text_fn on_text;    /* may be NULL */
     void *user;
+    bool ignore_eos;            /* end-of-generation tokens are never sampled (their logits are
+                                 * masked), except under a grammar, which decides when to end */
+    struct ork_spec *spec;      /* speculative decoding (ork-engine/speculative.h), or NULL */
 };
 void ork_gen_params_default(struct ork_gen_params *p);
 
@@ -313,6 +338,9 @@ struct ork_gen_stats {
     double prompt_ms;           /* prefill wall time */
     double gen_ms;              /* decode wall time (sampling included) */
     enum ork_stop_reason stop;
+    /* Speculative decoding (p->spec): target decode forwards, drafted tokens, accepted ones;
+     * tau = 1 + n_accepted / n_steps (n_steps 0 without speculation). */
+    int32_t n_steps, n_drafted, n_accepted;
 };
 
 /* Tokenize prompt and generate (ork_generate_tokens). */

@@ -49,6 +49,26 @@ void ork_sampler_free(struct ork_sampler *s);
 /* Pick a token from logits[n_vocab] (not modified). Does not record it: call accept. Under a
  * grammar, a negative error when no token the grammar allows has a finite logit. */
 int32_t ork_sampler_sample(struct ork_sampler *s, const float *logits);
+/* The final distribution ork_sampler_sample would draw from for these logits: the grammar
+ * mask, penalties, top-k, top-p, min-p and temperature applied, written to probs[n_vocab]
+ * (summing to 1, 0 outside the kept candidates; greedy: one-hot at the argmax). Draws nothing
+ * and changes no state. Returns the number of non-zero entries, or a negative error (as
+ * ork_sampler_sample's under a grammar). Speculative decoding (speculative.h) compares the
+ * target's and the draft's distributions through it. */
+int ork_sampler_probs(struct ork_sampler *s, const float *logits, float *probs);
+/* Draw a token from probs[n_vocab] (non-negative weights, any positive sum) with the sampler's
+ * RNG; like ork_sampler_sample, the next accept of it advances the grammar. ORK_ERANGE when no
+ * weight is positive. */
+int32_t ork_sampler_sample_probs(struct ork_sampler *s, const float *probs);
+/* A uniform draw in [0, 1) from the sampler's RNG (speculative sampling's acceptance test). */
+double ork_sampler_uniform(struct ork_sampler *s);
+/* Mark id as the sampler's own choice, as if ork_sampler_sample had returned it (the next
+ * accept of id advances the grammar): how an accepted drafted token is recorded. */
+void ork_sampler_choose(struct ork_sampler *s, int32_t id);
+/* The parameters the sampler was created with. */
+const struct ork_sampler_params *ork_sampler_get_params(const struct ork_sampler *s);
+/* True when the sampler is greedy (temp <= 0). */
+bool ork_sampler_greedy(const struct ork_sampler *s);
 /* Record a token in the penalty history (prompt tokens too, if desired). */
 void ork_sampler_accept(struct ork_sampler *s, int32_t id);
 /* Clear history and re-seed (and restart the grammar). */

@@ -6,6 +6,7 @@
 #include "cmd_run.h"
 
 #include <ork-engine/grammar.h>
+#include <ork-engine/speculative.h>
 
 #include <ork-kernels/pool.h>
 #include <ork/alloc.h>
@@ -32,6 +33,11 @@ void ork_cli_gen_opts_default(struct ork_cli_gen_opts *o)
     ork_model_params_default(&o->model_params);
     o->model_params.device = "auto";
     o->n_predict = -1;
+    struct ork_spec_params spp;
+    ork_spec_params_default(&spp);
+    o->draft_max = spp.draft_max;
+    o->draft_min = spp.draft_min;
+    o->draft_p_min = spp.draft_p_min;
 }
 
 /* The device names of every model-running command (docs/cli.md "Devices"): the CPU, the
@@ -85,15 +91,18 @@ int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct or
     if (!strcmp(a, "--npu-executor")) {
         if (!(v = ork_cli_value(cmd, argc, argv, i)))
             return -1;
-        uint32_t plans = ORK_NPU_EXEC_PER_MATMUL | ORK_NPU_EXEC_PER_MATMUL_MC;
+        uint32_t plans = ORK_NPU_EXEC_PER_MATMUL | ORK_NPU_EXEC_PER_MATMUL_MC |
+                         ORK_NPU_EXEC_WHOLE_O;
         mp->npu_flags &= ~plans;
         if (!strcmp(v, "per-matmul"))
             mp->npu_flags |= ORK_NPU_EXEC_PER_MATMUL;
         else if (!strcmp(v, "per-matmul-mc"))
             mp->npu_flags |= ORK_NPU_EXEC_PER_MATMUL_MC;
+        else if (!strcmp(v, "fused-whole-o"))
+            mp->npu_flags |= ORK_NPU_EXEC_WHOLE_O;
         else if (strcmp(v, "fused")) {
             fprintf(stderr, "ork %s: invalid value '%s' for --npu-executor: must be fused, "
-                    "per-matmul or per-matmul-mc\n", cmd, v);
+                    "fused-whole-o, per-matmul or per-matmul-mc\n", cmd, v);
             return -1;
         }
         return 1;
@@ -190,9 +199,10 @@ void ork_cli_device_help(FILE *out)
             "                            rknpu, rocket, sim or sim-rocket (the simulator behind\n"
             "                            the rknpu / rocket backend); `ork devices` lists them\n"
             "  --sim-timing MODE         sim: instant|paced|only|paced-only (default: instant)\n"
-            "  --npu-executor fused|per-matmul|per-matmul-mc  NPU submits: fused per layer\n"
-            "                            (default), one single-core submit per matmul (baseline)\n"
-            "                            or one per matmul split over 3 cores (baseline)\n"
+            "  --npu-executor fused|fused-whole-o|per-matmul|per-matmul-mc  NPU submits: fused\n"
+            "                            per layer (default), fused with the O projection in\n"
+            "                            one submit, one single-core submit per matmul\n"
+            "                            (baseline) or one per matmul split over 3 cores\n"
             "  --sim-calibration FILE    board twin constants (JSON, docs/twin.md) for the\n"
             "                            modelled times (default: the built-in table)\n"
             "  --twin                    with --device cpu: model the run on the board twin too\n"
@@ -371,6 +381,23 @@ int ork_cli_gen_opt(const char *cmd, int argc, char **argv, int *i, struct ork_c
         o->no_bos = true;
         return 1;
     }
+    if (is_opt(a, NULL, "--ignore-eos")) {
+        o->ignore_eos = true;
+        return 1;
+    }
+    if (is_opt(a, "-md", "--draft-model")) {
+        VALUE();
+        o->draft_model = v;
+        return 1;
+    }
+    if (is_opt(a, NULL, "--lookup"))
+        INT_OPT(1, ORK_SPEC_M_HIST - 1, o->lookup);
+    if (is_opt(a, NULL, "--draft-max") || is_opt(a, NULL, "--draft"))
+        INT_OPT(1, ORK_SPEC_M_HIST - 1, o->draft_max);
+    if (is_opt(a, NULL, "--draft-min"))
+        INT_OPT(0, ORK_SPEC_M_HIST - 1, o->draft_min);
+    if (is_opt(a, NULL, "--draft-p-min"))
+        FLOAT_OPT(0.0, 1.0, o->draft_p_min);
     if (is_opt(a, "-v", "--verbose")) {
         o->verbose = true;
         return 1;
@@ -425,7 +452,17 @@ void ork_cli_gen_help(FILE *out, bool sampling)
             "  --grammar GBNF            constrain the output to a GBNF grammar (docs/sampling.md)\n"
             "  --grammar-file FILE       the same, read from FILE\n"
             "  -j, --json-schema SCHEMA  constrain the output to JSON matching a JSON schema\n"
-            "  --no-bos                  do not prepend BOS even if the model wants it\n");
+            "  --no-bos                  do not prepend BOS even if the model wants it\n"
+            "  --ignore-eos              never sample the end-of-generation token (a grammar\n"
+            "                            still ends when it completes)\n"
+            "  -md, --draft-model FILE   speculative decoding with a draft model of the same\n"
+            "                            vocabulary (runs on the CPU; docs/sampling.md)\n"
+            "  --lookup N                speculative decoding by prompt lookup: draft what\n"
+            "                            followed the last N..1 tokens earlier in the context\n"
+            "  --draft-max N             most tokens drafted per step (default: 16, at most 32)\n"
+            "  --draft-min N             fewer drafted: a plain step (default: 0)\n"
+            "  --draft-p-min P           the draft model stops at a token it gives less than P\n"
+            "                            (default: 0)\n");
 }
 
 /* The trace file is written when the program ends, whatever the subcommand's path out. */
@@ -549,6 +586,77 @@ void ork_cli_print_stats(const struct ork_gen_stats *st)
     fprintf(stderr, "prompt: %d tokens, %.1f ms (%.0f tok/s) | generation: %d tokens, %.1f ms "
             "(%.0f tok/s)\n", evaluated, st->prompt_ms, tok_per_s(evaluated, st->prompt_ms),
             st->n_gen, st->gen_ms, tok_per_s(st->n_gen, st->gen_ms));
+    if (st->n_steps > 0)
+        fprintf(stderr, "speculative: %d drafted, %d accepted (%.1f %%), %d target forwards, "
+                "tau %.2f tokens per forward\n", st->n_drafted, st->n_accepted,
+                st->n_drafted ? 100.0 * st->n_accepted / st->n_drafted : 0.0, st->n_steps,
+                1.0 + (double)st->n_accepted / st->n_steps);
+}
+
+/* The draft model of the one decoder a command makes (run, chat). */
+static struct ork_model *spec_draft;
+
+int ork_cli_spec_setup(const char *cmd, const struct ork_cli_gen_opts *o, struct ork_model *m,
+                       const struct ork_session *s, struct ork_spec **spec)
+{
+    *spec = NULL;
+    if (!o->draft_model && !o->lookup)
+        return 0;
+    struct ork_spec_params sp;
+    ork_spec_params_default(&sp);
+    sp.lookup = o->lookup;
+    sp.draft_max = o->draft_max;
+    sp.draft_min = o->draft_min;
+    sp.draft_p_min = o->draft_p_min;
+    sp.n_threads = o->session.n_threads;
+    sp.ctx_size = ork_session_ctx_size(s);
+    int ret = 0;
+    if (o->draft_model) {
+        /* the draft runs on the CPU (the A76 cores on the board) while the target may use
+         * the NPU */
+        struct ork_model_params mp;
+        ork_model_params_default(&mp);
+        mp.device = "cpu";
+        mp.no_repack = o->model_params.no_repack || !o->session.act_quant;
+        if ((ret = ork_model_load(o->draft_model, &mp, &spec_draft)) < 0) {
+            fprintf(stderr, "ork %s: cannot load draft model '%s': %s\n", cmd, o->draft_model,
+                    ork_error_describe(ret));
+            return ORK_EXIT_ERROR;
+        }
+        sp.draft = spec_draft;
+    }
+    if ((ret = ork_spec_create(m, &sp, spec)) < 0) {
+        ork_cli_error(cmd, ret);
+        ork_model_free(spec_draft);
+        spec_draft = NULL;
+        return ORK_EXIT_ERROR;
+    }
+    if (o->verbose)
+        fprintf(stderr, "speculative: %s%s%s, draft %d..%d tokens\n",
+                o->lookup ? "prompt lookup" : "", o->lookup && o->draft_model ? ", then " : "",
+                o->draft_model ? o->draft_model : "", o->draft_min, o->draft_max);
+    return 0;
+}
+
+void ork_cli_spec_free(struct ork_spec *spec)
+{
+    ork_spec_free(spec);
+    ork_model_free(spec_draft);
+    spec_draft = NULL;
+}
+
+void ork_cli_spec_report(FILE *out, const struct ork_spec *spec)
+{
+    if (!spec)
+        return;
+    const struct ork_spec_stats *st = ork_spec_stats(spec);
+    fprintf(out, "speculative: acceptance %.3f, tau %.3f, draft %.1f ms, verify %.1f ms; "
+            "forwards by rows M:", ork_spec_acceptance(st), ork_spec_tau(st), st->draft_ms,
+            st->verify_ms);
+    for (int i = 0; i < ORK_SPEC_M_HIST; i++)
+        if (st->m_hist[i])
+            fprintf(out, " %d:%llu", i + 1, (unsigned long long)st->m_hist[i]);
+    fprintf(out, "\n");
 }
 
 /* ---- ork run ----------------------------------------------------------------------------- */
@@ -680,9 +788,20 @@ int ork_cmd_run(int argc, char **argv)
         ork_free(file_text);
         return rc;
     }
+    struct ork_spec *spec = NULL;
+    if ((rc = ork_cli_spec_setup(CMD, &o, m, s, &spec))) {
+        ork_sampler_free(smp);
+        ork_cli_gen_constraint_free();
+        ork_session_free(s);
+        ork_model_free(m);
+        ork_free(file_text);
+        return rc;
+    }
     struct ork_gen_params gp;
     ork_gen_params_default(&gp);
     gp.sampling = o.sampling;
+    gp.ignore_eos = o.ignore_eos;
+    gp.spec = spec;
     gp.n_predict = o.n_predict;
     gp.stops = o.stops;
     gp.n_stops = o.n_stops;
@@ -705,10 +824,13 @@ int ork_cmd_run(int argc, char **argv)
         ork_cli_print_stats(&st);
         if (o.profile)
             ork_cli_npu_report(stderr, m);
-        if (o.verbose)
+        if (o.verbose) {
             fprintf(stderr, "stop: %s, seed %llu\n", ork_stop_reason_name(st.stop),
                     (unsigned long long)ork_sampler_seed(smp));
+            ork_cli_spec_report(stderr, spec);
+        }
     }
+    ork_cli_spec_free(spec);
     ork_sampler_free(smp);
     ork_cli_gen_constraint_free();
     ork_session_free(s);

@@ -27,6 +27,12 @@ struct ork_cli_gen_opts {
     const char *grammar;                    /* --grammar TEXT or --grammar-file FILE (GBNF) */
     const char *grammar_file;
     const char *json_schema;                /* --json-schema TEXT (-j) */
+    bool ignore_eos;                        /* --ignore-eos */
+    /* speculative decoding (ork-engine/speculative.h): --draft-model (-md), --lookup,
+     * --draft-max, --draft-min, --draft-p-min */
+    const char *draft_model;
+    int32_t lookup, draft_max, draft_min;
+    float draft_p_min;
 };
 
 /* The constrained-output objects ork_cli_gen_setup made for a sampler (NULL: none); free them
@@ -66,7 +72,18 @@ void ork_cli_gen_help(FILE *out, bool sampling);
  * returns ORK_EXIT_ERROR on failure, after freeing what it made. */
 int ork_cli_gen_setup(const char *cmd, const struct ork_cli_gen_opts *o, struct ork_model **m,
                       struct ork_session **s, struct ork_sampler **smp);
-/* Print "prompt: N tokens, X ms (Y tok/s) | generation: ..." to stderr. */
+/* Print "prompt: N tokens, X ms (Y tok/s) | generation: ..." to stderr, and the speculative
+ * figures (drafted, accepted, tau) when the generation speculated. */
 void ork_cli_print_stats(const struct ork_gen_stats *st);
+
+struct ork_spec;
+/* With --draft-model or --lookup: load the draft model on the CPU (its vocabulary checked
+ * against m's) and make the speculative decoder for session s of m into *spec (NULL: none).
+ * Prints the error and returns ORK_EXIT_ERROR on failure. ork_cli_spec_free frees both. */
+int ork_cli_spec_setup(const char *cmd, const struct ork_cli_gen_opts *o, struct ork_model *m,
+                       const struct ork_session *s, struct ork_spec **spec);
+void ork_cli_spec_free(struct ork_spec *spec);
+/* --verbose: the decoder's totals (acceptance, tau, the verify-M histogram) to out. */
+void ork_cli_spec_report(FILE *out, const struct ork_spec *spec);
 
 #endif

@@ -6,9 +6,12 @@
  * the forward pass (forward.c). The only allocations are per call, before the loop. */
 #include "model_priv.h"
 
+#include <ork-engine/speculative.h>
+
 #include <ork/alloc.h>
 #include <ork/error.h>
 
+#include <math.h>
 #include <string.h>
 
 /* Bytes one token's text may take in the detokenizer's output (tokenizer.h: cap >= 256 +
@@ -98,10 +101,79 @@ static int emit(const struct ork_gen_params *p, struct ork_stop *st, const char 
     return 0;
 }
 
+/* Mask the end-of-generation ids (ignore_eos) in logits. */
+static void mask_ids(float *logits, const int32_t *ids, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++)
+        logits[ids[i]] = -INFINITY;
+}
+
+/* Plain decoding's choice of the next token from s->logits: sample, charge the twin, record. */
+static int sample_next(struct ork_session *s, struct ork_sampler *smp, const int32_t *eog,
+                       int32_t n_eog, int32_t *out)
+{
+    if (n_eog)
+        mask_ids(s->logits, eog, n_eog);
+    int32_t id = ork_sampler_sample(smp, s->logits);
+    int ret = ork_model_twin_sample(s->m, ork_sampler_kept(smp));
+    if (ret < 0)
+        return ret;
+    if (id < 0 || id >= s->m->cfg.n_vocab)
+        return ork_errorf(ORK_EINVAL, "sampler returned token id %d", id);
+    ork_sampler_accept(smp, id);
+    *out = id;
+    return 0;
+}
+
+/* The state of one generation's decode loop. */
+struct gen_loop {
+    struct ork_session *s;
+    struct ork_sampler *smp;
+    const struct ork_gen_params *p;
+    struct ork_gen_stats *st;
+    int32_t *eog;               /* ids masked under ignore_eos (no grammar), else NULL */
+    int32_t n_eog;
+    int32_t queue[ORK_SPEC_M_HIST + 1];   /* tokens a speculative step produced */
+    int32_t q_n, q_i;
+    int32_t id_pos;             /* the cache position of the current token */
+};
+
+/* The token after the current one (at position id_pos): the next one a speculative step left,
+ * else a new step (speculative or plain). */
+static int next_token(struct gen_loop *g, int32_t id, int32_t *next)
+{
+    struct ork_session *s = g->s;
+    if (g->q_i < g->q_n) {
+        *next = g->queue[g->q_i++];
+        g->id_pos++;
+        return 0;
+    }
+    int ret;
+    if (g->p->spec) {
+        int32_t left = g->p->n_predict < 0 ? INT32_MAX : g->p->n_predict - g->st->n_gen;
+        if (left > ORK_SPEC_M_HIST)
+            left = ORK_SPEC_M_HIST;
+        if ((ret = ork_spec_step(g->p->spec, s, g->smp, id, left, g->p->ignore_eos, g->queue,
+                                 &g->q_n)) < 0)
+            return ret;
+        for (int32_t j = 0; j < g->q_n; j++)
+            if ((ret = ork_model_twin_sample(s->m, ork_sampler_kept(g->smp))) < 0)
+                return ret;
+        g->st->n_steps++;
+        *next = g->queue[0];
+        g->q_i = 1;
+        g->id_pos++;
+        return 0;
+    }
+    if ((ret = ork_model_eval(s, &id, 1, s->n_past, s->logits, ORK_EVAL_LAST_LOGITS)) < 0)
+        return ret;
+    g->id_pos = s->n_past;
+    return sample_next(s, g->smp, g->eog, g->n_eog, next);
+}
+
 int ork_generate_tokens(struct ork_session *s, struct ork_sampler *smp, const int32_t *ids,
                         int32_t n, const struct ork_gen_params *p, struct ork_gen_stats *stats)
 {
-    const struct ork_model_config *c = &s->m->cfg;
     const struct ork_tokenizer *tok = s->m->tok;
     struct ork_gen_stats st0;
     struct ork_gen_stats *stt = stats ? stats : &st0;
@@ -137,6 +209,11 @@ int ork_generate_tokens(struct ork_session *s, struct ork_sampler *smp, const in
     char *piece = ork_malloc(GEN_PIECE_CAP);
     char *buf = ork_malloc(buf_cap);
     struct ork_stop *stop_st = NULL;
+    struct gen_loop g = { .s = s, .smp = smp, .p = p, .st = stt };
+    bool eog_stops = !p->ignore_eos || ork_sampler_get_params(smp)->grammar;
+    struct ork_spec_stats spec0 = { .n_steps = 0 };
+    if (p->spec)
+        spec0 = *ork_spec_stats(p->spec);
     int ret = 0;
     if (!piece || !buf) {
         ret = ORK_ENOMEM;
@@ -144,6 +221,15 @@ int ork_generate_tokens(struct ork_session *s, struct ork_sampler *smp, const in
     }
     if (p->n_stops && (ret = ork_stop_create(p->stops, p->n_stops, &stop_st)) < 0)
         goto out;
+    if (!eog_stops) {
+        if (!(g.eog = ork_malloc((size_t)s->m->cfg.n_vocab * sizeof(int32_t)))) {
+            ret = ORK_ENOMEM;
+            goto out;
+        }
+        for (int32_t i = 0; i < s->m->cfg.n_vocab; i++)
+            if (ork_tokenizer_is_eog(tok, i))
+                g.eog[g.n_eog++] = i;
+    }
 
     for (int32_t i = keep; i < n; i++)
         ork_sampler_accept(smp, ids[i]);
@@ -158,20 +244,14 @@ int ork_generate_tokens(struct ork_session *s, struct ork_sampler *smp, const in
     ork_detok_init(&dt, tok, false);
     enum ork_stop_reason stop = ORK_STOP_NONE;
     double t1 = now_ms();
+    int32_t id = -1;
+    g.id_pos = s->n_past;
+    if (p->n_predict == 0)
+        stop = ORK_STOP_N_PREDICT;
+    else if ((ret = sample_next(s, smp, g.eog, g.n_eog, &id)) < 0)
+        goto out;
     while (stop == ORK_STOP_NONE) {
-        if (p->n_predict >= 0 && stt->n_gen >= p->n_predict) {
-            stop = ORK_STOP_N_PREDICT;
-            break;
-        }
-        int32_t id = ork_sampler_sample(smp, s->logits);
-        if ((ret = ork_model_twin_sample(s->m, ork_sampler_kept(smp))) < 0)
-            goto out;
-        if (id < 0 || id >= c->n_vocab) {
-            ret = ork_errorf(ORK_EINVAL, "sampler returned token id %d", id);
-            goto out;
-        }
-        ork_sampler_accept(smp, id);
-        if (ork_tokenizer_is_eog(tok, id)) {
+        if (eog_stops && ork_tokenizer_is_eog(tok, id)) {
             stop = ORK_STOP_EOG;
             break;
         }
@@ -190,15 +270,24 @@ int ork_generate_tokens(struct ork_session *s, struct ork_sampler *smp, const in
             stop = ORK_STOP_N_PREDICT;   /* no need to evaluate the last token */
             break;
         }
-        if (s->n_past >= s->p.ctx_size) {
+        if (g.id_pos >= s->p.ctx_size) {
             stop = ORK_STOP_CONTEXT;
             break;
         }
-        if ((ret = ork_model_eval(s, &id, 1, s->n_past, s->logits, ORK_EVAL_LAST_LOGITS)) < 0)
+        if ((ret = next_token(&g, id, &id)) < 0)
             goto out;
     }
+    /* A speculative step may have cached tokens past the one generation stopped at: the cache
+     * ends where plain decoding's would (before the current token). */
+    if (s->n_past > g.id_pos && (ret = ork_session_truncate(s, g.id_pos)) < 0)
+        goto out;
     stt->gen_ms = now_ms() - t1;
     stt->stop = stop;
+    if (p->spec) {
+        const struct ork_spec_stats *sp1 = ork_spec_stats(p->spec);
+        stt->n_drafted = (int32_t)(sp1->n_drafted - spec0.n_drafted);
+        stt->n_accepted = (int32_t)(sp1->n_accepted - spec0.n_accepted);
+    }
 
     /* Text held back for incomplete UTF-8 or a possible stop-string prefix. */
     if (stop != ORK_STOP_STRING && stop != ORK_STOP_CALLBACK) {
@@ -218,6 +307,7 @@ int ork_generate_tokens(struct ork_session *s, struct ork_sampler *smp, const in
 out:
     if (stop_st)
         ork_stop_free(stop_st);
+    ork_free(g.eog);
     ork_free(piece);
     ork_free(buf);
     return ret;

@@ -471,7 +471,22 @@ static int32_t draw(struct ork_sampler *s, struct cand *c, size_t n, float temp)
     return c[0].id;
 }
 
-static int32_t sample_chain(struct ork_sampler *s, const float *logits);
+/* Steps 0-4 of the chain: the candidates the draw picks from, in c[0..*n_out). Returns 1 with
+ * *greedy_id set when the sampler is greedy (no candidate set), 0, or a negative error. */
+static int chain_select(struct ork_sampler *s, const float *logits, size_t *n_out,
+                        int32_t *greedy_id);
+
+static int32_t sample_chain(struct ork_sampler *s, const float *logits)
+{
+    size_t n = 0;
+    int32_t greedy_id = -1;
+    int ret = chain_select(s, logits, &n, &greedy_id);
+    if (ret < 0)
+        return ret;
+    if (ret == 1)
+        return greedy_id;
+    return draw(s, s->cand, n, s->params.temp);
+}
 
 int32_t ork_sampler_sample(struct ork_sampler *s, const float *logits)
 {
@@ -485,7 +500,96 @@ int32_t ork_sampler_sample(struct ork_sampler *s, const float *logits)
     return id;
 }
 
-static int32_t sample_chain(struct ork_sampler *s, const float *logits)
+int ork_sampler_probs(struct ork_sampler *s, const float *logits, float *probs)
+{
+    if (!s || !probs)
+        return ork_errorf(ORK_EINVAL, "sampler: probs: sampler and probs must not be NULL");
+    size_t n = 0;
+    int32_t greedy_id = -1;
+    int ret = chain_select(s, logits, &n, &greedy_id);
+    if (ret < 0)
+        return ret;
+    memset(probs, 0, (size_t)s->n_vocab * sizeof(float));
+    if (ret == 1) {
+        probs[greedy_id] = 1.0f;
+        return 1;
+    }
+    /* The same weights draw() computes, normalised. */
+    struct cand *c = s->cand;
+    float max = c[0].logit, temp = s->params.temp;
+    for (size_t i = 1; i < n; i++)
+        if (c[i].logit > max)
+            max = c[i].logit;
+    if (max == -INFINITY) {
+        probs[c[0].id] = 1.0f;
+        return 1;
+    }
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        c[i].p = expf((c[i].logit - max) / temp);
+        sum += (double)c[i].p;
+    }
+    int kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        probs[c[i].id] = (float)((double)c[i].p / sum);
+        kept += c[i].p > 0.0f;
+    }
+    return kept;
+}
+
+int32_t ork_sampler_sample_probs(struct ork_sampler *s, const float *probs)
+{
+    if (!s || !probs)
+        return ork_errorf(ORK_EINVAL, "sampler: sample_probs: sampler and probs must not be "
+                          "NULL");
+    double sum = 0.0;
+    int32_t last = -1;
+    for (int32_t i = 0; i < s->n_vocab; i++)
+        if (probs[i] > 0.0f) {
+            sum += (double)probs[i];
+            last = i;
+        }
+    if (last < 0)
+        return ork_errorf(ORK_ERANGE, "sampler: sample_probs: no token has a positive "
+                          "probability");
+    double r = rng_uniform(s->rng) * sum, acc = 0.0;
+    int32_t id = last;   /* rounding put r past the total: the last non-zero token */
+    for (int32_t i = 0; i < s->n_vocab; i++) {
+        if (probs[i] <= 0.0f)
+            continue;
+        acc += (double)probs[i];
+        if (r < acc) {
+            id = i;
+            break;
+        }
+    }
+    ork_sampler_choose(s, id);
+    return id;
+}
+
+double ork_sampler_uniform(struct ork_sampler *s)
+{
+    return rng_uniform(s->rng);
+}
+
+void ork_sampler_choose(struct ork_sampler *s, int32_t id)
+{
+    if (s && s->gm && id >= 0 && id < s->n_vocab)
+        s->last_sampled = id;
+}
+
+const struct ork_sampler_params *ork_sampler_get_params(const struct ork_sampler *s)
+{
+    return &s->params;
+}
+
+bool ork_sampler_greedy(const struct ork_sampler *s)
+{
+    return s->params.temp <= 0.0f;
+}
+
+static int chain_select(struct ork_sampler *s, const float *logits, size_t *n_out,
+                        int32_t *greedy_id)
 {
     if (!s || !logits)
         return ork_errorf(ORK_EINVAL, "sampler: sample: sampler and logits must not be NULL");
@@ -527,7 +631,8 @@ static int32_t sample_chain(struct ork_sampler *s, const float *logits)
         for (size_t i = 1; i < n; i++)
             if (c[i].logit > c[best].logit)
                 best = i;
-        return c[best].id;
+        *greedy_id = c[best].id;
+        return 1;
     }
 
     /* 2. Top-k: the k best, sorted, in c[0..k). */
@@ -542,8 +647,10 @@ static int32_t sample_chain(struct ork_sampler *s, const float *logits)
     for (size_t i = 1; i < n; i++)
         if (c[i].logit > max)
             max = c[i].logit;
-    if (max == -INFINITY)
-        return draw(s, c, n, p->temp);
+    if (max == -INFINITY) {
+        *n_out = n;
+        return 0;
+    }
 
     /* 4 (done together with 3, same result). Min-p keeps p_i >= min_p * p_max, i.e.
      * logit_i >= max + ln(min_p): a threshold on logits, unaffected by renormalisation. Top-p
@@ -591,6 +698,7 @@ static int32_t sample_chain(struct ork_sampler *s, const float *logits)
         n = keep ? keep : 1;
     }
 
-    /* 5-6. Temperature and draw. */
-    return draw(s, c, n, p->temp);
+    /* 5-6. Temperature and draw: the caller's. */
+    *n_out = n;
+    return 0;
 }
