@@ -21,6 +21,11 @@
 #define NPU_MAX_DOMAINS 16              /* RKNPU_MAX_IOMMU_DOMAIN_NUM (spec §13) */
 #define NPU_DEFAULT_MAX_M 64            /* prefill rows per NPU matmul (M-tile cap at K=3072..4096
                                          * is 64, docs/npu.md) */
+/* Row-sized programs (docs/npu-inference.md "Row-sized programs"): each resident matrix holds
+ * one plan per row count of the set, powers of two from 1 up to max_m, plus max_m itself; a
+ * run of M rows takes the smallest plan of >= M rows. 8 = 1, 2, 4, ..., 64 and one more for a
+ * max_m that is not a power of two. */
+#define NPU_MAX_PROGS 8
 
 /* ---- plans (plan.c) ----------------------------------------------------------------------- */
 
@@ -96,16 +101,21 @@ int ork__npu_pack_ensure(const struct ork_model *m, const char *path, const char
 
 /* ---- the executor (placement.c, run.c) ---------------------------------------------------- */
 
-/* One NPU matrix (a pack tensor, or in the baseline a row range of one) with its plans. */
+/* One NPU matrix (a pack tensor, or in the baseline a row range of one) with its plans:
+ * prog[i] runs up to ex->prog_rows[i] rows (ascending; prog[0] is M = 1, the decode plan, and
+ * prog[ex->n_prog - 1] is M = max_m, the prefill plan). The M = 1 and M = max_m plans of every
+ * matrix are made first, in load order (their buffers, hence their programs, are those of an
+ * executor without the others); the sizes between come after every matrix is placed, and a
+ * size that did not fit its domain is NULL (a run takes the next larger plan). */
 struct npu_mat {
     struct ork_npu_weights *w;
-    struct ork_npu_matmul *dec;         /* M = 1 */
-    struct ork_npu_matmul *pre;         /* M = max_m; NULL when max_m == 1 (dec serves) */
+    struct ork_npu_matmul *prog[NPU_MAX_PROGS];
+    struct ork_npu_matmul_info info[NPU_MAX_PROGS];
     uint32_t n, k;
     int dev;                            /* device (domain) index */
+    uint32_t cores;                     /* the plans' cores (0: libork's budget picks) */
     uint32_t c0;                        /* first input column (the second half: its K offset) */
     const float *scales;                /* (n) */
-    struct ork_npu_matmul_info dinfo, pinfo;
 };
 
 /* One op of one layer: 1..3 matrices whose outputs are split into parts (q, k, v). */
@@ -125,6 +135,8 @@ struct ork__npu_exec {
     struct ork_npu *dev[NPU_MAX_DOMAINS];
     uint64_t dev_bytes[NPU_MAX_DOMAINS];
     uint32_t max_m;
+    uint32_t n_prog;                    /* plan sizes per matrix (1 when max_m == 1) */
+    uint32_t prog_rows[NPU_MAX_PROGS];  /* rows of each size, ascending; the last is max_m */
     uint32_t flags;
     int32_t n_layers;
     struct npu_opmat *ops;              /* (n_layers * ORK__OPS_PER_LAYER + 1): per layer its
@@ -159,6 +171,11 @@ static inline struct npu_opmat *npu_op_at(struct ork__npu_exec *ex, enum ork__np
         return &ex->ops[(size_t)ex->n_layers * ORK__OPS_PER_LAYER];
     return &ex->ops[(size_t)layer * ORK__OPS_PER_LAYER + (size_t)op];
 }
+
+/* The plan of mt for a run of m rows (1 <= m <= max_m): the smallest made with >= m rows, and
+ * its index into prog[] / info[] in *idx (run.c). */
+struct ork_npu_matmul *ork__npu_mat_plan(const struct ork__npu_exec *ex, const struct npu_mat *mt,
+                                         uint32_t m, uint32_t *idx);
 
 /* Take the devices' modelled clocks as the zero of the statistics (run.c). */
 void ork__npu_model_base_reset(struct ork__npu_exec *ex);

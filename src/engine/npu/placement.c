@@ -2,8 +2,9 @@
  * 32-bit IOVA window), the weights of each op (tiled from the .orkpack, pack_build.c, or
  * quantised and tiled here), made resident once, each layer in the domain that still has room
  * (a new domain per ~3.8 GiB, at layer boundaries), and every plan of every matrix created now
- * (a decode plan of M = 1 and a prefill plan of M = max_m), its programs at fixed addresses,
- * split across the cores by libork's budget. How each op is laid out (fused or one matrix per
+ * (a decode plan of M = 1 and a prefill plan of M = max_m, then, once every matrix is placed,
+ * the row-sized plans between: docs/npu-inference.md "Row-sized programs"), its programs at
+ * fixed addresses, split across the cores by libork's budget. How each op is laid out (fused or one matrix per
  * model matrix, K-split halves) comes from the executor plan (plan.c); running is run.c. */
 #include "npu_priv.h"
 
@@ -27,6 +28,11 @@
  * (spec §13) less room for the plans' A, C and program buffers. */
 #define NPU_DOMAIN_BUDGET ((uint64_t)3900 << 20)
 #define NPU_DOMAIN_MARGIN ((uint64_t)128 << 20)
+/* A plan's buffers, as libork makes them: page-granular (4 KiB, spec §13), int32 results
+ * (spec §6.2), one 112-entry regcmd program of 8-byte entries per task (spec §2.3). */
+#define NPU_PAGE 4096u
+#define NPU_OUT_BYTES 4u
+#define NPU_PROG_BYTES (112u * 8u)
 
 /* The simulator's `load` file, the vendor debugfs file `ork top` reads on a board
  * (docs/cli.md "ork top"): one per process, DIR/sim-load.PID with DIR = $XDG_RUNTIME_DIR/ork,
@@ -67,7 +73,7 @@ static void sim_load_release(const struct ork__npu_exec *ex)
 }
 
 static int open_device(struct ork__npu_exec *ex, const char *device, int32_t sim_timing,
-                       uint64_t domain_bytes)
+                       uint64_t domain_bytes, const char *caps)
 {
     if (ex->n_dev >= NPU_MAX_DOMAINS)
         return ork_errorf(ORK_ENOMEM, "NPU: the resident weights need more than %d IOMMU "
@@ -83,11 +89,43 @@ static int open_device(struct ork__npu_exec *ex, const char *device, int32_t sim
                                 * the twin records one op per plan core either way */
                                .confirm_one_job = true };
     struct ork_npu_opts o = { .struct_size = sizeof o, .device = device, .sim = &so,
-                              .domain = (uint32_t)ex->n_dev };
+                              .domain = (uint32_t)ex->n_dev, .capabilities = caps };
     int ret = ork_npu_open(&o, &ex->dev[ex->n_dev]);
     if (ret < 0)
         return ret;
     ex->n_dev++;
+    return 0;
+}
+
+/* Device bytes of a plan (its A, C and program buffers, page-rounded as libork's estimate
+ * rounds them, src/libork/estimate.c) and of its regcmd programs. */
+static uint64_t pages(uint64_t b)
+{
+    return (b + NPU_PAGE - 1) / NPU_PAGE * NPU_PAGE;
+}
+
+static void count_plan(struct ork__npu_exec *ex, uint32_t i, const struct ork_npu_matmul_info *in)
+{
+    uint64_t ks = in->n_kslices ? in->n_kslices : 1;
+    uint64_t regcmd = (uint64_t)in->n_tasks * NPU_PROG_BYTES;
+    ex->st.prog_regcmd_bytes[i] += regcmd;
+    ex->st.prog_bytes[i] += pages((uint64_t)in->m * in->k_padded) +
+                            pages((uint64_t)in->m * in->n_padded * NPU_OUT_BYTES * ks) +
+                            pages(regcmd);
+}
+
+/* Plan size i (ex->prog_rows[i] rows) of matrix mt. */
+static int make_plan(struct ork__npu_exec *ex, struct npu_mat *mt, uint32_t i)
+{
+    struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = ex->prog_rows[i],
+                                      .cores = mt->cores, .flags = ORK_NPU_MATMUL_ONE_JOB };
+    int ret = ork_npu_matmul_create(mt->w, &md, &mt->prog[i]);
+    if (ret < 0) {
+        mt->prog[i] = NULL;
+        return ret;
+    }
+    ork_npu_matmul_get_info(mt->prog[i], &mt->info[i]);
+    count_plan(ex, i, &mt->info[i]);
     return 0;
 }
 
@@ -109,26 +147,47 @@ static int make_mat(struct ork__npu_exec *ex, struct npu_mat *mt, int dev, const
     mt->scales = ork_npu_weights_scales(mt->w);
     ex->dev_bytes[dev] += ork_npu_weights_bytes(mt->w);
     ex->st.resident_bytes += ork_npu_weights_bytes(mt->w);
-    struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = 1, .cores = cores,
-                                      .flags = ORK_NPU_MATMUL_ONE_JOB };
-    if ((ret = ork_npu_matmul_create(mt->w, &md, &mt->dec)) < 0)
+    mt->cores = cores;
+    /* the decode and prefill plans now; the row sizes between after placement */
+    if ((ret = make_plan(ex, mt, 0)) < 0)
         return ret;
-    ork_npu_matmul_get_info(mt->dec, &mt->dinfo);
-    if (ex->max_m > 1) {
-        md.m = ex->max_m;
-        if ((ret = ork_npu_matmul_create(mt->w, &md, &mt->pre)) < 0)
-            return ret;
-        ork_npu_matmul_get_info(mt->pre, &mt->pinfo);
-    }
-    return 0;
+    return ex->n_prog > 1 ? make_plan(ex, mt, ex->n_prog - 1) : 0;
 }
 
 static void free_mat(struct npu_mat *mt)
 {
-    ork_npu_matmul_destroy(mt->pre);
-    ork_npu_matmul_destroy(mt->dec);
+    for (int i = NPU_MAX_PROGS - 1; i >= 0; i--)
+        ork_npu_matmul_destroy(mt->prog[i]);
     ork_npu_weights_destroy(mt->w);
     memset(mt, 0, sizeof(*mt));
+}
+
+/* The row-sized plans between M = 1 and M = max_m of every placed matrix, made after all the
+ * decode and prefill plans (so that theirs sit where an executor without them puts them). A
+ * size that does not fit its domain is left out (runs take the next larger plan). */
+static int make_row_plans(struct ork__npu_exec *ex)
+{
+    int64_t t0 = ork__now_ns();
+    uint32_t nt = (uint32_t)ex->n_layers * ORK__OPS_PER_LAYER + 1;
+    for (uint32_t i = 1; i + 1 < ex->n_prog; i++)
+        for (uint32_t t = 0; t < nt; t++)
+            for (int j = 0; j < 3; j++) {
+                struct npu_mat *mt = &ex->ops[t].mat[j];
+                if (!mt->w)
+                    continue;
+                int ret = make_plan(ex, mt, i);
+                if (ret == ORK_ENOMEM) {
+                    ex->st.prog_missing++;
+                    continue;
+                }
+                if (ret < 0)
+                    return ret;
+            }
+    if (ex->st.prog_missing)
+        ORK_LOGW("NPU: %u row-sized plan(s) did not fit their IOMMU domain; those runs take "
+                 "the next larger plan", ex->st.prog_missing);
+    ex->st.prog_extra_load_ms = (double)(ork__now_ns() - t0) / 1e6;
+    return 0;
 }
 
 /* Undo a partly placed op. */
@@ -268,6 +327,7 @@ struct placer {
     const char *dev_name;
     int32_t sim_timing;
     uint64_t domain_bytes;              /* the caller's, 0: default (for the simulator) */
+    const char *caps;                   /* capability record (ork_model_params) */
     uint64_t cap;                       /* estimated bytes a domain may take */
     int cur;
     uint64_t used;
@@ -277,7 +337,7 @@ struct placer {
 
 static int new_domain(struct ork__npu_exec *ex, struct placer *pc)
 {
-    int ret = open_device(ex, pc->dev_name, pc->sim_timing, pc->domain_bytes);
+    int ret = open_device(ex, pc->dev_name, pc->sim_timing, pc->domain_bytes, pc->caps);
     if (ret < 0)
         return ret;
     pc->cur = ex->n_dev - 1;
@@ -296,8 +356,18 @@ static uint64_t layer_need(const struct ork__npu_exec *ex, const struct ork_mode
         struct pack_src ps;
         char name[ORK_ORKPACK_NAME_MAX];
         ork__npu_pack_source(ex->plan, m, t, &ps, name, sizeof name);
-        if (ps.ns)
-            need += ork_npu_weights_estimate_bytes(ORK_NPU_I8, ps.n, ps.k, ex->max_m);
+        if (!ps.ns)
+            continue;
+        uint64_t full = ork_npu_weights_estimate_bytes(ORK_NPU_I8, ps.n, ps.k, ex->max_m);
+        need += full;
+        /* the row-sized plans between: their A and C scale with the rows; libork's estimate
+         * counts the M = 1 and M = max_m plans, so the difference of the two estimates is
+         * about one max_m-row plan */
+        uint64_t dec = ork_npu_weights_estimate_bytes(ORK_NPU_I8, ps.n, ps.k, 1);
+        uint64_t per_max = full > dec ? full - dec : 0, rows = 0;
+        for (uint32_t i = 1; i + 1 < ex->n_prog; i++)
+            rows += ex->prog_rows[i];
+        need += per_max * rows / ex->max_m;
     }
     return need;
 }
@@ -351,7 +421,8 @@ static int place_all(struct ork__npu_exec *ex, const struct ork_model *m,
      * taking fewer cores than the most); small test domains keep 1/8 */
     uint64_t margin = dom_bytes / 8 < NPU_DOMAIN_MARGIN ? dom_bytes / 8 : NPU_DOMAIN_MARGIN;
     struct placer pc = { .dev_name = dev_name, .sim_timing = p->sim_timing,
-                         .domain_bytes = p->npu_domain_bytes, .cap = dom_bytes - margin };
+                         .domain_bytes = p->npu_domain_bytes, .caps = p->npu_capabilities,
+                         .cap = dom_bytes - margin };
     bool show = !(ex->flags & ORK_NPU_EXEC_QUIET);
     int last = -1, ret;
     for (int32_t l = 0; l <= m->cfg.n_layers; l++) {
@@ -403,6 +474,22 @@ static void place_src_fini(struct place_src *src)
     ork_free(src->row);
 }
 
+/* The plan sizes: 1, the powers of two below max_m that mask selects (0: all of them), and
+ * max_m. Powers of two keep a run's padding below 2x its rows with log2(max_m) + 1 sizes;
+ * docs/npu-inference.md "Row-sized programs" gives the measured cost. */
+static void prog_sizes(struct ork__npu_exec *ex, uint32_t mask)
+{
+    ex->n_prog = 0;
+    ex->prog_rows[ex->n_prog++] = 1;
+    for (uint32_t b = 1; b < 31 && (1u << b) < ex->max_m && ex->n_prog + 1 < NPU_MAX_PROGS; b++)
+        if (!mask || (mask & (1u << b)))
+            ex->prog_rows[ex->n_prog++] = 1u << b;
+    if (ex->max_m > 1)
+        ex->prog_rows[ex->n_prog++] = ex->max_m;
+    ex->st.n_prog_sizes = ex->n_prog;
+    memcpy(ex->st.prog_rows, ex->prog_rows, sizeof ex->st.prog_rows);
+}
+
 int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork_model_params *p,
                          struct ork__npu_exec **out)
 {
@@ -420,11 +507,12 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
     ex->flags = p->npu_flags;
     ex->plan = ork__npu_plan_for(ex->flags);
     ex->max_m = p->npu_max_m > 0 ? (uint32_t)p->npu_max_m : NPU_DEFAULT_MAX_M;
+    prog_sizes(ex, p->npu_prog_rows);
     ex->n_layers = m->cfg.n_layers;
     ex->twin = m->twin;
     bool show = !(ex->flags & ORK_NPU_EXEC_QUIET);
     struct place_src src = { 0 };
-    int ret = open_device(ex, dev_name, p->sim_timing, p->npu_domain_bytes);
+    int ret = open_device(ex, dev_name, p->sim_timing, p->npu_domain_bytes, p->npu_capabilities);
     if (ret < 0) {
         if (soft && ret == ORK_ENOENT) {
             if (show)
@@ -446,7 +534,8 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
         ORK_LOGW("%s; quantising for the NPU in memory", ork_error_message());
         src.pack = NULL;
     }
-    if ((ret = alloc_scratch(ex, m, &src)) < 0 || (ret = place_all(ex, m, p, dev_name, &src)) < 0)
+    if ((ret = alloc_scratch(ex, m, &src)) < 0 || (ret = place_all(ex, m, p, dev_name, &src)) < 0 ||
+        (ret = make_row_plans(ex)) < 0)
         goto err;
     snprintf(ex->st.backend, sizeof ex->st.backend, "%s", ork_npu_backend(ex->dev[0]));
     ex->is_sim = ork_npu_is_sim(ex->dev[0]);

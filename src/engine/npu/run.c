@@ -1,5 +1,6 @@
 /* run.c -- running the ops of the NPU executor per forward batch: each op quantises its
- * input into fixed scratch, runs its plan (M = 1 decode, M = max_m prefill) and dequantises
+ * input into fixed scratch, runs the smallest of its row-sized plans that holds the rows
+ * (M = 1 decode, 2, 4, ... up to M = max_m prefill) and dequantises
  * into the caller's rows; more rows than one plan run takes are M-chunks pipelined on the
  * async worker; the K-split O projection (its first half asynchronous in decode, so the
  * caller computes the other heads' attention meanwhile); the statistics, with modelled NPU
@@ -69,15 +70,27 @@ static void dequant_part(const int32_t *c, uint32_t ldc, uint32_t c0, uint32_t n
     }
 }
 
-static void count_run(struct ork__npu_exec *ex, const struct ork_npu_matmul_info *in, uint32_t m,
+struct ork_npu_matmul *ork__npu_mat_plan(const struct ork__npu_exec *ex, const struct npu_mat *mt,
+                                         uint32_t m, uint32_t *idx)
+{
+    for (uint32_t i = 0; i < ex->n_prog; i++)
+        if (ex->prog_rows[i] >= m && mt->prog[i]) {
+            *idx = i;
+            return mt->prog[i];
+        }
+    *idx = ex->n_prog - 1;      /* not reached: the max_m plan is always made */
+    return mt->prog[ex->n_prog - 1];
+}
+
+static void count_run(struct ork__npu_exec *ex, const struct ork_npu_matmul_info *in, uint32_t idx,
                       int dev)
 {
-    (void)m;
     if (dev != ex->last_dev) {
         ex->last_dev = dev;
         ex->n_domain_switches++;
     }
     ex->st.n_submits += in->n_submits ? in->n_submits : 1;
+    ex->st.prog_runs[idx]++;
 }
 
 /* Dequantise rows [r0, r0 + mr) of a fused op from C (row stride mt->n) into its parts. */
@@ -100,13 +113,15 @@ static int run_pipelined(struct ork__npu_exec *ex, struct npu_opmat *o, const fl
                          float *const *outs)
 {
     struct npu_mat *mt = &o->mat[0];
-    struct ork_npu_matmul *plan = mt->pre ? mt->pre : mt->dec;
-    const struct ork_npu_matmul_info *in = mt->pre ? &mt->pinfo : &mt->dinfo;
-    uint32_t k = mt->k, mm = ex->max_m;
+    uint32_t k = mt->k, mm = ex->max_m, idx;
     int32_t nc = (int32_t)((m + (int32_t)mm - 1) / (int32_t)mm);
     struct ork_npu_job *job = NULL;
     int ret;
     uint32_t mr0 = (uint32_t)(m < (int32_t)mm ? m : (int32_t)mm);
+    /* each chunk on the smallest plan that holds it (the last may be short) */
+    struct ork_npu_matmul *plan = ork__npu_mat_plan(ex, mt, mr0, &idx);
+    const struct ork_npu_matmul_info *in = &mt->info[idx];
+    uint32_t run_idx = idx;
     tw_quant(ex, mr0, k);
     if ((ret = ork__twin_npu_submit(ex->twin, in, mr0, mt->dev, true, 0, ex->tw_label)) < 0 ||
         (ret = ork_npu_quantize_rows_i8(x, mr0, k, ex->a8, ex->a_scales)) < 0 ||
@@ -127,7 +142,12 @@ static int run_pipelined(struct ork__npu_exec *ex, struct npu_opmat *o, const fl
             return ret;
         if (qret < 0)
             return qret;
-        count_run(ex, in, mr, mt->dev);
+        count_run(ex, in, run_idx, mt->dev);
+        if (mr1) {
+            plan = ork__npu_mat_plan(ex, mt, mr1, &idx);
+            in = &mt->info[idx];
+            run_idx = idx;
+        }
         if (mr1 && ((ret = ork__twin_npu_submit(ex->twin, in, mr1, mt->dev, true, (i + 1) & 1,
                                                 ex->tw_label)) < 0 ||
                     (ret = ork_npu_matmul_submit_async(plan, ex->a8, mr1,
@@ -144,9 +164,9 @@ static int run_pipelined(struct ork__npu_exec *ex, struct npu_opmat *o, const fl
 
 static int run_mat(struct ork__npu_exec *ex, struct npu_mat *mt, uint32_t m)
 {
-    bool dec = m == 1 || !mt->pre;
-    struct ork_npu_matmul *plan = dec ? mt->dec : mt->pre;
-    const struct ork_npu_matmul_info *in = dec ? &mt->dinfo : &mt->pinfo;
+    uint32_t idx;
+    struct ork_npu_matmul *plan = ork__npu_mat_plan(ex, mt, m, &idx);
+    const struct ork_npu_matmul_info *in = &mt->info[idx];
     int ret = ork__twin_npu_submit(ex->twin, in, m, mt->dev, false, 0, ex->tw_label);
     if (ret == 0)
         ret = ork_npu_matmul_run_i8(plan, ex->a8, m, ex->c32);
@@ -154,7 +174,7 @@ static int run_mat(struct ork__npu_exec *ex, struct npu_mat *mt, uint32_t m)
         ret = ork__twin_npu_wait(ex->twin, 0);
     if (ret < 0)
         return ret;
-    count_run(ex, in, m, mt->dev);
+    count_run(ex, in, idx, mt->dev);
     return 0;
 }
 
@@ -245,22 +265,22 @@ int ork__npu_exec_o_submit(struct ork__npu_exec *ex, int32_t layer, const float 
     uint32_t kx = mt->k + o->mat[1].k;
     int64_t t0 = ork__now_ns();
     ork_npu_exec_traced("npu o_a (async)");
-    bool dec = m == 1 || !mt->pre;
+    uint32_t idx;
+    struct ork_npu_matmul *plan = ork__npu_mat_plan(ex, mt, (uint32_t)m, &idx);
     tw_quant(ex, (uint32_t)m, mt->k);
-    int ret = ork__twin_npu_submit(ex->twin, dec ? &mt->dinfo : &mt->pinfo, (uint32_t)m, mt->dev,
-                                   true, 0, "npu o_a (async)");
+    int ret = ork__twin_npu_submit(ex->twin, &mt->info[idx], (uint32_t)m, mt->dev, true, 0,
+                                   "npu o_a (async)");
     if (ret == 0)
         ret = quantize_cols(att, kx, mt->c0, mt->k, (uint32_t)m, ex->a8, ex->a_scales);
     ex->o_model0_ns = model_now(ex, mt->dev);
     if (ret == 0)
-        ret = ork_npu_matmul_submit_async(dec ? mt->dec : mt->pre, ex->a8, (uint32_t)m, ex->c32,
-                                          &ex->o_job);
+        ret = ork_npu_matmul_submit_async(plan, ex->a8, (uint32_t)m, ex->c32, &ex->o_job);
     ork_npu_exec_untraced();
     if (ret < 0) {
         ex->o_job = NULL;
         return ret;
     }
-    count_run(ex, dec ? &mt->dinfo : &mt->pinfo, (uint32_t)m, mt->dev);
+    count_run(ex, &mt->info[idx], idx, mt->dev);
     ex->o_sub_ns = ork__now_ns();
     double ms = (double)(ex->o_sub_ns - t0) / 1e6;
     ex->st.npu_wall_ms += ms;
@@ -304,21 +324,22 @@ int ork__npu_exec_o_finish(struct ork__npu_exec *ex, int32_t layer, const float 
      * scales and C buffer */
     float *as_b = ex->a_scales + ex->max_m;
     int32_t *c_b = ex->c32 + ex->c32_half;
-    bool dec = m == 1 || !mb->pre;
-    const struct ork_npu_matmul_info *inb = dec ? &mb->dinfo : &mb->pinfo;
+    uint32_t idx;
+    struct ork_npu_matmul *plan_b = ork__npu_mat_plan(ex, mb, mr, &idx);
+    const struct ork_npu_matmul_info *inb = &mb->info[idx];
     tw_quant(ex, mr, mb->k);
     if (ret == 0)
         ret = quantize_cols(att, kx, mb->c0, mb->k, mr, ex->a8, as_b);
     if (ret == 0)
         ret = ork__twin_npu_submit(ex->twin, inb, mr, mb->dev, false, 1, "npu o_b");
     if (ret == 0)
-        ret = ork_npu_matmul_run_i8(dec ? mb->dec : mb->pre, ex->a8, mr, c_b);
+        ret = ork_npu_matmul_run_i8(plan_b, ex->a8, mr, c_b);
     if (ret == 0)
         ret = ork__twin_npu_wait(ex->twin, 1);
     if (ret == 0) {
         tw_dequant(ex, (uint64_t)mr * n);
         tw_dequant(ex, (uint64_t)mr * n);
-        count_run(ex, inb, mr, mb->dev);
+        count_run(ex, inb, idx, mb->dev);
         dequant_add(ex->c32, n, mr, ex->a_scales, ma->scales, y, false);
         dequant_add(c_b, n, mr, as_b, mb->scales, y, true);
     }
@@ -458,6 +479,7 @@ void ork_model_npu_stats_reset(struct ork_model *m)
     s->n_forward = s->n_rows = s->n_submits = 0;
     s->wall_ms = s->npu_wall_ms = s->model_npu_ms = 0;
     s->n_overlapped = 0;
+    memset(s->prog_runs, 0, sizeof s->prog_runs);
     s->cpu_inflight_ms = s->cpu_overlap_ms = 0;
     memset(s->model_core_busy_ms, 0, sizeof s->model_core_busy_ms);
     memset(s->sect_ms, 0, sizeof s->sect_ms);
