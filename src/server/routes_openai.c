@@ -6,6 +6,7 @@
  * Not here: the route table and generation requests (routes.c), the llama-server shapes
  * (routes_native.c). */
 #include "routes.h"
+#include "tools.h"
 
 #include <ork/alloc.h>
 #include <ork/error.h>
@@ -110,6 +111,15 @@ static size_t pieces_len(const struct ork_server *srv, const struct srv_task *t,
     return off;
 }
 
+/* A reply with tool calls ends with "tool_calls", unless the length limit cut the last call's
+ * arguments ("length", as OpenAI does). */
+static const char *tools_finish(struct ork_server *srv, const struct srv_task *t)
+{
+    struct srv_tc_scan sc;
+    ork__srv_tools_scan(srv, t->rq, t->text, t->text_len, true, &sc);
+    return sc.n && !sc.c[sc.n - 1].done && t->stop == SRV_STOP_LIMIT ? "length" : "tool_calls";
+}
+
 char *ork__srv_oai_result(struct ork_server *srv, struct srv_task *const *ts, int32_t n)
 {
     cJSON *root = cJSON_CreateObject();
@@ -126,7 +136,14 @@ char *ork__srv_oai_result(struct ork_server *srv, struct srv_task *const *ts, in
             cJSON *m = cJSON_AddObjectToObject(c, "message");
             cJSON_AddStringToObject(m, "role", "assistant");
             if (calls) {
-                cJSON_AddNullToObject(m, "content");
+                struct srv_tc_scan sc;
+                ork__srv_tools_scan(srv, t->rq, text, t->text_len, true, &sc);
+                char *pre = sc.content_end ? ork__srv_slice(t, 0, sc.content_end) : NULL;
+                if (pre)
+                    cJSON_AddStringToObject(m, "content", pre);
+                else
+                    cJSON_AddNullToObject(m, "content");
+                ork_free(pre);
                 cJSON_AddItemToObject(m, "tool_calls", calls);
             } else {
                 cJSON_AddStringToObject(m, "content", text);
@@ -135,7 +152,8 @@ char *ork__srv_oai_result(struct ork_server *srv, struct srv_task *const *ts, in
             cJSON_AddStringToObject(c, "text", text);
         }
         add_logprobs(srv, c, t, 0, t->n_ids, 0);
-        cJSON_AddStringToObject(c, "finish_reason", calls ? "tool_calls" : finish_reason(t->stop));
+        cJSON_AddStringToObject(c, "finish_reason", calls ? tools_finish(srv, t)
+                                                          : finish_reason(t->stop));
         cJSON_AddItemToArray(choices, c);
     }
     add_usage(root, ts, n);
@@ -177,55 +195,87 @@ static cJSON *oai_choice(cJSON *root, const struct srv_task *t, const char *text
     return c;
 }
 
-/* A chat stream while tools are offered: the output is held until the task ends (whether it is
- * a call is known only then), then goes out as one content delta, or as one tool_calls delta
- * per call ({index, id, type, function: {name, arguments}}) and finish_reason "tool_calls". */
+/* One chunk of a tools stream: a content delta (text) or a tool_calls delta of call k (head:
+ * its id, type and name with empty arguments; else an arguments fragment), with the logprobs
+ * of tokens not yet sent. */
+static int tools_chunk(struct ork_server *srv, const struct srv_task *t,
+                       struct srv_stream_pos *pos, const char *text, int k, bool head,
+                       const char *name, const char *args, char **buf, size_t *len, size_t *cap)
+{
+    cJSON *root = oai_chunk(srv, t);
+    cJSON *c = oai_choice(root, t, text, false, NULL);
+    if (k >= 0) {
+        cJSON *d = cJSON_GetObjectItemCaseSensitive(c, "delta");
+        cJSON *e = cJSON_CreateObject(), *fn;
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(d, "tool_calls"), e);
+        cJSON_AddNumberToObject(e, "index", k);
+        if (head) {
+            char id[80];
+            ork__srv_tools_call_id(t, k, id, sizeof id);
+            cJSON_AddStringToObject(e, "id", id);
+            cJSON_AddStringToObject(e, "type", "function");
+        }
+        fn = cJSON_AddObjectToObject(e, "function");
+        if (head)
+            cJSON_AddStringToObject(fn, "name", name ? name : "");
+        cJSON_AddStringToObject(fn, "arguments", args ? args : "");
+    }
+    int32_t ids = t->rq->want_probs ? t->n_probs_done : t->n_ids;
+    add_logprobs(srv, c, t, pos->ids_off, ids, 0);
+    pos->ids_off = ids;
+    cJSON_AddNullToObject(root, "usage");
+    return ork__srv_sse(root, buf, len, cap);
+}
+
+/* A chat stream while tools are offered: the text is scanned for calls as it grows
+ * (ork__srv_tools_scan). Content before a call streams as content deltas (a tail that may
+ * begin `<tool_call>` is held back); a call goes out as OpenAI streams it: a first tool_calls
+ * delta with index, id, type and function.name, then function.arguments fragments as the model
+ * writes them; finish_reason "tool_calls". pos->tool_off is how far the text was sent. */
 static int tools_stream(struct ork_server *srv, const struct srv_task *t,
                         struct srv_stream_pos *pos, bool final, char **buf, size_t *len,
                         size_t *cap)
 {
-    int ret;
-    pos->text_off = t->text_len;   /* held, not pending: the final event sends it all */
-    pos->ids_off = t->rq->want_probs ? t->n_probs_done : t->n_ids;
-    if (!final)
-        return 0;
+    int ret = 0;
+    struct srv_tc_scan sc;
+    ork__srv_tools_scan(srv, t->rq, t->text, t->text_len, final, &sc);
+    size_t from = pos->tool_off;
+    int32_t ids0 = pos->ids_off;
+    pos->text_off = t->text_len;   /* scanned; what is held back waits in tool_off */
+    if (from < sc.content_end) {
+        char *s = ork__srv_slice(t, from, sc.content_end);
+        ret = s ? tools_chunk(srv, t, pos, s, -1, false, NULL, NULL, buf, len, cap) : ORK_ENOMEM;
+        ork_free(s);
+        from = sc.content_end;
+    }
+    for (int k = 0; k < sc.n && ret == 0; k++) {
+        const struct srv_tc *c = &sc.c[k];
+        if (from < c->args_a) {
+            char *name = ork__srv_slice(t, c->name_a, c->name_b);
+            ret = name ? tools_chunk(srv, t, pos, NULL, k, true, name, "", buf, len, cap)
+                       : ORK_ENOMEM;
+            ork_free(name);
+            from = c->args_a;
+        }
+        if (ret == 0 && from < c->args_b) {
+            char *a = ork__srv_slice(t, from, c->args_b);
+            ret = a ? tools_chunk(srv, t, pos, NULL, k, false, NULL, a, buf, len, cap)
+                    : ORK_ENOMEM;
+            ork_free(a);
+            from = c->args_b;
+        }
+    }
+    pos->tool_off = from;
+    int32_t ids = t->rq->want_probs ? t->n_probs_done : t->n_ids;
+    if (ret == 0 && t->rq->want_probs && pos->ids_off == ids0 && ids0 < ids)   /* held back */
+        ret = tools_chunk(srv, t, pos, "", -1, false, NULL, NULL, buf, len, cap);
+    if (ret < 0 || !final)
+        return ret;
     if ((ret = ork__srv_sse_task_error(t, buf, len, cap)) < 0)
         return ret;
-    cJSON *calls = ork__srv_tools_parse(srv, t);
-    if (!calls) {
-        if (t->text_len) {
-            cJSON *root = oai_chunk(srv, t);
-            cJSON *c = oai_choice(root, t, t->text, false, NULL);
-            add_logprobs(srv, c, t, 0, pos->ids_off, 0);
-            cJSON_AddNullToObject(root, "usage");
-            if ((ret = ork__srv_sse(root, buf, len, cap)) < 0)
-                return ret;
-        }
-        cJSON *root = oai_chunk(srv, t);
-        cJSON_AddNullToObject(oai_choice(root, t, NULL, false, finish_reason(t->stop)),
-                              "logprobs");
-        cJSON_AddNullToObject(root, "usage");
-        return ork__srv_sse(root, buf, len, cap);
-    }
-    int k = 0;
-    cJSON *call;
-    cJSON_ArrayForEach(call, calls) {
-        cJSON *root = oai_chunk(srv, t);
-        cJSON *c = oai_choice(root, t, NULL, false, NULL);
-        cJSON *d = cJSON_GetObjectItemCaseSensitive(c, "delta");
-        cJSON *arr = cJSON_AddArrayToObject(d, "tool_calls"), *e = cJSON_Duplicate(call, true);
-        cJSON_AddNumberToObject(e, "index", k++);
-        cJSON_AddItemToArray(arr, e);
-        cJSON_AddNullToObject(c, "logprobs");
-        cJSON_AddNullToObject(root, "usage");
-        if ((ret = ork__srv_sse(root, buf, len, cap)) < 0) {
-            cJSON_Delete(calls);
-            return ret;
-        }
-    }
-    cJSON_Delete(calls);
     cJSON *root = oai_chunk(srv, t);
-    cJSON_AddNullToObject(oai_choice(root, t, NULL, false, "tool_calls"), "logprobs");
+    const char *fin = sc.n ? tools_finish(srv, t) : finish_reason(t->stop);
+    cJSON_AddNullToObject(oai_choice(root, t, NULL, false, fin), "logprobs");
     cJSON_AddNullToObject(root, "usage");
     return ork__srv_sse(root, buf, len, cap);
 }

@@ -400,6 +400,7 @@ struct srv_stream_pos {
     size_t text_off;                /* bytes of task->text already sent */
     int32_t ids_off;                /* tokens of task->ids already sent */
     bool role_sent;                 /* chat streams: the opening delta with the role */
+    size_t tool_off;                /* chat streams with tools: text sent as content or calls */
     bool final_sent;                /* the task's closing events */
 };
 

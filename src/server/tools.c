@@ -12,6 +12,7 @@
  *   JSON (Llama 3.1): call ::= "{\"name\": " (f0 | ...) "}" with "parameters", one call.
  * Rule names of tool i's grammar get the prefix "t<i>-" so the tools' grammars do not collide. */
 #include "routes.h"
+#include "tools.h"
 
 #include <ork/alloc.h>
 #include <ork/error.h>
@@ -142,43 +143,154 @@ int ork__srv_tools_system(struct ork_server *srv, const struct srv_req *r, const
 
 /* ---- parsing the output ------------------------------------------------------------------ */
 
-static bool known_tool(const struct srv_req *r, const char *name)
+static bool known_tool(const struct srv_req *r, const char *name, size_t n)
 {
     for (size_t i = 0; i < r->n_tools; i++)
-        if (!strcmp(r->tools[i].name, name))
+        if (strlen(r->tools[i].name) == n && !memcmp(r->tools[i].name, name, n))
             return true;
     return false;
 }
 
-/* One call's JSON text (s, n bytes) to an OpenAI tool call; NULL when it is not a call of a
- * known tool. */
-static cJSON *parse_call(const struct srv_req *r, const char *s, size_t n, const char *id)
+static size_t skip_ws(const char *s, size_t i, size_t len)
 {
-    cJSON *o = cJSON_ParseWithLength(s, n), *call = NULL;
-    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(o, "name");
-    const cJSON *args = cJSON_GetObjectItemCaseSensitive(o, "arguments");
-    if (!args)
-        args = cJSON_GetObjectItemCaseSensitive(o, "parameters");
-    if (cJSON_IsObject(o) && cJSON_IsString(nm) && known_tool(r, nm->valuestring) &&
-        cJSON_IsObject(args)) {
-        char *a = cJSON_PrintUnformatted(args);
-        call = cJSON_CreateObject();
-        cJSON_AddStringToObject(call, "id", id);
-        cJSON_AddStringToObject(call, "type", "function");
-        cJSON *fn = cJSON_AddObjectToObject(call, "function");
-        cJSON_AddStringToObject(fn, "name", nm->valuestring);
-        cJSON_AddStringToObject(fn, "arguments", a ? a : "{}");
-        cJSON_free(a);
-    }
-    cJSON_Delete(o);
-    return call;
+    while (i < len && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r'))
+        i++;
+    return i;
 }
 
-static const char *skip_ws(const char *s, const char *end)
+/* Match literal lit at s[*i] after blanks: 1 matched (i moves past it), 0 the text ends
+ * inside it (undecided), -1 it differs. */
+static int expect(const char *s, size_t *i, size_t len, const char *lit)
 {
-    while (s < end && (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r'))
-        s++;
-    return s;
+    size_t j = skip_ws(s, *i, len), n = strlen(lit);
+    for (size_t k = 0; k < n; k++, j++) {
+        if (j >= len)
+            return 0;
+        if (s[j] != lit[k])
+            return -1;
+    }
+    *i = j;
+    return 1;
+}
+
+/* The opening of a call at s[i]: `{"name": "NAME", "arguments": ` (or "parameters") up to the
+ * arguments' "{". 1 with c->name and c->args_a set, 0 undecided, -1 not a call. */
+static int call_head(const struct srv_req *r, const char *s, size_t i, size_t len,
+                     struct srv_tc *c)
+{
+    int m;
+    if ((m = expect(s, &i, len, "{")) <= 0 || (m = expect(s, &i, len, "\"name\"")) <= 0 ||
+        (m = expect(s, &i, len, ":")) <= 0 || (m = expect(s, &i, len, "\"")) <= 0)
+        return m;
+    size_t a = i;
+    while (i < len && s[i] != '"' && s[i] != '\\' && i - a <= SRV_MAX_TOOL_NAME)
+        i++;
+    if (i >= len)
+        return 0;
+    if (s[i] != '"' || !known_tool(r, s + a, i - a))
+        return -1;
+    c->name_a = a, c->name_b = i++;
+    if ((m = expect(s, &i, len, ",")) <= 0 || (m = expect(s, &i, len, "\"")) <= 0)
+        return m;
+    int ma = expect(s, &(size_t){ i }, len, "arguments\"");
+    int mp = expect(s, &(size_t){ i }, len, "parameters\"");
+    if (ma < 0 && mp < 0)
+        return -1;
+    if (ma <= 0 && mp <= 0)
+        return 0;
+    i = skip_ws(s, i, len) + strlen(ma > 0 ? "arguments\"" : "parameters\"");
+    if ((m = expect(s, &i, len, ":")) <= 0)
+        return m;
+    size_t j = skip_ws(s, i, len);
+    if (j >= len)
+        return 0;
+    if (s[j] != '{')
+        return -1;
+    c->args_a = j;
+    return 1;
+}
+
+/* The end of the JSON object starting at s[a] ('{'): *end past its closing '}' and true, or
+ * false when the text ends first (*end = len). */
+static bool json_end(const char *s, size_t a, size_t len, size_t *end)
+{
+    int depth = 0;
+    bool str = false;
+    for (size_t i = a; i < len; i++) {
+        char ch = s[i];
+        if (str) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                str = false;
+        } else if (ch == '"') {
+            str = true;
+        } else if (ch == '{' || ch == '[') {
+            depth++;
+        } else if ((ch == '}' || ch == ']') && --depth == 0) {
+            *end = i + 1;
+            return true;
+        }
+    }
+    *end = len;
+    return false;
+}
+
+/* Bytes at the end of text that are a proper prefix of tag (they may become it). */
+static size_t partial_tag(const char *text, size_t len, const char *tag)
+{
+    size_t n = strlen(tag);
+    for (size_t k = n - 1 < len ? n - 1 : len; k > 0; k--)
+        if (!memcmp(text + len - k, tag, k))
+            return k;
+    return 0;
+}
+
+void ork__srv_tools_scan(const struct ork_server *srv, const struct srv_req *r, const char *text,
+                         size_t len, bool final, struct srv_tc_scan *sc)
+{
+    static const char open[] = "<tool_call>";
+    bool json = ork_chat_call_style(srv->chat_fmt) == ORK_CHAT_CALL_JSON;
+    sc->n = 0;
+    size_t at;                        /* where the next call's opening starts */
+    if (json) {
+        at = skip_ws(text, 0, len);
+        sc->content_end = 0;
+        if (at < len && text[at] != '{') {
+            sc->content_end = len;    /* not a call: all content */
+            return;
+        }
+    } else {
+        const char *p = text ? memmem(text, len, open, strlen(open)) : NULL;
+        if (!p) {
+            sc->content_end = final ? len : len - partial_tag(text, len, open);
+            return;
+        }
+        sc->content_end = (size_t)(p - text);
+        at = sc->content_end + strlen(open);
+    }
+    while (sc->n < SRV_TC_MAX) {
+        struct srv_tc *c = &sc->c[sc->n];
+        int h = call_head(r, text, at, len, c);
+        if (h <= 0) {
+            if (sc->n == 0 && (h < 0 || final))
+                sc->content_end = len;   /* the opening is no call: the text is content */
+            return;
+        }
+        sc->n++;
+        c->done = json_end(text, c->args_a, len, &c->args_b);
+        if (!c->done || json || !r->parallel_tool_calls)
+            return;
+        const char *p = memmem(text + c->args_b, len - c->args_b, open, strlen(open));
+        if (!p)
+            return;
+        at = (size_t)(p - text) + strlen(open);
+    }
+}
+
+void ork__srv_tools_call_id(const struct srv_task *t, int k, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "call_%s_%d_%d", t->oai_id + strcspn(t->oai_id, "-") + 1, t->index, k);
 }
 
 cJSON *ork__srv_tools_parse(struct ork_server *srv, const struct srv_task *t)
@@ -186,39 +298,26 @@ cJSON *ork__srv_tools_parse(struct ork_server *srv, const struct srv_task *t)
     const struct srv_req *r = t->rq;
     if (!ork__srv_tools_active(r) || !t->text)
         return NULL;
-    const char *text = t->text, *end = t->text + t->text_len;
+    struct srv_tc_scan sc;
+    ork__srv_tools_scan(srv, r, t->text, t->text_len, true, &sc);
+    if (sc.n == 0)
+        return NULL;
     cJSON *calls = cJSON_CreateArray();
     char id[80];
-    int k = 0;
-    if (ork_chat_call_style(srv->chat_fmt) == ORK_CHAT_CALL_JSON) {
-        const char *s = skip_ws(text, end);
-        snprintf(id, sizeof id, "call_%s_%d_%d", t->oai_id + strcspn(t->oai_id, "-") + 1,
-                 t->index, k);
-        cJSON *c = s < end && *s == '{' ? parse_call(r, s, (size_t)(end - s), id) : NULL;
-        if (c)
-            cJSON_AddItemToArray(calls, c);
-    } else {
-        const size_t lo = strlen("<tool_call>"), lc = strlen("</tool_call>");
-        const char *p = text;
-        while ((p = strstr(p, "<tool_call>")) != NULL) {
-            const char *q = strstr(p + lo, "</tool_call>");
-            if (!q)
-                break;
-            snprintf(id, sizeof id, "call_%s_%d_%d", t->oai_id + strcspn(t->oai_id, "-") + 1,
-                     t->index, k);
-            cJSON *c = parse_call(r, p + lo, (size_t)(q - p - lo), id);
-            if (c) {
-                cJSON_AddItemToArray(calls, c);
-                k++;
-            }
-            p = q + lc;
-            if (k > 0 && !r->parallel_tool_calls)
-                break;
-        }
-    }
-    if (!cJSON_GetArraySize(calls)) {
-        cJSON_Delete(calls);
-        return NULL;
+    for (int k = 0; k < sc.n; k++) {
+        const struct srv_tc *c = &sc.c[k];
+        cJSON *call = cJSON_CreateObject(), *fn;
+        ork__srv_tools_call_id(t, k, id, sizeof id);
+        cJSON_AddStringToObject(call, "id", id);
+        cJSON_AddStringToObject(call, "type", "function");
+        fn = cJSON_AddObjectToObject(call, "function");
+        char *name = ork__srv_slice(t, c->name_a, c->name_b);
+        char *args = ork__srv_slice(t, c->args_a, c->args_b);
+        cJSON_AddStringToObject(fn, "name", name ? name : "");
+        cJSON_AddStringToObject(fn, "arguments", args ? args : "");
+        ork_free(name);
+        ork_free(args);
+        cJSON_AddItemToArray(calls, call);
     }
     return calls;
 }
