@@ -63,7 +63,24 @@ struct ork_npu_opts {
                                      * read fails the open, naming it */
     uint32_t confirmed_forms;       /* ORK_NPU_FORM_* the caller vouches for itself (e.g. a
                                      * record it loaded); OR-ed with the file's */
+    /* Bounded waits (docs/npu.md "Bounded waits"). On rknpu (and "sim") every single-core job
+     * is submitted NONBLOCK and its last output word polled as a doorbell (spec §8.6), so a
+     * hung or dropped job is ORK_ETIMEDOUT after this host bound, the NPU is reset and the
+     * device stays usable -- never the kernel's uninterruptible sleep, which ran past its own
+     * timeout on a wedged board (§8.6: 61 s -> 122 s). The kernel's timeout of such a job is
+     * the same bound. A plan's own timeout_ms (ork_npu_matmul_desc) overrides it. rocket's
+     * waits are PREP_BO deadlines, bounded already (500 ms job timeout + slack, §11.3). */
+    uint32_t wait_timeout_ms;       /* host bound on one job; 0 = ORK_NPU_WAIT_TIMEOUT_MS */
+    bool blocking_submits;          /* submit every job blocking and rely on the kernel's
+                                     * timeout (the behaviour before bounded waits; for
+                                     * bisecting driver problems) */
 };
+
+/* Default host bound on one NPU job: 2x the mainline driver's 500 ms job timeout (spec §11.3),
+ * which every job of the same programs must meet on rocket; the longest job the executor
+ * submits is far shorter (docs/npu.md "Bounded waits"). The vendor runtime's 6000 ms (§10.5)
+ * was the kernel's own timeout, behind which a wedged board slept. */
+#define ORK_NPU_WAIT_TIMEOUT_MS 1000u
 
 /* Submit forms a capability can confirm (bits of ork_npu_opts.confirmed_forms; the same bits
  * as ORK_TWIN_FORM_* in <ork/twin.h>). */

@@ -39,12 +39,21 @@ enum ork_sim_fault_kind {
                                  * an error naming the task; the simulated kernel soft-resets */
     ORK_SIM_FAULT_DROP = 3,     /* a NONBLOCK job is accepted but never started (spec §8.6,
                                  * DISPATCH_DROP in §14.5): waiting for it times out */
+    ORK_SIM_FAULT_SLOW = 4,     /* the task takes `delay_ms` more modelled time, then completes:
+                                 * a job slower than the kernel's timeout or the host's bound
+                                 * times out, a shorter one succeeds late */
+    ORK_SIM_FAULT_WEDGE = 5,    /* a hang on a wedged NPU: the task never completes, and a
+                                 * BLOCKING submit of it returns only after twice its timeout,
+                                 * as measured on a board (spec §8.6: 61 s -> 122 s; §10.8 step
+                                 * 4 allows up to 3x); NONBLOCK waits are bounded as for HANG */
 };
 
 struct ork_sim_fault {
     enum ork_sim_fault_kind kind;
     uint32_t submit;            /* 1-based index of the submit it hits (counted per device) */
-    uint32_t task;              /* 0-based task index inside that submit (HANG, DMA) */
+    uint32_t task;              /* 0-based task index inside that submit (HANG, DMA, SLOW,
+                                 * WEDGE) */
+    uint32_t delay_ms;          /* SLOW: extra modelled time of the task */
 };
 
 #define ORK_SIM_MAX_FAULTS 4
@@ -76,6 +85,12 @@ struct ork_sim_opts {
     bool confirm_one_job;       /* declare the one-job multi-core form (core_mask 0x7, §9 [CAP])
                                  * confirmed on this simulated device, so tests can exercise it;
                                  * default false: the sim claims nothing a board has not shown */
+    bool board_wait;            /* "sim": NONBLOCK jobs are waited for as on a board, by polling
+                                 * their doorbell word in host time (kmd_rknpu.c, spec §8.6),
+                                 * instead of through the simulator's own wait; the outputs of
+                                 * a job are written when it is submitted, so a job that
+                                 * completes is seen at once and one that never does (HANG,
+                                 * DROP, WEDGE) is caught by the host bound */
 };
 
 /* The vendor debugfs `load` line (spec §12.1), as the kernel's `/sys/kernel/debug/rknpu/load` and

@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #define ORK_ERROR_MSG_MAX 512
 
@@ -24,10 +25,13 @@ const char *ork_strerror(int code)
 
 int ork_errorf(int code, const char *fmt, ...)
 {
+    /* formatted aside first: the arguments may include ork_error_message() itself */
+    char buf[ORK_ERROR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    memcpy(last_msg, buf, sizeof buf);
     return code;
 }
 

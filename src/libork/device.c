@@ -57,6 +57,7 @@ int ork_npu_open(const struct ork_npu_opts *opts, struct ork_npu **out)
     }
     pthread_mutex_init(&npu->sched_lock, NULL);
     npu->domain = o.domain;
+    npu->wait_ms = o.wait_timeout_ms ? o.wait_timeout_ms : ORK_NPU_WAIT_TIMEOUT_MS;
     npu->max_tasks = DEFAULT_MAX_TASKS;
     npu->n_cores = 1;
     uint64_t v;
@@ -84,6 +85,10 @@ int ork_npu_open(const struct ork_npu_opts *opts, struct ork_npu **out)
     if (!strcmp(npu->kmd->name, "sim") || !strcmp(npu->kmd->name, "sim-rocket"))
         npu->is_sim = true;
     npu->confirmed_forms = forms;
+    /* NONBLOCK + doorbell where the driver has no wait of its own but the programs chain
+     * (rknpu, §8.6); rocket's completion is PREP_BO on the outputs (§11.2) */
+    npu->nonblock = npu->pc_chain && !npu->multi_job && !o.blocking_submits &&
+                    npu->kmd->wait != NULL;
     ork_error_clear();
     *out = npu;
     return 0;

@@ -130,27 +130,47 @@ static uint32_t core_run_tasks(const struct ork_npu_matmul *mm, uint32_t c, uint
     return mtiles * mm->w->kplan.n_slices * (mm->core_ns0[c + 1] - mm->core_ns0[c]);
 }
 
+/* Index in c_bo of N-slice i's C buffer: 0, or the owning core's on a rocket split. */
+static uint32_t cbo_idx(const struct ork_npu_matmul *mm, uint32_t nslice)
+{
+    uint32_t b = 0;
+    if (mm->n_cbo > 1)
+        while (b + 1 < mm->n_cores && nslice >= mm->core_ns0[b + 1])
+            b++;
+    return b;
+}
+
+/* The C buffer task t writes. */
+static struct ork_kbo *cbo_of_task(struct ork_npu_matmul *mm, uint32_t t)
+{
+    return &mm->c_bo[cbo_idx(mm, mm->tiles[t].nslice)];
+}
+
 static int make_buffers(struct ork_npu_matmul *mm)
 {
     const struct ork_npu_weights *w = mm->w;
     const uint32_t esz = esz_of(w->dtype);
-    uint64_t a_total = 0, c_total = 0;
+    uint64_t a_total = 0, c_total[ORK_MM_MAX_CORES] = { 0 };
     for (uint32_t j = 0; j < w->kplan.n_slices; j++) {
         mm->a_off[j] = a_total;
         a_total += (uint64_t)mm->m * w->kplan.s[j].pad * esz;
     }
+    /* rocket orders jobs that write one BO after each other (implicit dependencies, §11.3): a
+     * split's cores get a C buffer each so that their jobs run at once */
+    mm->n_cbo = mm->npu->multi_job && mm->n_cores > 1 ? mm->n_cores : 1;
     mm->c_off = ork_calloc((size_t)w->kplan.n_slices * mm->n_ns, sizeof *mm->c_off);
     if (!mm->c_off)
         return ork_errorf(ORK_ENOMEM, "npu matmul: output offsets");
     for (uint32_t j = 0; j < w->kplan.n_slices; j++)
         for (uint32_t i = 0; i < mm->n_ns; i++) {
-            mm->c_off[j * mm->n_ns + i] = c_total;
-            c_total += (uint64_t)mm->m * mm->ns[i].pad * OUT_BYTES;
+            uint32_t b = cbo_idx(mm, i);
+            mm->c_off[j * mm->n_ns + i] = c_total[b];
+            c_total[b] += (uint64_t)mm->m * mm->ns[i].pad * OUT_BYTES;
         }
     int ret = ork__npu_bo_create(mm->npu, a_total, ORK_KBO_CACHEABLE, &mm->a_bo, "npu matmul A");
-    if (ret < 0)
-        return ret;
-    ret = ork__npu_bo_create(mm->npu, c_total, ORK_KBO_CACHEABLE, &mm->c_bo, "npu matmul C");
+    for (uint32_t b = 0; b < mm->n_cbo && ret == 0; b++)
+        ret = ork__npu_bo_create(mm->npu, c_total[b], ORK_KBO_CACHEABLE, &mm->c_bo[b],
+                                 "npu matmul C");
     if (ret < 0)
         return ret;
     return ork__npu_bo_create(mm->npu, (uint64_t)mm->n_tasks * ORK_PROG_SLOT, ORK_KBO_CACHEABLE,
@@ -164,11 +184,12 @@ static int emit_programs(struct ork_npu_matmul *mm)
     const bool chain = mm->npu->pc_chain && !(mm->flags & ORK_NPU_MATMUL_NO_CHAIN);
     /* Jobs: chained groups on rknpu/sim; rocket kicks tasks itself (§11.3); NO_CHAIN: 1 each. */
     mm->group = (mm->flags & ORK_NPU_MATMUL_NO_CHAIN) ? 1 : mm->npu->max_tasks;
-    const struct ork_iova_range bufs[] = {
+    struct ork_iova_range bufs[2 + ORK_MM_MAX_CORES] = {
         { w->bo.iova, w->bo.size },
         { mm->a_bo.iova, mm->a_bo.size },
-        { mm->c_bo.iova, mm->c_bo.size },
     };
+    for (uint32_t b = 0; b < mm->n_cbo; b++)
+        bufs[2 + b] = (struct ork_iova_range){ mm->c_bo[b].iova, mm->c_bo[b].size };
     uint64_t *progs = ork_malloc((size_t)mm->n_tasks * ORK_PROG_ENTRIES * sizeof *progs);
     if (!progs)
         return ork_errorf(ORK_ENOMEM, "npu matmul: %u programs", mm->n_tasks);
@@ -187,7 +208,8 @@ static int emit_programs(struct ork_npu_matmul *mm)
             /* rows [m0, m0+m) of A_j and of C_ji; column block n0 of slice j (spec §4.5) */
             .a = (uint32_t)(mm->a_bo.iova + mm->a_off[tl->kslice] + (uint64_t)tl->m0 * ks->pad * esz),
             .b = (uint32_t)(w->bo.iova + w->slice_off[tl->kslice] + (uint64_t)ns->off * ks->pad * esz),
-            .c = (uint32_t)(mm->c_bo.iova + c_blk + (uint64_t)tl->m0 * ns->pad * OUT_BYTES),
+            .c = (uint32_t)(cbo_of_task(mm, t)->iova + c_blk +
+                            (uint64_t)tl->m0 * ns->pad * OUT_BYTES),
             .cbuf = ork__plan_cbuf_con0(w->dtype, tl->m, ks->pad),
             .grains = ork__plan_grains(w->dtype, tl->m, ks->pad),
         };
@@ -196,7 +218,7 @@ static int emit_programs(struct ork_npu_matmul *mm)
         uint64_t *prog = progs + (size_t)t * ORK_PROG_ENTRIES;
         ret = ork__prog_emit_matmul(&task, prog, rel, &n_rel);
         if (ret == 0)
-            ret = ork__prog_validate(rel, n_rel, t, bufs, sizeof bufs / sizeof bufs[0]);
+            ret = ork__prog_validate(rel, n_rel, t, bufs, 2 + mm->n_cbo);
         mm->tasks[t] = (struct ork_ktask){
             .regcmd_iova = (uint32_t)(mm->prog_bo.iova + (uint64_t)t * ORK_PROG_SLOT),
             .regcfg_amount = ORK_PROG_COUNTED,
@@ -296,15 +318,16 @@ int ork__matmul_sentinel_seed(struct ork_npu_matmul *mm, uint32_t last_task)
 {
     uint64_t off = last_word_off(mm, last_task);
     uint32_t seed = DOORBELL_SENTINEL;
-    memcpy((uint8_t *)mm->c_bo.map + off, &seed, sizeof seed);
-    return ork__npu_bo_sync(mm->npu, &mm->c_bo, off, sizeof seed, ORK_KBO_SYNC_TO_DEVICE);
+    struct ork_kbo *cb = cbo_of_task(mm, last_task);
+    memcpy((uint8_t *)cb->map + off, &seed, sizeof seed);
+    return ork__npu_bo_sync(mm->npu, cb, off, sizeof seed, ORK_KBO_SYNC_TO_DEVICE);
 }
 
 int ork__matmul_sentinel_check(struct ork_npu_matmul *mm, uint32_t last_task, const char *what)
 {
     uint64_t off = last_word_off(mm, last_task);
     uint32_t v;
-    memcpy(&v, (const uint8_t *)mm->c_bo.map + off, sizeof v);   /* synced by the wait */
+    memcpy(&v, (const uint8_t *)cbo_of_task(mm, last_task)->map + off, sizeof v); /* synced */
     if (v != DOORBELL_SENTINEL)
         return 0;
     int ret = ork_errorf(ORK_ETIMEDOUT, "task %u completed without writing its last output word "
@@ -313,13 +336,55 @@ int ork__matmul_sentinel_check(struct ork_npu_matmul *mm, uint32_t last_task, co
     return ork__npu_failed(mm->npu, ret, what);
 }
 
-/* Fill a job's BO lists (rocket orders jobs by them and waits on the outputs, §11.3). */
+/* Fill a job's BO lists (rocket orders jobs by them and waits on the outputs, §11.3): with a
+ * C buffer per core, each core range lists its own (range_out) instead of one shared C. */
 static void job_bos(const struct ork_npu_matmul *mm, struct ork_kjob *job)
 {
     job->in_bos = mm->in_bos;
     job->n_in_bos = sizeof mm->in_bos / sizeof mm->in_bos[0];
+    if (mm->n_cbo > 1) {
+        for (uint32_t c = 0; c < mm->n_cbo; c++)
+            if (job->range[c].count)
+                job->range_out[c] = &mm->c_bo[c];
+        return;
+    }
     job->out_bos = mm->out_bos;
     job->n_out_bos = sizeof mm->out_bos / sizeof mm->out_bos[0];
+}
+
+uint32_t ork__matmul_bound_ms(const struct ork_npu_matmul *mm)
+{
+    return mm->timeout_ms ? mm->timeout_ms : mm->npu->wait_ms;
+}
+
+int ork__matmul_arm(struct ork_npu_matmul *mm, struct ork_kjob *job, uint32_t last)
+{
+    /* one doorbell word: single-core jobs only (core_mask 0 = the kernel's pick, or one bit) */
+    if (!mm->npu->nonblock || (job->core_mask & (job->core_mask - 1)))
+        return 0;
+    int ret = ork__matmul_sentinel_seed(mm, last);
+    if (ret < 0)
+        return ret;
+    job->flags |= ORK_KJOB_NONBLOCK;
+    job->doorbell_bo = cbo_of_task(mm, last);
+    job->doorbell_off = last_word_off(mm, last);
+    job->doorbell_sentinel = DOORBELL_SENTINEL;
+    /* the kernel gives up when the host does, so a dropped job is not left in its list */
+    job->timeout_ms = ork__matmul_bound_ms(mm);
+    return 1;
+}
+
+int ork__matmul_wait_armed(struct ork_npu_matmul *mm, struct ork_kjob *job)
+{
+    uint32_t bound = ork__matmul_bound_ms(mm);
+    int ret = mm->npu->kmd->wait(mm->npu->kctx, job, (int64_t)bound * 1000000);
+    if (ret == ORK_ETIMEDOUT) {
+        char why[384];
+        snprintf(why, sizeof why, "%s", ork_error_message());
+        return ork_errorf(ret, "no completion within the host bound of %u ms (ork_npu_opts."
+                          "wait_timeout_ms, spec §8.6): %s", bound, why);
+    }
+    return ret;
 }
 
 /* Plan core c's tasks of the first `mtiles` M-tiles, blocking, on hardware core `hw` (-1: the
@@ -349,8 +414,15 @@ static int submit_core(struct ork_npu_matmul *mm, uint32_t c, uint32_t mtiles, i
         const bool sentinel = ork__matmul_sentinel_needed(mm);
         if (sentinel && (ret = ork__matmul_sentinel_seed(mm, start + n - 1)) < 0)
             break;
+        int armed = ork__matmul_arm(mm, &job, start + n - 1);
+        if (armed < 0) {
+            ret = armed;
+            break;
+        }
         int64_t t0 = ork_trace_now_ns();
         ret = mm->npu->kmd->submit(mm->npu->kctx, &job);
+        if (ret == 0 && armed)
+            ret = ork__matmul_wait_armed(mm, &job);
         trace_submit(mm, hw, t0);
         if (ret == 0 && sentinel)
             ret = ork__matmul_sentinel_check(mm, start + n - 1, "npu matmul: submit");
@@ -407,8 +479,10 @@ static int submit_tasks(struct ork_npu_matmul *mm, uint32_t mtiles, bool async)
         if (cut && ret == 0)
             ret = set_terminal(mm, c, mm->core_t0[c] + count[c] - 1, true);
     }
-    /* The doorbell is one word: only a single-core job can be waited for through it. */
-    const bool nonblock = async && mm->npu->pc_chain && rounds == 1 && mm->n_cores == 1;
+    /* Single-core jobs go NONBLOCK with a doorbell (ork__matmul_arm); a one-round run with
+     * `async` is left in flight for finish_tasks(), the others are waited for here. */
+    const bool defer = async && rounds == 1;
+    bool pending = false;
     for (uint32_t g = 0; g < rounds && ret == 0; g++) {
         uint32_t lo = UINT32_MAX, hi = 0, mask = 0;
         struct ork_kcore_range range[ORK_KMD_MAX_CORES] = { { 0, 0 } };
@@ -443,22 +517,18 @@ static int submit_tasks(struct ork_npu_matmul *mm, uint32_t mtiles, bool async)
                 ret = ork__matmul_sentinel_seed(mm, range[c].start + range[c].count - 1);
         if (ret < 0)
             break;
-        if (nonblock) {
-            /* Doorbell: row M-1, column N-1 of the last program's C, written last (§8.6). */
-            uint64_t off = last_word_off(mm, hi - 1);
-            uint32_t seed = DOORBELL_SENTINEL;
-            memcpy((uint8_t *)mm->c_bo.map + off, &seed, sizeof seed);
-            ret = ork__npu_bo_sync(mm->npu, &mm->c_bo, off, sizeof seed, ORK_KBO_SYNC_TO_DEVICE);
-            if (ret < 0)
-                break;
-            job->flags |= ORK_KJOB_NONBLOCK;
-            job->doorbell_bo = &mm->c_bo;
-            job->doorbell_off = off;
-            job->doorbell_sentinel = DOORBELL_SENTINEL;
+        /* Doorbell: row M-1, column N-1 of the last program's C, written last (§8.6). */
+        int armed = mm->n_cores == 1 ? ork__matmul_arm(mm, job, hi - 1) : 0;
+        if (armed < 0) {
+            ret = armed;
+            break;
         }
         int64_t t0 = ork_trace_now_ns();
         ret = mm->npu->kmd->submit(mm->npu->kctx, job);
-        if (!nonblock)
+        pending = ret == 0 && armed && defer;
+        if (ret == 0 && armed && !defer)
+            ret = ork__matmul_wait_armed(mm, job);
+        if (!pending)
             trace_submit(mm, mm->n_cores > 1 ? 0 : -1, t0);
         if (ret < 0) {
             char what[96];
@@ -475,10 +545,10 @@ static int submit_tasks(struct ork_npu_matmul *mm, uint32_t mtiles, bool async)
             break;
         if (ork_debug(ORK_DBG_SUBMIT))
             ORK_LOGI("npu submit: tasks %u..%u on core mask 0x%x%s (%u done), %lld ns", lo, hi - 1,
-                     job->core_mask, nonblock ? " nonblocking" : "", job->task_counter,
+                     job->core_mask, armed ? " nonblocking" : "", job->task_counter,
                      (long long)job->hw_elapse_ns);
     }
-    if (ret == 0 && nonblock) {
+    if (ret == 0 && pending) {
         mm->job_pending = true;
         mm->cut_pending = cut;
         return 0;
@@ -499,7 +569,7 @@ static int finish_tasks(struct ork_npu_matmul *mm)
         return 0;
     mm->job_pending = false;
     int64_t t0 = ork_trace_now_ns();
-    int ret = mm->npu->kmd->wait(mm->npu->kctx, &mm->job, -1);
+    int ret = ork__matmul_wait_armed(mm, &mm->job);
     trace_submit(mm, -1, t0);
     if (ret < 0)
         ret = ork__npu_failed(mm->npu, ret, "npu matmul: waiting for the run");
@@ -550,7 +620,7 @@ int ork_npu_matmul_create(struct ork_npu_weights *w, const struct ork_npu_matmul
     mm->in_bos[0] = &w->bo;
     mm->in_bos[1] = &mm->a_bo;
     mm->in_bos[2] = &mm->prog_bo;
-    mm->out_bos[0] = &mm->c_bo;
+    mm->out_bos[0] = &mm->c_bo[0];
     if (ret == 0)
         ret = make_tiles(mm);
     if (ret == 0)
@@ -579,7 +649,8 @@ void ork_npu_matmul_destroy(struct ork_npu_matmul *mm)
     if (mm->job_pending)
         (void)finish_tasks(mm);     /* never free buffers under a running job */
     ork__npu_bo_destroy(mm->npu, &mm->prog_bo);
-    ork__npu_bo_destroy(mm->npu, &mm->c_bo);
+    for (uint32_t b = 0; b < ORK_MM_MAX_CORES; b++)
+        ork__npu_bo_destroy(mm->npu, &mm->c_bo[b]);
     ork__npu_bo_destroy(mm->npu, &mm->a_bo);
     ork_free(mm->xq);
     ork_free(mm->xscale);
@@ -614,14 +685,18 @@ int ork__matmul_gather(struct ork_npu_matmul *mm, void *c, uint32_t m)
 {
     const struct ork_npu_weights *w = mm->w;
     const uint32_t n = w->n;
-    int ret = ork__npu_bo_sync(mm->npu, &mm->c_bo, 0, mm->c_bo.size, ORK_KBO_SYNC_FROM_DEVICE);
-    if (ret < 0)
-        return ret;
+    for (uint32_t b = 0; b < mm->n_cbo; b++) {
+        int ret = ork__npu_bo_sync(mm->npu, &mm->c_bo[b], 0, mm->c_bo[b].size,
+                                   ORK_KBO_SYNC_FROM_DEVICE);
+        if (ret < 0)
+            return ret;
+    }
     /* Sum the K-slice partials (spec §1.4, §6.5) and gather the N-slices into C[m][n]. */
     for (uint32_t j = 0; j < w->kplan.n_slices; j++) {
         for (uint32_t i = 0; i < mm->n_ns; i++) {
             const struct ork_slice *ns = &mm->ns[i];
-            const uint8_t *blk = (const uint8_t *)mm->c_bo.map + mm->c_off[j * mm->n_ns + i];
+            const uint8_t *blk = (const uint8_t *)mm->c_bo[cbo_idx(mm, i)].map +
+                                 mm->c_off[j * mm->n_ns + i];
             for (uint32_t r = 0; r < m; r++) {
                 if (w->dtype == ORK_NPU_I8) {
                     const int32_t *src = (const int32_t *)blk + (size_t)r * ns->pad;

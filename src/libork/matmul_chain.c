@@ -102,7 +102,7 @@ int ork_npu_chain_create(struct ork_npu_matmul *const *plans, uint32_t n,
     for (uint32_t i = 0; i < n; i++) {
         ch->in_bos[2 * i] = &plans[i]->w->bo;
         ch->in_bos[2 * i + 1] = &plans[i]->a_bo;
-        ch->out_bos[i] = &plans[i]->c_bo;
+        ch->out_bos[i] = &plans[i]->c_bo[0];   /* single-core plans: one C */
     }
     ret = ork__npu_bo_create(npu, total * ORK_PROG_SLOT, ORK_KBO_CACHEABLE, &ch->prog_bo,
                              "npu chain programs");
@@ -175,8 +175,14 @@ int ork__chain_exec(struct ork_npu_chain *ch, void *const *c)
     int ret = sentinel ? ork__matmul_sentinel_seed(last, last->n_tasks - 1) : 0;
     if (ret < 0)
         return ret;
+    /* rknpu: NONBLOCK, the last plan's last word the doorbell, waited for within the bound */
+    int armed = ork__matmul_arm(last, &job, last->n_tasks - 1);
+    if (armed < 0)
+        return armed;
     int64_t t0 = ork_trace_now_ns();
     ret = ch->npu->kmd->submit(ch->npu->kctx, &job);
+    if (ret == 0 && armed)
+        ret = ork__matmul_wait_armed(last, &job);
     if (ret == 0 && sentinel &&
         (ret = ork__matmul_sentinel_check(last, last->n_tasks - 1, "npu chain: submit")) < 0)
         return ret;                      /* already reset and described */

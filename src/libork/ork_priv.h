@@ -32,6 +32,8 @@ struct ork_npu {
                                  * kernel picking cores (rocket, §11.3) */
     uint32_t confirmed_forms;   /* ORK_NPU_FORM_* usable (ork_npu_confirmed_forms) */
     bool one_job_logged;        /* the one-job fallback was logged */
+    uint32_t wait_ms;           /* host bound on one job (ork_npu_opts.wait_timeout_ms) */
+    bool nonblock;              /* single-core jobs go NONBLOCK with a doorbell (spec §8.6) */
 };
 
 struct ork_npu_weights {
@@ -80,10 +82,14 @@ struct ork_npu_matmul {
     uint32_t core_t0[ORK_MM_MAX_CORES + 1];    /* and tasks [t0[c], t0[c+1]) */
     uint32_t flags, timeout_ms;
     struct ork_kbo a_bo;        /* per K-slice j: A_j [m][pad_j] dense (spec §4.1) */
-    struct ork_kbo c_bo;        /* per (j, i): C_ji [m][pad_i] int32/fp32 (spec §4.2) */
+    struct ork_kbo c_bo[ORK_MM_MAX_CORES]; /* per (j, i): C_ji [m][pad_i] int32/fp32 (spec
+                                 * §4.2) in c_bo[0]; on rocket a multi-core plan gives each
+                                 * core its own C buffer (c_bo[core]), so its jobs do not order
+                                 * after each other's writes (§11.3) */
+    uint32_t n_cbo;             /* C buffers in use (1, or n_cores on rocket) */
     struct ork_kbo prog_bo;     /* n_tasks program slots of ORK_PROG_SLOT bytes */
     uint64_t a_off[ORK_PLAN_MAX_KSLICES];
-    uint64_t *c_off;            /* [n_kslices * n_ns] */
+    uint64_t *c_off;            /* [n_kslices * n_ns]: offset in the N-slice's C buffer */
     uint32_t n_tasks;
     struct ork_mm_tile *tiles;  /* [n_tasks], M-tile outermost so a run of fewer rows is a prefix */
     struct ork_ktask *tasks;    /* [n_tasks] */
@@ -102,7 +108,7 @@ struct ork_npu_matmul {
     struct ork_npu_job ajob;    /* async run (async.c) */
     /* BO lists every job of the plan carries: rocket orders jobs by them (spec §11.3) */
     const struct ork_kbo *in_bos[3];    /* weights, A, programs */
-    const struct ork_kbo *out_bos[1];   /* C */
+    const struct ork_kbo *out_bos[1];   /* C (c_bo[0]; per core instead when n_cbo > 1) */
 };
 
 /* On backends whose kernel times a job out silently (rocket: the fence signals after the core
@@ -111,6 +117,16 @@ struct ork_npu_matmul {
 bool ork__matmul_sentinel_needed(const struct ork_npu_matmul *mm);
 int ork__matmul_sentinel_seed(struct ork_npu_matmul *mm, uint32_t last_task);
 int ork__matmul_sentinel_check(struct ork_npu_matmul *mm, uint32_t last_task, const char *what);
+
+/* Bounded waits (npu.h wait_timeout_ms, spec §8.6). The host bound of one job of plan mm (the
+ * plan's timeout_ms, else the device's). Arming a single-core job on a backend that allows it
+ * makes it NONBLOCK, with the last output word of mm's task `last` as its doorbell (seeded with
+ * the sentinel) and the bound as the kernel's timeout: returns 1 when armed, 0 when the job
+ * stays blocking, or an error. An armed job is finished by ork__matmul_wait_armed, which waits
+ * at most the bound (ORK_ETIMEDOUT naming it; the caller resets through ork__npu_failed). */
+uint32_t ork__matmul_bound_ms(const struct ork_npu_matmul *mm);
+int ork__matmul_arm(struct ork_npu_matmul *mm, struct ork_kjob *job, uint32_t last);
+int ork__matmul_wait_armed(struct ork_npu_matmul *mm, struct ork_kjob *job);
 
 /* The two host halves of a plan's run, shared with matmul_chain.c: copy A[m][k] into the
  * K-slice blocks (and sync), and sum/gather the partial C blocks into C[m][n]. */

@@ -109,7 +109,8 @@ void ork__sim_destroy(struct ork_sim *sim)
         return;
     int64_t now = ork__sim_now(sim);
     for (uint32_t i = 0; i < SIM_JOB_RING; i++) {
-        if (sim->jobs[i].seq && sim->jobs[i].done_ns > now) {
+        /* board_wait: the host polls doorbells, so the model clock lags completions */
+        if (sim->jobs[i].seq && sim->jobs[i].done_ns > now && !sim->o.board_wait) {
             ORK_LOGW("sim: device closed with job %llu still in flight: a wedge risk on a "
                      "board (CLOSE_IN_FLIGHT, §14.5)", (unsigned long long)sim->jobs[i].seq);
             break;
@@ -389,9 +390,25 @@ void *ork__sim_mmap(struct ork_sim *sim, uint64_t offset, uint64_t size)
 
 void ork__sim_soft_reset(struct ork_sim *sim)
 {
+    /* the reset stops whatever a core was still running (a hung job, or a slow one the host
+     * gave up on): from now on it is free */
+    int64_t now = ork__sim_now(sim);
     for (uint32_t i = 0; i < sim->o.n_cores; i++) {
         sim->core[i].hung = false;
         sim->core[i].last_prec = -1;
+        if (sim->core[i].busy_until > now)
+            sim->core[i].busy_until = now;
+    }
+    for (uint32_t i = 0; i < SIM_JOB_RING; i++) {
+        struct sim_job *j = &sim->jobs[i];
+        if (!j->seq || j->done_ns <= now)
+            continue;
+        j->done_ns = now;
+        if (j->status == 0) {
+            j->status = ORK_ETIMEDOUT;
+            snprintf(j->msg, sizeof j->msg, "job %llu was stopped by an NPU reset before it "
+                     "completed", (unsigned long long)j->seq);
+        }
     }
     sim->c.resets++;
 }

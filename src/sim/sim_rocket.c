@@ -303,7 +303,10 @@ static void rocket_run_job(struct ork_sim *sim, int core, const struct drm_rocke
         uint32_t addr = tasks[t].regcmd, count = tasks[t].regcmd_count;
         /* the kernel kicks each task with PC REGISTER_AMOUNTS = (count + 1) / 2 - 1 (§11.3) */
         uint32_t n_fetch = count ? 2u * (ROCKET_PC_AMOUNT(count) + 1u) : 0;
-        if (fault && fault->task == t && fault->kind == ORK_SIM_FAULT_HANG) {
+        if (fault && fault->task == t && fault->kind == ORK_SIM_FAULT_SLOW)
+            r->ns += (double)fault->delay_ms * MS_NS;   /* then runs as usual */
+        if (fault && fault->task == t && (fault->kind == ORK_SIM_FAULT_HANG ||
+                                          fault->kind == ORK_SIM_FAULT_WEDGE)) {
             r->hang = true;
             r->status = ork_errorf(ORK_ETIMEDOUT, "job %u task %u on core %d hung (injected HANG "
                                    "fault, submit %llu): 500 ms job timeout, core reset (§11.3)",

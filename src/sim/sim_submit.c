@@ -22,6 +22,8 @@ static _Thread_local uint64_t sim_tls_last_seq;
 
 #define TASK_DESC_SIZE ((uint64_t)sizeof(struct rknpu_task))   /* 40 bytes (§10.3) */
 #define MS_NS 1000000ll
+/* A blocking submit on a wedged NPU returned after twice its timeout (spec §8.6: 61 s -> 122 s). */
+#define SIM_WEDGE_FACTOR 2
 
 /* Executor memory callback: translation through the active domain only (§13, WRONG_DOMAIN). */
 struct walk_mem {
@@ -148,14 +150,19 @@ static void walk_core(struct ork_sim *sim, int core, const struct sim_bo *tbo, u
                     return;
                 }
             }
-            if (fault && fault->task == idx && fault->kind == ORK_SIM_FAULT_HANG) {
+            if (fault && fault->task == idx && (fault->kind == ORK_SIM_FAULT_HANG ||
+                                                fault->kind == ORK_SIM_FAULT_WEDGE)) {
                 r->hang = true;
                 sim->core[core].hung = true;
-                r->status = ork_errorf(ORK_ETIMEDOUT, "task %u on core %d hung (injected HANG "
+                r->status = ork_errorf(ORK_ETIMEDOUT, "task %u on core %d hung (injected %s "
                                        "fault, submit %llu): timed out; ACT_RESET recovers "
-                                       "(§10.8)", idx, core, (unsigned long long)seq);
+                                       "(§10.8)", idx, core,
+                                       fault->kind == ORK_SIM_FAULT_HANG ? "HANG" : "WEDGE",
+                                       (unsigned long long)seq);
                 return;
             }
+            if (fault && fault->task == idx && fault->kind == ORK_SIM_FAULT_SLOW)
+                r->ns += (double)fault->delay_ms * MS_NS;   /* then runs as usual */
             if (fault && fault->task == idx && fault->kind == ORK_SIM_FAULT_DMA) {
                 ork__sim_soft_reset(sim);
                 r->status = ork_errorf(ORK_EFAULT, "task %u on core %d: DMA_READ_ERROR interrupt "
@@ -430,8 +437,11 @@ static int submit_locked(struct ork_sim *sim, struct rknpu_submit *s, int64_t *s
         ork__sim_load_update(sim);
         return 0;                     /* queued; the result comes from wait (§8.6) */
     }
-    /* blocking: the caller waits until completion (or the timeout) */
+    /* blocking: the caller waits until completion (or the timeout); on a wedged NPU the
+     * kernel's wait outlives its own timeout (WEDGE: 2x, §8.6) */
     int64_t end = done == INT64_MAX ? t0 + job->timeout_ns : done;
+    if (fault && fault->kind == ORK_SIM_FAULT_WEDGE)
+        end = t0 + SIM_WEDGE_FACTOR * job->timeout_ns;
     bool paced = sim->o.timing == ORK_SIM_TIMING_PACED ||
                  sim->o.timing == ORK_SIM_TIMING_PACED_ONLY;
     if (paced)

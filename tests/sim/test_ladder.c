@@ -36,7 +36,7 @@ static void test_wedge_retry(void)
 {
     struct ork_sim_opts so = { .struct_size = sizeof so };
     /* submits 1-2: the per-core plan's warm-ups; 3: its run */
-    so.faults[0] = (struct ork_sim_fault){ ORK_SIM_FAULT_HANG, 3, 0 };
+    so.faults[0] = (struct ork_sim_fault){ .kind = ORK_SIM_FAULT_HANG, .submit = 3, .task = 0 };
     const char *devs[2] = { "sim", "sim-rocket" };
     for (int d = 0; d < 2; d++) {
         struct ork_selftest_opts o = { .struct_size = sizeof o, .device = devs[d], .sim = &so };

@@ -64,10 +64,10 @@ static bool run_ok(struct ork_npu_matmul *mm)
 static void test_single_core(void)
 {
     const struct ork_sim_fault f[] = {
-        { ORK_SIM_FAULT_HANG, 2, 0 },
-        { ORK_SIM_FAULT_DMA, 4, 0 },
-        { ORK_SIM_FAULT_DROP, 6, 0 },
-        { ORK_SIM_FAULT_DMA, 8, 0 },
+        { .kind = ORK_SIM_FAULT_HANG, .submit = 2, .task = 0 },
+        { .kind = ORK_SIM_FAULT_DMA, .submit = 4, .task = 0 },
+        { .kind = ORK_SIM_FAULT_DROP, .submit = 6, .task = 0 },
+        { .kind = ORK_SIM_FAULT_DMA, .submit = 8, .task = 0 },
     };
     struct ork_npu *npu = open_faulty(f, 4);
     REQUIRE(npu);
@@ -107,7 +107,7 @@ static void test_single_core(void)
 static void test_split(void)
 {
     /* the second of the three per-core submits of the first run hangs */
-    const struct ork_sim_fault f[] = { { ORK_SIM_FAULT_HANG, 2, 0 } };
+    const struct ork_sim_fault f[] = { { .kind = ORK_SIM_FAULT_HANG, .submit = 2, .task = 0 } };
     struct ork_npu *npu = open_faulty(f, 1);
     REQUIRE(npu);
     struct ork_npu_weights *wt = NULL;

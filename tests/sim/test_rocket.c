@@ -407,7 +407,8 @@ static void test_timeout_faults(void)
     for (int kind = ORK_SIM_FAULT_HANG; kind <= ORK_SIM_FAULT_DROP; kind += 2) {
         struct ork_sim_opts so = { .struct_size = sizeof so };
         /* submit 1, 2: the warm-ups; 3: the first run */
-        so.faults[0] = (struct ork_sim_fault){ (enum ork_sim_fault_kind)kind, 3, 0 };
+        so.faults[0] = (struct ork_sim_fault){ .kind = (enum ork_sim_fault_kind)kind, .submit = 3,
+                                               .task = 0 };
         struct ork_npu *ro = open_npu("sim-rocket", &so, 0);
         CHECK(ro != NULL);
         if (!ro)

@@ -67,7 +67,7 @@ static int fx_bad_outputs(struct fx *f)
 static void test_hang_timeout_reset(void)
 {
     struct ork_sim_opts so = { .struct_size = sizeof so };
-    so.faults[0] = (struct ork_sim_fault){ ORK_SIM_FAULT_HANG, 2, 1 };   /* submit 2, task 1 */
+    so.faults[0] = (struct ork_sim_fault){ .kind = ORK_SIM_FAULT_HANG, .submit = 2, .task = 1 };
     struct fx f;
     REQUIRE(fx_setup(&f, &so) == 0);
     struct ork_kjob j = fx_job(&f, 0);
@@ -105,7 +105,7 @@ static void test_hang_timeout_reset(void)
 static void test_dma_error(void)
 {
     struct ork_sim_opts so = { .struct_size = sizeof so };
-    so.faults[0] = (struct ork_sim_fault){ ORK_SIM_FAULT_DMA, 1, 1 };
+    so.faults[0] = (struct ork_sim_fault){ .kind = ORK_SIM_FAULT_DMA, .submit = 1, .task = 1 };
     struct fx f;
     REQUIRE(fx_setup(&f, &so) == 0);
     struct ork_kjob j = fx_job(&f, 0);
@@ -124,7 +124,7 @@ static void test_dma_error(void)
 static void test_dispatch_drop(void)
 {
     struct ork_sim_opts so = { .struct_size = sizeof so };
-    so.faults[0] = (struct ork_sim_fault){ ORK_SIM_FAULT_DROP, 1, 0 };
+    so.faults[0] = (struct ork_sim_fault){ .kind = ORK_SIM_FAULT_DROP, .submit = 1, .task = 0 };
     struct fx f;
     REQUIRE(fx_setup(&f, &so) == 0);
     memset(f.c.map, 0x5a, f.c.size);
@@ -148,7 +148,7 @@ static void test_dispatch_drop(void)
 static void test_paced_timeout(void)
 {
     struct ork_sim_opts so = { .struct_size = sizeof so, .timing = ORK_SIM_TIMING_PACED };
-    so.faults[0] = (struct ork_sim_fault){ ORK_SIM_FAULT_HANG, 1, 0 };
+    so.faults[0] = (struct ork_sim_fault){ .kind = ORK_SIM_FAULT_HANG, .submit = 1, .task = 0 };
     struct fx f;
     REQUIRE(fx_setup(&f, &so) == 0);
     struct ork_kjob j = fx_job(&f, 0);

@@ -91,6 +91,11 @@ struct ork_kjob {
     uint32_t n_in_bos;
     const struct ork_kbo *const *out_bos;
     uint32_t n_out_bos;
+    /* Optional output buffer of each core range (rocket): range i's kernel job lists
+     * range_out[i] as its out BO, in addition to out_bos, so ranges writing disjoint buffers
+     * are not ordered after each other and run on several cores at once (§11.3); wait()
+     * waits for them too. NULL = out_bos only. rknpu ignores them. */
+    const struct ork_kbo *range_out[ORK_KMD_MAX_CORES];
     /* Optional completion doorbell for NONBLOCK jobs on rknpu (§8.6): the output word the NPU
      * writes last (row M-1, column N-1 of the last task's C), as BO + byte offset, seeded by the
      * caller with `doorbell_sentinel` (0x7fffffff for int32) before submit. The vendor driver has

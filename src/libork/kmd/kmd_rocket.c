@@ -174,6 +174,8 @@ int ork__kmd_rocket_fill(const struct ork_kjob *job, struct drm_rocket_task *tas
                          struct drm_rocket_job *jobs, uint32_t *n_jobs, uint32_t *in_h,
                          uint32_t *out_h)
 {
+    /* out_h: the shared out_bos, then per core range its own list (shared + range_out) */
+    const uint32_t n_out = job->n_out_bos;
     for (uint32_t i = 0; i < job->n_tasks; i++) {
         if (!(job->tasks[i].enable_mask & ROCKET_ENABLE_DPU))
             return ork_errorf(ORK_EHAZARD, "rocket submit: task %u enables blocks 0x%x without "
@@ -196,20 +198,38 @@ int ork__kmd_rocket_fill(const struct ork_kjob *job, struct drm_rocket_task *tas
             return ork_errorf(ORK_EINVAL, "rocket submit: core %u task range {start %u, count %u} "
                               "outside the job's %u tasks", core, r->start, r->count,
                               job->n_tasks);
+        /* a range with its own output buffer lists it: jobs writing disjoint BOs do not
+         * depend on each other (§11.3) */
+        uint32_t *oh = out_h, oc = n_out;
+        if (job->range_out[core]) {
+            oh = out_h + (size_t)(n_out + 1) * (core + 1);
+            memcpy(oh, out_h, (size_t)n_out * sizeof *oh);
+            oh[n_out] = job->range_out[core]->handle;
+            oc = n_out + 1;
+        }
         /* one rocket job per range: its tasks run in order on one core (§11.3) */
         jobs[n] = (struct drm_rocket_job){
             .tasks = (uint64_t)(uintptr_t)(tasks + r->start),
             .in_bo_handles = (uint64_t)(uintptr_t)in_h,
-            .out_bo_handles = (uint64_t)(uintptr_t)out_h,
+            .out_bo_handles = (uint64_t)(uintptr_t)oh,
             .task_count = r->count,
             .task_struct_size = sizeof(struct drm_rocket_task),
             .in_bo_handle_count = job->n_in_bos,
-            .out_bo_handle_count = job->n_out_bos,
+            .out_bo_handle_count = oc,
         };
         n++;
     }
     *n_jobs = n;
     return 0;
+}
+
+/* A job has something to wait on: shared outputs or a range's own. */
+static bool rocket_has_outputs(const struct ork_kjob *job)
+{
+    for (uint32_t i = 0; i < ORK_KMD_MAX_CORES; i++)
+        if (job->range_out[i])
+            return true;
+    return job->n_out_bos > 0;
 }
 
 int ork__kmd_rocket_wait(void *ctx, struct ork_kjob *job, int64_t timeout_ns)
@@ -219,17 +239,21 @@ int ork__kmd_rocket_wait(void *ctx, struct ork_kjob *job, int64_t timeout_ns)
         timeout_ns = (int64_t)((job->timeout_ms > ROCKET_JOB_TIMEOUT_MS ? job->timeout_ms
                                                                          : ROCKET_JOB_TIMEOUT_MS) +
                                ROCKET_WAIT_SLACK_MS) * 1000000;
-    if (job->n_out_bos == 0)
+    if (!rocket_has_outputs(job))
         return ork_errorf(ORK_EINVAL, "%s: waiting needs the job's out_bos (completion is "
                           "observed through PREP_BO on them, §11.2)", c->tr.name);
     /* one absolute deadline for all of them: the wait is bounded whatever their number */
     int64_t deadline = ork__kmd_rocket_deadline(timeout_ns);
-    for (uint32_t i = 0; i < job->n_out_bos; i++) {
-        int ret = rocket_prep(c, job->out_bos[i], deadline);
+    for (uint32_t i = 0; i < job->n_out_bos + ORK_KMD_MAX_CORES; i++) {
+        const struct ork_kbo *bo = i < job->n_out_bos ? job->out_bos[i]
+                                                      : job->range_out[i - job->n_out_bos];
+        if (!bo)
+            continue;
+        int ret = rocket_prep(c, bo, deadline);
         if (ret == ORK_EBUSY || ret == ORK_ETIMEDOUT)
             return ork_errorf(ORK_ETIMEDOUT, "%s: job %llu: output buffer at 0x%08x still busy "
                               "after %.1f ms (PREP_BO deadline): %s", c->tr.name,
-                              (unsigned long long)job->seq, job->out_bos[i]->iova,
+                              (unsigned long long)job->seq, bo->iova,
                               (double)timeout_ns / 1e6, ork_error_message());
         if (ret < 0)
             return ret;
@@ -248,12 +272,16 @@ int ork__kmd_rocket_submit(void *ctx, struct ork_kjob *job)
                           ROCKET_MAX_JOB_TASKS);
     if (job->core_mask & ~((1u << ORK_KMD_MAX_CORES) - 1))
         return ork_errorf(ORK_EINVAL, "%s submit: core_mask 0x%x", c->tr.name, job->core_mask);
-    if (!(job->flags & ORK_KJOB_NONBLOCK) && job->n_out_bos == 0)
+    if (!(job->flags & ORK_KJOB_NONBLOCK) && !rocket_has_outputs(job))
         return ork_errorf(ORK_EINVAL, "%s submit: a blocking job needs out_bos to wait on "
                           "(completion is PREP_BO on the outputs, §11.2)", c->tr.name);
-    for (uint32_t i = 0; i < job->n_in_bos + job->n_out_bos; i++) {
+    for (uint32_t i = 0; i < job->n_in_bos + job->n_out_bos + ORK_KMD_MAX_CORES; i++) {
         const struct ork_kbo *b = i < job->n_in_bos ? job->in_bos[i]
-                                                    : job->out_bos[i - job->n_in_bos];
+                                  : i < job->n_in_bos + job->n_out_bos
+                                  ? job->out_bos[i - job->n_in_bos]
+                                  : job->range_out[i - job->n_in_bos - job->n_out_bos];
+        if (!b)
+            continue;
         if (b->domain != job->domain)
             return ork_errorf(ORK_EINVAL, "%s submit: buffer at 0x%08x lives in domain %u, the "
                               "job runs in domain %u: each domain is its own fd (§11.3)",
@@ -265,7 +293,9 @@ int ork__kmd_rocket_submit(void *ctx, struct ork_kjob *job)
         return ret;
     struct drm_rocket_task *tasks = ork_calloc(job->n_tasks, sizeof(*tasks));
     uint32_t *in_h = ork_calloc(job->n_in_bos + 1, sizeof(*in_h));
-    uint32_t *out_h = ork_calloc(job->n_out_bos + 1, sizeof(*out_h));
+    /* the shared list, then one (shared + own) list per core range (ork__kmd_rocket_fill) */
+    uint32_t *out_h = ork_calloc((size_t)(job->n_out_bos + 1) * (ORK_KMD_MAX_CORES + 1),
+                                 sizeof(*out_h));
     struct drm_rocket_job jobs[ORK_KMD_MAX_CORES];
     uint32_t n_jobs = 0;
     if (!tasks || !in_h || !out_h) {

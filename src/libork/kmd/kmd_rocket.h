@@ -56,7 +56,9 @@ int ork__kmd_rocket_query(void *ctx, enum ork_kmd_cap cap, uint64_t *val);
  * (the trailer counted, ROCKET_COUNT_SHORT §14.1); one drm_rocket_job per selected core range
  * (core_mask 0 = range[0]) in jobs[0..*n_jobs), each with the job's in and out BO handle lists
  * (the kernel orders jobs by them, §11.3); in_h/out_h receive the handles (n_in_bos /
- * n_out_bos). Refuses a task whose enable mask lacks the DPU (ROCKET_NO_DPU, §14.5). */
+ * n_out_bos; with range_out, out_h needs (n_out_bos + 1) * (ORK_KMD_MAX_CORES + 1) entries:
+ * each such range's job lists the shared outputs plus its own buffer). Refuses a task whose
+ * enable mask lacks the DPU (ROCKET_NO_DPU, §14.5). */
 int ork__kmd_rocket_fill(const struct ork_kjob *job, struct drm_rocket_task *tasks,
                          struct drm_rocket_job *jobs, uint32_t *n_jobs, uint32_t *in_h,
                          uint32_t *out_h);

@@ -72,10 +72,13 @@ static int sim_open(const struct ork_kmd_opts *o, void **ctx)
     int ret = ork__sim_create(so, &sim);
     if (ret < 0)
         return ret;
+    /* board_wait: no wait of the simulator's, so NONBLOCK jobs are waited for by polling
+     * their doorbell in host time, the code a board runs (kmd_rknpu.c, §8.6) */
+    bool board_wait = so && so->struct_size && so->board_wait;
     struct ork_rknpu_transport tr = {
         .t = sim, .name = "sim", .ioctl = sim_tr_ioctl, .mmap = sim_tr_mmap,
-        .munmap = sim_tr_munmap, .wait = sim_tr_wait, .last_seq = sim_tr_last_seq,
-        .close = sim_tr_close,
+        .munmap = sim_tr_munmap, .wait = board_wait ? NULL : sim_tr_wait,
+        .last_seq = sim_tr_last_seq, .close = sim_tr_close,
     };
     uint32_t n_cores = so && so->n_cores ? so->n_cores : ORK_KMD_MAX_CORES;
     return ork__kmd_rknpu_open_transport(&tr, n_cores, ctx);
