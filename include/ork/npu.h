@@ -270,6 +270,7 @@ struct ork_npu_probe_info {
     uint32_t n_cores;           /* NPU cores the backend reports (0 when not opened) */
     uint32_t n_domains;         /* IOMMU domains it gives (rknpu: per submit; rocket: per fd) */
     char message[512];          /* why, when status != 0 */
+    uint64_t domain_bytes;      /* bytes mappable per domain (0 when not opened) */
 };
 /* Open backend (one of the names above) with default options, record what it reports, close
  * it. Returns 0 when the probe ran (the outcome is in out->status), ORK_EINVAL for an unknown

@@ -99,6 +99,8 @@ int ork_npu_probe(const char *backend, const void *sim_opts, struct ork_npu_prob
             out->n_cores = (uint32_t)v;
         if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_N_DOMAINS, &v) == 0)
             out->n_domains = (uint32_t)v;
+        if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_DOMAIN_BYTES, &v) == 0)
+            out->domain_bytes = v;
     }
     if (!out->n_cores)
         out->n_cores = npu->n_cores;

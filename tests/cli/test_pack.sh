@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test_pack.sh -- black-box checks of `ork pack` and of NPU packs on first use: usage errors;
 # build, --check, keep, --force; a pack made stale by touching the model is explained and
-# rebuilt; a pack of the previous format version is explained and rebuilt; a killed build (SIGKILL mid-write) leaves no pack that loads; `ork run --device sim`
+# rebuilt; a pack of the previous format version is explained and rebuilt; a killed build
+# (SIGKILL mid-write) leaves no pack that loads; --device probes the backend and places the
+# weights into its IOMMU domains; `ork run --device sim`
 # builds a missing pack itself and prints the same text as the CPU.
 # usage: bash test_pack.sh ORK_BINARY FIXTURES_DIR
 set -u
@@ -57,6 +59,34 @@ check "progress bar on stderr" grep -q "packing NPU weights" "$tmp/err"
 check "sim text == cpu text" test "$cpu" = "$sim"
 "$ORK" run -m "$tmp/m.gguf" -p x -n 1 --device bogus >/dev/null 2>&1
 check "bad --device: exit 2" test $? -eq 2
+
+# --device D: the backend is probed first (an unusable one is an error naming it, nothing is
+# built), then the pack's weights are placed into D's IOMMU domains; a model that cannot fit
+# is refused. The pack's bytes are the same for every backend.
+rm -f "$tmp/m.orkpack"
+"$ORK" pack -q --device cpu "$tmp/m.gguf" >/dev/null 2>&1; check "--device cpu: exit 2" test $? -eq 2
+"$ORK" pack -q --device bogus "$tmp/m.gguf" >/dev/null 2>&1; check "--device bogus: exit 2" test $? -eq 2
+for d in rknpu rocket; do
+    if ! "$ORK" devices | grep -qE "^$d +ok"; then
+        out=$("$ORK" pack -q --device $d "$tmp/m.gguf" 2>&1); check "--device $d absent: exit 1" test $? -eq 1
+        check "--device $d absent: says why" grep -q "device $d is not usable: no $d device found" <<<"$out"
+        check "--device $d absent: nothing built" test ! -e "$tmp/m.orkpack"
+    fi
+done
+out=$("$ORK" pack -q --device sim "$tmp/m.gguf" 2>&1); check "--device sim: exit 0" test $? -eq 0
+check "--device sim: built" grep -q "built (missing before)" <<<"$out"
+check "--device sim: placement printed" grep -qE "^placement on sim: [0-9]+ matrices, .* at least 1 IOMMU domain of 3900.00 MiB \(sim offers 16\)" <<<"$out"
+cp "$tmp/m.orkpack" "$tmp/m_sim.orkpack"
+out=$("$ORK" pack -q --force --device sim-rocket "$tmp/m.gguf" 2>&1); check "--device sim-rocket: exit 0" test $? -eq 0
+check "--device sim-rocket: placement" grep -q "^placement on sim-rocket: " <<<"$out"
+check "the pack is the same for rknpu and rocket" cmp -s "$tmp/m.orkpack" "$tmp/m_sim.orkpack"
+out=$("$ORK" pack -q --device sim --npu-domain-bytes 700000 "$tmp/m.gguf" 2>&1)
+check "small domains: several" grep -qE "at least [2-9] IOMMU domains of 0.67 MiB" <<<"$out"
+out=$("$ORK" pack -q --check --device sim --npu-domain-bytes 100000 "$tmp/m.gguf" 2>&1)
+check "a layer above a domain: exit 1" test $? -eq 1
+check "a layer above a domain: explained" grep -q "layer 0 needs .* more than one IOMMU domain" <<<"$out"
+"$ORK" pack -q --device sim --npu-domain-bytes 0 "$tmp/m.gguf" >/dev/null 2>&1
+check "--npu-domain-bytes 0: exit 2" test $? -eq 2
 
 # round trip on every weight type the engine reads: a tiny model of each (tests/cli/gguf_tiny.py;
 # dim 256 so the 256-weight K-quant blocks fit) packs, checks valid, and runs on the simulator
