@@ -88,6 +88,14 @@ int ork_spec_step(struct ork_spec *sp, struct ork_session *s, struct ork_sampler
 /* Change draft_max and draft_min (a server request's speculative.n_max / n_min): draft_max is
  * clamped to the one sp was created with; 0 turns speculation off (plain steps). */
 void ork_spec_set_bounds(struct ork_spec *sp, int32_t draft_max, int32_t draft_min);
+/* Speculative sampling of one position: drafted token x (drawn from q[n_vocab], or NULL for a
+ * deterministic draft: q one-hot at x) against the target's sampler smp at logits. Accepted with
+ * probability min(1, p(x)/q(x)) (p = ork_sampler_probs); else *y is drawn from
+ * normalize(max(0, p - q)). A greedy smp accepts x iff it is its argmax. Returns 1 (accepted,
+ * *y = x) or 0 (rejected, *y the replacement), both accepted into smp, or a negative error.
+ * p: n_vocab floats of scratch. */
+int ork_spec_verify_token(struct ork_sampler *smp, int32_t n_vocab, const float *logits,
+                          int32_t x, const float *q, float *p, int32_t *y);
 /* The logits (n_vocab, unmasked) the j-th token of the last step's out was chosen from; valid
  * until the next step. */
 const float *ork_spec_logits(const struct ork_spec *sp, int32_t j);

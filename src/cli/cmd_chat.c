@@ -83,7 +83,6 @@ static const struct {
     const char *opt;
     const char *why;
 } UNSUPPORTED[] = {
-    { "--ignore-eos", "the sampler cannot exclude the end-of-generation token yet" },
     { "-ngl", "ork picks the backend with --device (cpu, npu, ...)" },
     { "--n-gpu-layers", "ork picks the backend with --device (cpu, npu, ...)" },
     { "-fa", "attention runs on the CPU; there is no flash-attention switch" },
@@ -190,9 +189,10 @@ static void add_format_stops(enum ork_chat_format f, struct ork_cli_gen_opts *o)
 
 /* One turn: render, tokenize, generate with cache reuse. Returns 0, or a negative error that
  * ends this turn only (the conversation continues). */
-static int chat_turn(struct ork_session *s, struct ork_sampler *smp, enum ork_chat_format fmt,
-                     const struct history *h, const struct ork_cli_gen_opts *o, bool show_prompt,
-                     struct reply *r, struct ork_gen_stats *st)
+static int chat_turn(struct ork_session *s, struct ork_sampler *smp, struct ork_spec *spec,
+                     enum ork_chat_format fmt, const struct history *h,
+                     const struct ork_cli_gen_opts *o, bool show_prompt, struct reply *r,
+                     struct ork_gen_stats *st)
 {
     const struct ork_tokenizer *tok = ork_model_tokenizer(ork_session_model(s));
     char *text = NULL;
@@ -231,6 +231,8 @@ static int chat_turn(struct ork_session *s, struct ork_sampler *smp, enum ork_ch
     gp.stops = o->stops;
     gp.n_stops = o->n_stops;
     gp.reuse_cache = true;
+    gp.ignore_eos = o->ignore_eos;
+    gp.spec = spec;
     gp.on_text = on_text;
     gp.user = r;
     ork_sampler_grammar_restart(smp);   /* each reply starts at the grammar's root */
@@ -518,9 +520,12 @@ int ork_cmd_chat(int argc, char **argv)
     struct ork_model *m;
     struct ork_session *s;
     struct ork_sampler *smp;
+    struct ork_spec *spec = NULL;
     int rc = ork_cli_gen_setup(CMD, &o, &m, &s, &smp);
     if (rc)
         return rc;
+    if ((rc = ork_cli_spec_setup(CMD, &o, m, s, &spec)) != 0)
+        goto out_model;
     enum ork_chat_format fmt;
     if ((rc = pick_format(m, tmpl_name, &fmt)) != 0)
         goto out_model;
@@ -595,7 +600,7 @@ int ork_cmd_chat(int argc, char **argv)
         if (r.text)
             r.text[0] = 0;
         struct ork_gen_stats st;
-        int ret = chat_turn(s, smp, fmt, &h, &o, show_prompt, &r, &st);
+        int ret = chat_turn(s, smp, spec, fmt, &h, &o, show_prompt, &r, &st);
         fputc('\n', stdout);
         fflush(stdout);
         turn++;
@@ -633,6 +638,9 @@ out:
     ork_free(h.msgs);
     ork_free(r.text);
 out_model:
+    if (o.verbose)
+        ork_cli_spec_report(stderr, spec);
+    ork_cli_spec_free(spec);
     ork_sampler_free(smp);
     ork_cli_gen_constraint_free();
     ork_session_free(s);

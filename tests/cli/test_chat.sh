@@ -57,8 +57,8 @@ check "--model=FILE (chat)" '[ -s "$tmp/o5" ]'
 
 "$ORK" run --model="$MODEL" --temp=0 --n-predict=4 -p "Once" >"$tmp/o6" 2>"$tmp/e6"; rc=$?
 check "--opt=value (run)" '[ $rc -eq 0 ] && [ -s "$tmp/o6" ]'
-"$ORK" chat "$MODEL" --ignore-eos </dev/null >/dev/null 2>"$tmp/e7"; rc=$?
-check "unsupported flag named" '[ $rc -eq 2 ] && grep -q -- "--ignore-eos is not supported" "$tmp/e7"'
+"$ORK" chat "$MODEL" -ngl 99 </dev/null >/dev/null 2>"$tmp/e7"; rc=$?
+check "unsupported flag named" '[ $rc -eq 2 ] && grep -q -- "-ngl is not supported" "$tmp/e7"'
 "$ORK" chat "$MODEL" other.gguf </dev/null >/dev/null 2>"$tmp/e8"; rc=$?
 check "second positional refused" '[ $rc -eq 2 ] && grep -q "other.gguf" "$tmp/e8"'
 

@@ -326,22 +326,18 @@ static bool stops_at(const struct ork_spec *sp, const struct ork_sampler_params 
     return (!ignore_eos || sp_params->grammar) && ork_tokenizer_is_eog(sp->target->tok, id);
 }
 
-/* Decide drafted token x at a row whose (masked) logits are lg: 1 accepted (recorded in smp),
- * 0 rejected with the replacement in *y (recorded too), or a negative error. q: the draft's
- * distribution of x's position, NULL for a deterministic draft (one-hot). */
-static int verify_one(struct ork_spec *sp, struct ork_sampler *smp, const float *lg, int32_t x,
-                      const float *q, int32_t *y)
+int ork_spec_verify_token(struct ork_sampler *smp, int32_t n_vocab, const float *logits,
+                          int32_t x, const float *q, float *p, int32_t *y)
 {
     if (ork_sampler_greedy(smp)) {
-        int32_t t = ork_sampler_sample(smp, lg);
+        int32_t t = ork_sampler_sample(smp, logits);
         if (t < 0)
             return t;
         ork_sampler_accept(smp, t);
         *y = t;
         return t == x;
     }
-    float *p = sp->pbuf;
-    int ret = ork_sampler_probs(smp, lg, p);
+    int ret = ork_sampler_probs(smp, logits, p);
     if (ret < 0)
         return ret;
     double qx = q ? (double)q[x] : 1.0, px = (double)p[x];
@@ -354,12 +350,12 @@ static int verify_one(struct ork_spec *sp, struct ork_sampler *smp, const float 
     }
     /* rejected: the residual normalize(max(0, p - q)); p itself when p <= q everywhere */
     double left = 0.0;
-    for (int32_t i = 0; i < sp->n_vocab; i++) {
+    for (int32_t i = 0; i < n_vocab; i++) {
         float r = p[i] - (q ? q[i] : (i == x ? 1.0f : 0.0f));
         p[i] = r > 0.0f ? r : 0.0f;
         left += (double)p[i];
     }
-    if (left <= 0.0 && (ret = ork_sampler_probs(smp, lg, p)) < 0)
+    if (left <= 0.0 && (ret = ork_sampler_probs(smp, logits, p)) < 0)
         return ret;
     int32_t t = ork_sampler_sample_probs(smp, p);
     if (t < 0)
@@ -430,8 +426,9 @@ int ork_spec_step(struct ork_spec *sp, struct ork_session *s, struct ork_sampler
         }
         int32_t y;
         if (j < k) {
-            int r = verify_one(sp, smp, lg, sp->draft[j],
-                               sp->q_valid ? sp->q + (size_t)j * nv : NULL, &y);
+            int r = ork_spec_verify_token(smp, sp->n_vocab, lg, sp->draft[j],
+                                          sp->q_valid ? sp->q + (size_t)j * nv : NULL, sp->pbuf,
+                                          &y);
             if (r < 0)
                 return r;
             out[n++] = y;
