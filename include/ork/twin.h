@@ -39,7 +39,9 @@ extern "C" {
  * (finite, >= 0), ORK_TWIN_K_CPUS / ORK_TWIN_K_NPUS (whole number in 1..ORK_TWIN_MAX_*).
  * Sources: "anchors §N" = ../shared/spec/performance-anchors.md, "spec §N" = rk3588-npu.md,
  * "SWOG" = Arm Cortex-A76 Software Optimization Guide (PJDOC-466751330-7215), "[INF]" = our
- * derivation, written out in docs/twin.md. */
+ * derivation, written out in docs/twin.md; "tools/a76_cost.tsv" = the NEON kernels' llvm-mca
+ * cost table, folded in at build time (cmake/twin_a76_cost.cmake defines the ORK_TWIN_A76_*
+ * values where the table is expanded, src/twin/twin_consts.c). */
 #define ORK_TWIN_CONSTS(X)                                                                      \
     X(cpu_cores, "cores", 4, CPUS,                                                              \
       "RK3588 A76 cluster (cpu4-7); the A55s are not modelled: llama-bench -t 4 uses big cores "\
@@ -66,6 +68,25 @@ extern "C" {
     X(cpu_l3_bytes, "B", 3145728, POS, "3 MiB L3 shared by the cluster (RK3588 datasheet, DSU)") \
     X(cpu_gemm_tile_rows, "rows", 4, POS,                                                       \
       "NEON GEMM reuses one unpacked weight block for 4 activation rows (docs/kernels.md)")     \
+    X(cpu_mm_q8_0_m1_cycles, "cycles/block", ORK_TWIN_A76_Q8_0_M1, POS,                        \
+      "tools/a76_cost.tsv: " ORK_TWIN_A76_Q8_0_M1_SRC ", llvm-mca")                              \
+    X(cpu_mm_q8_0_m2_cycles, "cycles/block", ORK_TWIN_A76_Q8_0_M2, POS,                        \
+      "tools/a76_cost.tsv: " ORK_TWIN_A76_Q8_0_M2_SRC ", llvm-mca")                              \
+    X(cpu_mm_q8_0_m4_cycles, "cycles/block", ORK_TWIN_A76_Q8_0_M4, POS,                        \
+      "tools/a76_cost.tsv: " ORK_TWIN_A76_Q8_0_M4_SRC ", llvm-mca")                              \
+    X(cpu_mm_q4_0_m1_cycles, "cycles/block", ORK_TWIN_A76_Q4_0_M1, POS,                        \
+      "tools/a76_cost.tsv: " ORK_TWIN_A76_Q4_0_M1_SRC ", llvm-mca")                              \
+    X(cpu_mm_q4_0_m2_cycles, "cycles/block", ORK_TWIN_A76_Q4_0_M2, POS,                        \
+      "tools/a76_cost.tsv: " ORK_TWIN_A76_Q4_0_M2_SRC ", llvm-mca")                              \
+    X(cpu_mm_q4_0_m4_cycles, "cycles/block", ORK_TWIN_A76_Q4_0_M4, POS,                        \
+      "tools/a76_cost.tsv: " ORK_TWIN_A76_Q4_0_M4_SRC ", llvm-mca")                              \
+    X(cpu_mm_q4_k_m1_cycles, "cycles/block", ORK_TWIN_A76_Q4_K_M1, POS,                        \
+      "tools/a76_cost.tsv: " ORK_TWIN_A76_Q4_K_M1_SRC ", llvm-mca")                              \
+    X(cpu_mm_q4_k_m4_cycles, "cycles/block", ORK_TWIN_A76_Q4_K_M4, POS,                        \
+      "tools/a76_cost.tsv: " ORK_TWIN_A76_Q4_K_M4_SRC ", llvm-mca; also for 2-3 rows")         \
+    X(cpu_mm_rows_m1_cycles, "cycles/block", ORK_TWIN_A76_ROWS_M1, POS,                        \
+      "tools/a76_cost.tsv: " ORK_TWIN_A76_ROWS_M1_SRC ", llvm-mca; Q8_0/Q4_0 matrices not "     \
+      "interleaved by 16 rows, per X row")                                                      \
     X(cpu_line_transfer_ns, "ns", 60, NONNEG,                                                   \
       "[INF] core-to-core cache-line transfer through the DSU L3, ~140 cycles; unmeasured")     \
     X(ioctl_ns, "ns", 4500, NONNEG,                                                             \

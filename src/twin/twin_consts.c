@@ -8,6 +8,12 @@
 #include <stddef.h>
 #include <string.h>
 
+/* The ORK_TWIN_A76_* defaults of the matmul constants come from tools/a76_cost.tsv as compile
+ * definitions (cmake/twin_a76_cost.cmake). */
+#ifndef ORK_TWIN_A76_Q8_0_M1
+#error "ORK_TWIN_A76_*: build the twin with cmake/twin_a76_cost.cmake's definitions"
+#endif
+
 static const struct ork_twin_const_info twin_table[] = {
 #define ORK_TWIN_INFO_(nm, un, df, kd, src) \
     { .name = #nm, .unit = un, .source = src, .def = df, .kind = ORK_TWIN_K_##kd, \

@@ -25,6 +25,10 @@ static const double wtype_block_bytes[ORK_TWIN_W_COUNT] = { 128, 64, 34, 18, 18,
 static const char *const wtype_names[ORK_TWIN_W_COUNT] = { "F32", "F16", "Q8_0", "Q4_0", "Q4_K",
                                                            "Q6_K" };
 #define WBLOCK 32.0     /* weights per block of the model (K-quants: a 256 super-block / 8) */
+/* The interleaved layout's group and row limit (ork_mat_x16_wanted, docs/kernels.md
+ * "Interleaved weights"): 16 rows, rows of at most 64 KiB. */
+#define X16_ROWS 16u
+#define X16_MAX_ROW_BYTES 65536.0
 #define LANES 4.0       /* fp32 lanes of a 128-bit vector */
 
 /* Matmul mixes per 32-weight block (docs/twin.md "CPU matmul"): `unpack` is paid once per
@@ -252,18 +256,57 @@ struct ork_twin_work ork_twin_cpu_attention(const struct ork_twin_consts *c, con
     return work(mix_ns(c, m), kv_bytes);
 }
 
+/* Cycles per 32-weight block of one weight row for a call of `rows` X rows, from the NEON
+ * kernels' cost table (tools/a76_cost.tsv, folded into the cpu_mm_* constants): the 16-row
+ * interleaved kernels (ORK_LAYOUT_X16: Q8_0/Q4_0/Q4_K matrices of a multiple of 16 rows, rows
+ * of at most 64 KiB, docs/kernels.md "Interleaved weights") run M = 1 as the decode stream and
+ * M > 1 as tiles of 4 X rows and one tile of the 1-3 left (2-3 rows: the 2-row tile's cost,
+ * Q4_K the 4-row one's; 1 row: the stream's); other Q8_0/Q4_0 matrices the one-row dot per X
+ * row. 0: the type has no row in the table (the instruction mixes below charge it). */
+static double table_cycles(const struct ork_twin_consts *c, enum ork_twin_wtype t, double rows,
+                           uint64_t k, uint64_t n)
+{
+    double m1, m2, m4;
+    switch (t) {
+    case ORK_TWIN_W_Q8_0:
+        m1 = c->cpu_mm_q8_0_m1_cycles, m2 = c->cpu_mm_q8_0_m2_cycles, m4 = c->cpu_mm_q8_0_m4_cycles;
+        break;
+    case ORK_TWIN_W_Q4_0:
+        m1 = c->cpu_mm_q4_0_m1_cycles, m2 = c->cpu_mm_q4_0_m2_cycles, m4 = c->cpu_mm_q4_0_m4_cycles;
+        break;
+    case ORK_TWIN_W_Q4_K:
+        m1 = c->cpu_mm_q4_k_m1_cycles, m2 = m4 = c->cpu_mm_q4_k_m4_cycles;
+        break;
+    default:
+        return 0;
+    }
+    bool x16 = n % X16_ROWS == 0 && ork_twin_wtype_bytes(t, (double)k) <= X16_MAX_ROW_BYTES;
+    if (!x16)
+        return t == ORK_TWIN_W_Q4_K ? 0 : rows * c->cpu_mm_rows_m1_cycles;
+    if (rows <= 1)
+        return m1;
+    double full = floor(rows / 4), left = rows - 4 * full;
+    return full * m4 + (left >= 2 ? m2 : left >= 1 ? m1 : 0);
+}
+
 struct ork_twin_work ork_twin_cpu_matmul(const struct ork_twin_consts *c, enum ork_twin_wtype t,
                                          uint64_t m, uint64_t k, uint64_t n)
 {
     if ((unsigned)t >= ORK_TWIN_W_COUNT)
         t = ORK_TWIN_W_F32;
     double rows = m ? (double)m : 1, blocks = ceil((double)k / WBLOCK) * (double)n;
-    double tiles = ceil(rows / c->cpu_gemm_tile_rows);
-    struct mix mx = mix_add(mix_add(mx_zero, mm_unpack[t], blocks * tiles), mm_dot[t], blocks * rows);
-    mx = mix_add(mx, mm_out, rows * (double)n);
     bool fact = t == ORK_TWIN_W_F32 || t == ORK_TWIN_W_F16;
     double act = rows * (double)k * (fact ? 4.0 : 34.0 / 32.0), out = rows * (double)n * 4.0;
     double bytes = ork_twin_wtype_bytes(t, blocks * WBLOCK) + spill(c, act, act) + spill(c, out, out);
+    double cyc = table_cycles(c, t, rows, k, n);
+    if (cyc > 0) {
+        /* the kernels end in one lane per weight row: a store per 4 outputs */
+        struct mix st = { .st = 0.25 * rows * (double)n };
+        return work(blocks * cyc / c->cpu_freq_hz * 1e9 + mix_ns(c, st), bytes);
+    }
+    double tiles = ceil(rows / c->cpu_gemm_tile_rows);
+    struct mix mx = mix_add(mix_add(mx_zero, mm_unpack[t], blocks * tiles), mm_dot[t], blocks * rows);
+    mx = mix_add(mx, mm_out, rows * (double)n);
     return work(mix_ns(c, mx), bytes);
 }
 
