@@ -22,10 +22,14 @@
 # ignores instructions that only one V pipeline runs. sdot bound: sdot instructions / 2 (both V
 # pipelines run SDOT, one per cycle each; same guide, 3.x "ASIMD integer instructions").
 #
-# Note on the model: the llvm-mca of Debian 12 (LLVM 14 to 16) has no Cortex-A76 scheduling
-# model; -mcpu=cortex-a76 runs on its Cortex-A57 model (3-wide dispatch, the same two FP/ASIMD
-# pipelines), which the table says in its header. The A57 model is the more pessimistic one
-# (narrower dispatch, longer FP latencies), so its throughputs are lower bounds here.
+# The model: LLVM has no Cortex-A76 scheduling model; -mcpu=cortex-a76 runs on its Cortex-A57
+# model in every Debian LLVM (14, 16, 19). LLVM 19 (Debian 12: `apt-get install llvm-19`) has a
+# Neoverse N1 model, and the Neoverse N1 is the A76's infrastructure twin (the same pipelines,
+# widths and instruction latencies: Arm Neoverse N1 Software Optimization Guide 2.1 and 3.x
+# against the Cortex-A76 guide's), so the tool takes llvm-mca-19 -mcpu=neoverse-n1 when it is
+# installed, and falls back to the A57 model (-mcpu=cortex-a76: 3-wide dispatch, the same two
+# FP/ASIMD pipelines, longer FP latencies; lower bounds here) otherwise. The table's header
+# names the model used. ORK_A76_MCA and ORK_A76_MCPU override both choices.
 #
 # Usage: tools/a76_cost.sh [--tsv FILE] [--md]
 #   --tsv FILE   also write the table as tab-separated values (tools/a76_cost.tsv: the twin's CPU
@@ -41,22 +45,32 @@ while [ $# -gt 0 ]; do
     case "$1" in
     --tsv) TSV=$2; shift 2 ;;
     --md) MD=1; shift ;;
-    -h | --help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "a76_cost: unknown argument $1" >&2; exit 2 ;;
     esac
 done
 
 CLOCK_GHZ=2.4               # the RK3588's A76 cores (Rockchip RK3588 datasheet: up to 2.4 GHz)
 MCA_ITER=200                # llvm-mca iterations of each loop (steady state)
-MCPU=cortex-a76
 
+# llvm-mca and its -mcpu: the newest llvm-mca with a Neoverse N1 model (see the top), else any.
+mca_model() {
+    "$1" -mtriple=aarch64-linux-gnu -mcpu="$2" -iterations=1 <(printf 'add x0, x0, x1\n') 2>/dev/null |
+        awk '/^\[[0-9.]+\] +- /{ print $3; exit }'
+}
 MCA=${ORK_A76_MCA:-}
+MCPU=${ORK_A76_MCPU:-}
 if [ -z "$MCA" ]; then
-    for c in llvm-mca llvm-mca-16 llvm-mca-15 llvm-mca-14; do
-        command -v "$c" >/dev/null && { MCA=$c; break; }
+    for c in llvm-mca-21 llvm-mca-20 llvm-mca-19 llvm-mca llvm-mca-16 llvm-mca-15 llvm-mca-14; do
+        command -v "$c" >/dev/null || continue
+        [ -n "$MCA" ] || MCA=$c
+        case "$(mca_model "$c" neoverse-n1)" in N1*) MCA=$c; break ;; esac
     done
 fi
-[ -n "$MCA" ] || { echo "a76_cost: llvm-mca missing (apt-get install llvm)" >&2; exit 1; }
+[ -n "$MCA" ] || { echo "a76_cost: llvm-mca missing (apt-get install llvm-19)" >&2; exit 1; }
+if [ -z "$MCPU" ]; then
+    case "$(mca_model "$MCA" neoverse-n1)" in N1*) MCPU=neoverse-n1 ;; *) MCPU=cortex-a76 ;; esac
+fi
 
 CCKIND=${ORK_A76_CC:-gcc}
 if [ "$CCKIND" = clang ]; then
@@ -77,10 +91,12 @@ trap 'rm -rf "$TMP"' EXIT
 KERNELS='
 x16 Q8_0 decode, 4 streams|Q8_0|decode|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g4m1|1|2|34
 x16 Q8_0 decode, 1 stream|Q8_0|decode|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g1m1|1|2|34
+x16 Q8_0 tile, 6 X rows|Q8_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g1m6|6|2|34
 x16 Q8_0 tile, 4 X rows|Q8_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g1m4|4|2|34
 x16 Q8_0 tile, 2 X rows|Q8_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g1m2|2|2|34
 x16 Q4_0 decode, 4 streams|Q4_0|decode|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g4m1|1|2|18
 x16 Q4_0 decode, 1 stream|Q4_0|decode|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g1m1|1|2|18
+x16 Q4_0 tile, 6 X rows|Q4_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g1m6|6|2|18
 x16 Q4_0 tile, 4 X rows|Q4_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g1m4|4|2|18
 x16 Q4_0 tile, 2 X rows|Q4_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g1m2|2|2|18
 x16 Q4_K decode, 4 streams|Q4_K|decode|src/kernels/arm/rows16_q4_k_neon.c|xkn_g4m1|1|2.125|18
@@ -116,7 +132,7 @@ extract_loop() {
                 for (j in br) if (j + 0 > s && j + 0 < e && (br[j] in lab) && lab[br[j]] <= j + 0 && lab[br[j]] >= s) inner = 0
                 if (!inner) continue
                 k = 0
-                for (j = s; j <= e; j++) if (ins[j] ~ /^\t[su]dot\t/) k++
+                for (j = s; j <= e; j++) if (ins[j] ~ /^\t[su]dot[ \t]/) k++
                 if (k > best || (k == best && e - s < bl)) { best = k; bs = s; be = e; bl = e - s }
             }
             if (best < 0) exit 1
@@ -142,10 +158,10 @@ mca_cycles() {
         awk -v it="$MCA_ITER" '/^Total Cycles:/ { printf "%.2f\n", $3 / it }'
 }
 
-model=$("$MCA" -mtriple=aarch64-linux-gnu -mcpu="$MCPU" -iterations=1 <(printf 'add x0, x0, x1\n') 2>/dev/null |
-        awk '/^\[[0-9.]+\] +- /{ print $3; exit }')
+model=$(mca_model "$MCA" "$MCPU")
 case "$model" in
-A57*) model_note="LLVM's Cortex-A57 model (no Cortex-A76 model in this llvm-mca)" ;;
+A57*) model_note="LLVM's Cortex-A57 model (LLVM has no Cortex-A76 model; llvm-19 adds Neoverse N1)" ;;
+N1*) model_note="LLVM's Neoverse N1 model, the A76's twin core (LLVM has no Cortex-A76 model)" ;;
 *) model_note="unit names ${model%Unit*}" ;;
 esac
 mca_ver=$("$MCA" --version 2>/dev/null | awk '/LLVM version/ { print $NF; exit }')

@@ -181,8 +181,10 @@ static inline void ork__mad_tail(float *y, const uint8_t *v, uint32_t type, floa
 #define ORK_X16_STREAMS 5
 #define ORK_X16K_STREAMS 4
 /* X rows per M > 1 tile: the four outputs per weight vector fit the 32 zmm registers beside
- * the 8 unpacked weight vectors. */
+ * the 8 unpacked weight vectors. A path may take more (x16_tile_mx, at most ORK_X16_MX_MAX:
+ * the NEON Q8_0 / Q4_0 tiles take six). */
 #define ORK_X16_MX 4
+#define ORK_X16_MX_MAX 8
 /* 0, or the error naming why an interleaved matrix is malformed (rows layout: 0). */
 int ork__x16_check(const struct ork_mat *w);
 /* Row r of w in the plain GGUF row layout: a pointer into w (rows layout) or buf filled with
@@ -313,6 +315,7 @@ struct ork__type_kern {
      * NULL: the path has no interleaved kernels, rows are read back one at a time) */
     ork__x16_fn (*x16_fn)(bool tile, int n);
     int x16_streams;            /* groups x16_fn takes side by side in decode */
+    int x16_tile_mx;            /* X rows x16_fn takes in a tile (0: ORK_X16_MX) */
     int x16_prefetch;           /* bytes of each stream prefetched at its start (0: none) */
 };
 

@@ -361,14 +361,16 @@ bool ork__x16_gemm(enum kisa k, uint32_t type, const uint8_t *w, size_t row_byte
                                      ork__x16_streams_width(k, type), y, s);
         return ork__x16_streams(k, type, s, ns, row_bytes, xs);
     }
-    int64_t chunk = xrow ? (int64_t)(X16_L2_X_BYTES / xrow) / ORK_X16_MX * ORK_X16_MX : ORK_X16_MX;
-    chunk = chunk < ORK_X16_MX ? ORK_X16_MX : chunk;
+    const int tmx = ork__tkern(k, type)->x16_tile_mx ? ork__tkern(k, type)->x16_tile_mx
+                                                      : ORK_X16_MX;
+    int64_t chunk = xrow ? (int64_t)(X16_L2_X_BYTES / xrow) / tmx * tmx : tmx;
+    chunk = chunk < tmx ? tmx : chunk;
     for (int64_t m0 = 0; m0 < m; m0 += chunk) {
         const int64_t mc = m - m0 < chunk ? m - m0 : chunk;
         for (int64_t r = 0; r < nr; r += ORK_X16_ROWS) {
             const uint8_t *g = w + (size_t)(r / ORK_X16_ROWS) * gbytes;
-            for (int64_t t = 0; t < mc; t += ORK_X16_MX) {
-                int mx = mc - t < ORK_X16_MX ? (int)(mc - t) : ORK_X16_MX;
+            for (int64_t t = 0; t < mc; t += tmx) {
+                int mx = mc - t < tmx ? (int)(mc - t) : tmx;
                 float *o = y + (m0 + t) * ldy + r;
                 fn_tile(true, mx)(&g, xs + (size_t)(m0 + t) * xrow, xrow, nb, &o,
                                           (size_t)ldy);

@@ -17,11 +17,20 @@
  * isum_b, d_w * d_x, acc) with the block's exact integer dot, so every path gives the same
  * bits (tests/unit/test_kernels_x16.c). The X form's -128 sum(q) bias is not needed here.
  *
- * Each 4-row accumulator restarts at every block from a zero line read with a load
- * (xn_zero): the A76 has two load pipelines beside its two ASIMD ones (Cortex-A76 Software
- * Optimization Guide, 2.1 "Pipeline overview": L0/L1 and V0/V1), and a `movi` would take an
- * ASIMD slot from the dot products in the M > 1 tiles (docs/kernels.md "A76 cost table"). No
- * software prefetch: the kernels have not been measured on a board yet (x16_prefetch 0). */
+ * (float) isum without `scvtf`: a Q-form int32 -> f32 conversion is two micro-ops on the A76
+ * (Cortex-A76 Software Optimization Guide, 3.x "ASIMD FP convert": Q-form F32, throughput 1/2),
+ * as many as the block's scale product and FMA together. Each 4-row dot chain starts instead
+ * from the bits of a "magic" float M (xn_magic: 1.5 x 2^23 for Q8_0, 1.5 x 2^19 for Q4_0) and
+ * adds its integers to those bits: M's binade has a spacing of 1 (2^-4), |isum| < 2^22
+ * (|16 isum| < 2^22 for Q4_0: 32 x 128 x 128 = 2^19), so the lane read as f32 is exactly M +
+ * isum and one `fsub` of M gives (float) isum exactly (Q4_0: the chain's 16 x isum times the
+ * spacing 2^-4 is isum itself). Same bits, one micro-op instead of two.
+ *
+ * The chains start from a line of M read with a load (xn_magic): the A76 has two load
+ * pipelines beside its two ASIMD ones (Cortex-A76 Software Optimization Guide, 2.1 "Pipeline
+ * overview": L0/L1 and V0/V1), and a `mov` would take an ASIMD slot from the dot products in
+ * the M > 1 tiles (docs/kernels.md "A76 cost table"). No software prefetch: the kernels have
+ * not been measured on a board yet (x16_prefetch 0). */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -50,19 +59,41 @@
 /* Decode streams side by side: four groups' 16 f32 accumulators, the X block and the dot
  * chains fill the 32 vector registers without spilling (five need 20 accumulators and spill). */
 #define XN_STREAMS 4
-/* Quarters per pass of an M > 1 tile: with 3 or 4 X rows, two quarters (8 accumulators beside
- * the 8 X registers) per pass over the blocks, twice; fewer X rows take all four at once. */
-#define XN_TILE_QUARTERS(MX) ((MX) > 2 ? 2 : 4)
+/* X rows per M > 1 tile call (x16_tile_mx): the per-block work shared by the X rows (the
+ * scales' conversion, Q4_0's nibble split) is spread over six; 12 X registers, 6 accumulators
+ * and 6 dot chains fit the 32 vector registers with one quarter per pass. */
+#define XN_TILE_MX 6
+/* Quarters per pass of an M > 1 tile: with 5 or 6 X rows one quarter per pass over the blocks
+ * (four passes), with 3 or 4 two (8 accumulators beside the 8 X registers), fewer all four. */
+#define XN_TILE_QUARTERS(MX) ((MX) > 4 ? 1 : (MX) > 2 ? 2 : 4)
 
-static const int32_t xn_zero_line[4] __attribute__((aligned(16)));
+/* With more than four X rows the X scales are read where they are used (one use each per
+ * pass): held with the X quants they would not leave registers for the accumulators. */
+#define XN_DX_AT_USE(MX) ((MX) > 4)
 
-/* A zero vector read from memory (not `movi`: see the top of the file). volatile: one load per
- * use, never merged with another into a register copy (which is an ASIMD instruction too). */
-TGT_X16N static XN_INLINE int32x4_t xn_zero(void)
+/* The dot chains' start (see the top of the file): the bits of 1.5 x 2^23 (Q8_0: spacing 1)
+ * and of 1.5 x 2^19 (Q4_0: spacing 2^-4, the chain holding 16 x isum). */
+#define XN_MAGIC_Q8 0x4b400000
+#define XN_MAGIC_Q4 0x49400000
+static const int32_t xn_magic_line[2][4] __attribute__((aligned(16))) = {
+    { XN_MAGIC_Q4, XN_MAGIC_Q4, XN_MAGIC_Q4, XN_MAGIC_Q4 },
+    { XN_MAGIC_Q8, XN_MAGIC_Q8, XN_MAGIC_Q8, XN_MAGIC_Q8 },
+};
+
+/* The magic line read from memory (not a register copy: see the top of the file). volatile:
+ * one load per use, never merged with another into a `mov` (an ASIMD instruction too). */
+TGT_X16N static XN_INLINE int32x4_t xn_magic(bool q8)
 {
     int32x4_t z;
-    __asm__ volatile("ldr %q0, %1" : "=w"(z) : "Q"(*(const int32_t(*)[4])xn_zero_line));
+    __asm__ volatile("ldr %q0, %1" : "=w"(z) : "Q"(*(const int32_t(*)[4])xn_magic_line[q8]));
     return z;
+}
+
+/* (float) isum of a chain that started at xn_magic(q8): exact (see the top of the file). */
+TGT_X16N static XN_INLINE float32x4_t xn_isum_f32(bool q8, int32x4_t i)
+{
+    const float32x4_t m = vreinterpretq_f32_s32(vdupq_n_s32(q8 ? XN_MAGIC_Q8 : XN_MAGIC_Q4));
+    return vsubq_f32(vreinterpretq_f32_s32(i), m);
 }
 
 /* a * lane 0 of b, as one `fmul` by element: GCC 12 otherwise broadcasts b first with a `dup`
@@ -74,21 +105,24 @@ TGT_X16N static XN_INLINE float32x4_t xn_mul_lane0(float32x4_t a, float32x4_t b)
     return r;
 }
 
-/* i[t] += sdot(w, lane L of x[t]) for the MX X rows; L is a literal. */
+/* i[t] += sdot(w, lane L of x[t]) for the MX X rows; L is a literal. As an asm with the chain
+ * tied in and out: from the intrinsic GCC 12 makes register copies (`mov`, an ASIMD slot)
+ * between a chain's steps in the wide tiles. */
 #define XN_DOTS(i, w, x, L, MX)                                                                \
     do {                                                                                       \
         XN_UNROLL for (int t_ = 0; t_ < (MX); t_++)                                            \
-            (i)[t_] = vdotq_laneq_s32((i)[t_], (w), (x)[t_], L);                               \
+            __asm__("sdot %0.4s, %1.16b, %2.4b[" #L "]"                                        \
+                    : "+w"((i)[t_]) : "w"(w), "w"((x)[t_]));                                   \
     } while (0)
 
 /* Quarter q (at the block's quants + 16 r) of a Q8_0 group block against mx X blocks: the
- * exact integer dots of its 4 rows in i[t]. Chunk c is X elements 4c..4c+3: lane c % 4 of X
+ * exact integer dots of its 4 rows in i[t] (added to the magic bits). Chunk c is X elements 4c..4c+3: lane c % 4 of X
  * register c / 4. */
 TGT_X16N static XN_INLINE void xn_q8_quarter(int mx, const uint8_t *q, const int8x16_t *x0,
                                              const int8x16_t *x1, int32x4_t *i)
 {
     XN_UNROLL for (int t = 0; t < mx; t++)
-        i[t] = xn_zero();
+        i[t] = xn_magic(true);
 #define XN_Q8C(C, X, L) XN_DOTS(i, vld1q_s8((const int8_t *)q + (C) * XN_CHUNK), X, L, mx)
     XN_Q8C(0, x0, 0);
     XN_Q8C(1, x0, 1);
@@ -102,18 +136,23 @@ TGT_X16N static XN_INLINE void xn_q8_quarter(int mx, const uint8_t *q, const int
 }
 
 /* The same for Q4_0: chunk c's low nibbles are X elements 4c.., its high ones 16 + 4c..;
- * i[t] gets 16 x the integer dots. */
+ * i[t] gets 16 x the integer dots (on top of the magic bits). With more than four X rows
+ * the next chunk's address waits (an empty asm) for this chunk's dots: GCC 12 otherwise
+ * loads and splits all four chunks first, and the 8 halves beside the 12 X registers and 12
+ * accumulators spill. The out-of-order core issues the load early all the same. */
 TGT_X16N static XN_INLINE void xn_q4_quarter(int mx, const uint8_t *q, const int8x16_t *x0,
                                              const int8x16_t *x1, int32x4_t *i)
 {
     const int8x16_t hi_mask = vdupq_n_s8((int8_t)XN_NIB_HI);
     XN_UNROLL for (int t = 0; t < mx; t++)
-        i[t] = xn_zero();
+        i[t] = xn_magic(false);
 #define XN_Q4C(C)                                                                              \
     do {                                                                                       \
         const int8x16_t v = vld1q_s8((const int8_t *)q + (C) * XN_CHUNK);                      \
         XN_DOTS(i, vshlq_n_s8(v, XN_NIB_SHIFT), x0, C, mx);                                    \
         XN_DOTS(i, vandq_s8(v, hi_mask), x1, C, mx);                                           \
+        if (XN_DX_AT_USE(mx))                                                                  \
+            __asm__("" : "+r"(q) : "w"(i[mx - 1]));                                            \
     } while (0)
     XN_Q4C(0);
     XN_Q4C(1);
@@ -131,13 +170,14 @@ TGT_X16N static XN_INLINE void xn_core(bool q8, int ng, int mx, int q0, int nq,
 {
     const size_t gb = ORK_X16_ROWS * (q8 ? XN_Q8_0_BYTES : XN_Q4_0_BYTES);
     for (int64_t b = 0; b < nb; b++) {
-        int8x16_t x0[ORK_X16_MX], x1[ORK_X16_MX];
-        float32x4_t dx[ORK_X16_MX];     /* lane 0: d_x (the block's last 16 bytes) */
+        int8x16_t x0[XN_TILE_MX], x1[XN_TILE_MX];
+        float32x4_t dx[XN_TILE_MX];     /* lane 0: d_x (the block's last 16 bytes) */
         XN_UNROLL for (int t = 0; t < mx; t++) {
             const uint8_t *xb = xs + (size_t)t * xstride + (size_t)b * ORK_X16_XBLOCK;
             x0[t] = vld1q_s8((const int8_t *)xb);
             x1[t] = vld1q_s8((const int8_t *)xb + XN_X_HI);
-            dx[t] = vld1q_f32((const float *)(const void *)(xb + ORK_X16_XD));
+            if (!XN_DX_AT_USE(mx))
+                dx[t] = vld1q_f32((const float *)(const void *)(xb + ORK_X16_XD));
         }
         XN_UNROLL for (int s = 0; s < ng; s++) {
             const uint8_t *wb = g[s] + (size_t)b * gb;
@@ -145,16 +185,19 @@ TGT_X16N static XN_INLINE void xn_core(bool q8, int ng, int mx, int q0, int nq,
                 const float32x4_t dw = vcvt_f32_f16(vreinterpret_f16_u16(
                     vld1_u16((const uint16_t *)(const void *)(wb + q * XN_D_QUARTER))));
                 const uint8_t *qq = wb + XN_D_BYTES + q * XN_QUARTER;
-                int32x4_t i[ORK_X16_MX];
+                int32x4_t i[XN_TILE_MX];
                 if (q8)
                     xn_q8_quarter(mx, qq, x0, x1, i);
                 else
                     xn_q4_quarter(mx, qq, x0, x1, i);
                 XN_UNROLL for (int t = 0; t < mx; t++) {
                     float32x4_t *a = &acc[(s * mx + t) * nq + (q - q0)];
-                    const float32x4_t fi = q8 ? vcvtq_f32_s32(i[t])
-                                              : vcvtq_n_f32_s32(i[t], XN_NIB_SHIFT);
-                    *a = vfmaq_f32(*a, fi, xn_mul_lane0(dw, dx[t]));
+                    const float32x4_t d =
+                        XN_DX_AT_USE(mx) ? vld1q_f32((const float *)(const void *)(
+                                               xs + (size_t)t * xstride +
+                                               (size_t)b * ORK_X16_XBLOCK + ORK_X16_XD))
+                                         : dx[t];
+                    *a = vfmaq_f32(*a, xn_isum_f32(q8, i[t]), xn_mul_lane0(dw, d));
                 }
             }
         }
@@ -181,7 +224,8 @@ TGT_X16N static XN_INLINE void xn_core(bool q8, int ng, int mx, int q0, int nq,
         }                                                                                      \
     }
 
-_Static_assert(ORK_X16_MX == 4 && XN_STREAMS <= ORK_X16_STREAMS_MAX, "kernel tables below");
+_Static_assert(XN_TILE_MX == 6 && XN_STREAMS <= ORK_X16_STREAMS_MAX &&
+                   XN_TILE_MX <= ORK_X16_MX_MAX, "kernel tables below");
 
 XN_KERNEL(xn_q8_g1m1, true, 1, 1)
 XN_KERNEL(xn_q8_g2m1, true, 2, 1)
@@ -190,6 +234,8 @@ XN_KERNEL(xn_q8_g4m1, true, 4, 1)
 XN_KERNEL(xn_q8_g1m2, true, 1, 2)
 XN_KERNEL(xn_q8_g1m3, true, 1, 3)
 XN_KERNEL(xn_q8_g1m4, true, 1, 4)
+XN_KERNEL(xn_q8_g1m5, true, 1, 5)
+XN_KERNEL(xn_q8_g1m6, true, 1, 6)
 XN_KERNEL(xn_q4_g1m1, false, 1, 1)
 XN_KERNEL(xn_q4_g2m1, false, 2, 1)
 XN_KERNEL(xn_q4_g3m1, false, 3, 1)
@@ -197,15 +243,17 @@ XN_KERNEL(xn_q4_g4m1, false, 4, 1)
 XN_KERNEL(xn_q4_g1m2, false, 1, 2)
 XN_KERNEL(xn_q4_g1m3, false, 1, 3)
 XN_KERNEL(xn_q4_g1m4, false, 1, 4)
+XN_KERNEL(xn_q4_g1m5, false, 1, 5)
+XN_KERNEL(xn_q4_g1m6, false, 1, 6)
 
 /* [q8][ng - 1] with mx = 1, and [q8][mx - 1] with ng = 1 */
 static const ork__x16_fn xn_streams_fn[2][XN_STREAMS] = {
     { xn_q4_g1m1, xn_q4_g2m1, xn_q4_g3m1, xn_q4_g4m1 },
     { xn_q8_g1m1, xn_q8_g2m1, xn_q8_g3m1, xn_q8_g4m1 },
 };
-static const ork__x16_fn xn_tile_fn[2][ORK_X16_MX] = {
-    { xn_q4_g1m1, xn_q4_g1m2, xn_q4_g1m3, xn_q4_g1m4 },
-    { xn_q8_g1m1, xn_q8_g1m2, xn_q8_g1m3, xn_q8_g1m4 },
+static const ork__x16_fn xn_tile_fn[2][XN_TILE_MX] = {
+    { xn_q4_g1m1, xn_q4_g1m2, xn_q4_g1m3, xn_q4_g1m4, xn_q4_g1m5, xn_q4_g1m6 },
+    { xn_q8_g1m1, xn_q8_g1m2, xn_q8_g1m3, xn_q8_g1m4, xn_q8_g1m5, xn_q8_g1m6 },
 };
 
 static ork__x16_fn fn_q8(bool tile, int n)
@@ -224,5 +272,7 @@ void ork__fill_rows16_q8_0_q4_0_neon_dot(struct ork__kern *t)
     t->t[ORK__KT_Q4_0].x16_fn = fn_q4;
     t->t[ORK__KT_Q8_0].x16_streams = XN_STREAMS;
     t->t[ORK__KT_Q4_0].x16_streams = XN_STREAMS;
+    t->t[ORK__KT_Q8_0].x16_tile_mx = XN_TILE_MX;
+    t->t[ORK__KT_Q4_0].x16_tile_mx = XN_TILE_MX;
 }
 #endif
