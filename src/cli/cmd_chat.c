@@ -522,9 +522,7 @@ int ork_cmd_chat(int argc, char **argv)
     struct ork_sampler *smp;
     struct ork_spec *spec = NULL;
     int rc = ork_cli_gen_setup(CMD, &o, &m, &s, &smp);
-    if (rc)
-        return rc;
-    if ((rc = ork_cli_spec_setup(CMD, &o, m, s, &spec)) != 0)
+    if (rc || (rc = ork_cli_spec_setup(CMD, &o, m, s, &spec)) != 0)
         goto out_model;
     enum ork_chat_format fmt;
     if ((rc = pick_format(m, tmpl_name, &fmt)) != 0)
@@ -638,9 +636,7 @@ out:
     ork_free(h.msgs);
     ork_free(r.text);
 out_model:
-    if (o.verbose)
-        ork_cli_spec_report(stderr, spec);
-    ork_cli_spec_free(spec);
+    ork_cli_spec_free(spec, o.verbose);
     ork_sampler_free(smp);
     ork_cli_gen_constraint_free();
     ork_session_free(s);

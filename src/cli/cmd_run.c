@@ -75,6 +75,12 @@ int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct or
         mp->npu_pack_path = v;
         return 1;
     }
+    if (!strcmp(a, "--npu-caps")) {
+        if (!(v = ork_cli_value(cmd, argc, argv, i)))
+            return -1;
+        mp->npu_capabilities = v;
+        return 1;
+    }
     if (!strcmp(a, "--sim-timing")) {
         static const char *const names[] = { "instant", "paced", "only", "paced-only" };
         if (!(v = ork_cli_value(cmd, argc, argv, i)))
@@ -212,7 +218,10 @@ void ork_cli_device_help(FILE *out)
             "  --npu-max-m N             rows per NPU matmul in prefill (default: 64)\n"
             "  --no-pack                 quantise for the NPU in memory (no MODEL.orkpack)\n"
             "  --rebuild-pack            rebuild MODEL.orkpack even if it is valid\n"
-            "  --pack FILE               the .orkpack to use (default: MODEL.orkpack)\n");
+            "  --pack FILE               the .orkpack to use (default: MODEL.orkpack)\n"
+            "  --npu-caps FILE           capability record of the board (`ork selftest\n"
+            "                            --confirm-forms` writes it): the submit forms it\n"
+            "                            confirmed may be used (docs/board.md)\n");
 }
 
 /* The board twin's totals (modelled, docs/twin.md "In the engine"): time per row, busy cores,
@@ -638,8 +647,10 @@ int ork_cli_spec_setup(const char *cmd, const struct ork_cli_gen_opts *o, struct
     return 0;
 }
 
-void ork_cli_spec_free(struct ork_spec *spec)
+void ork_cli_spec_free(struct ork_spec *spec, bool report)
 {
+    if (report)
+        ork_cli_spec_report(stderr, spec);
     ork_spec_free(spec);
     ork_model_free(spec_draft);
     spec_draft = NULL;
@@ -827,10 +838,9 @@ int ork_cmd_run(int argc, char **argv)
         if (o.verbose) {
             fprintf(stderr, "stop: %s, seed %llu\n", ork_stop_reason_name(st.stop),
                     (unsigned long long)ork_sampler_seed(smp));
-            ork_cli_spec_report(stderr, spec);
         }
     }
-    ork_cli_spec_free(spec);
+    ork_cli_spec_free(spec, o.verbose && rc == 0);
     ork_sampler_free(smp);
     ork_cli_gen_constraint_free();
     ork_session_free(s);

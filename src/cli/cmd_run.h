@@ -79,10 +79,11 @@ void ork_cli_print_stats(const struct ork_gen_stats *st);
 struct ork_spec;
 /* With --draft-model or --lookup: load the draft model on the CPU (its vocabulary checked
  * against m's) and make the speculative decoder for session s of m into *spec (NULL: none).
- * Prints the error and returns ORK_EXIT_ERROR on failure. ork_cli_spec_free frees both. */
+ * Prints the error and returns ORK_EXIT_ERROR on failure. ork_cli_spec_free frees both (after
+ * ork_cli_spec_report when report). */
 int ork_cli_spec_setup(const char *cmd, const struct ork_cli_gen_opts *o, struct ork_model *m,
                        const struct ork_session *s, struct ork_spec **spec);
-void ork_cli_spec_free(struct ork_spec *spec);
+void ork_cli_spec_free(struct ork_spec *spec, bool report);
 /* --verbose: the decoder's totals (acceptance, tau, the verify-M histogram) to out. */
 void ork_cli_spec_report(FILE *out, const struct ork_spec *spec);
 
