@@ -40,6 +40,14 @@ struct opts {
     size_t membw_bytes;
     struct ork_model_params mp;     /* --device etc. (ork_cli_device_opt) */
     const char *trace;              /* --trace FILE.json: the twin's modelled timeline */
+    /* M > 1 decode tests (cmd_bench_multi.c) */
+    struct list par;                /* --parallel: sequences decoded together */
+    struct list verify;             /* --verify: draft lengths k (verify M = k + 1) */
+    double tau[MAX_LIST];           /* --tau: mean tokens accepted per cycle */
+    int n_tau;
+    const char *draft;              /* --draft-model FILE: its decode step charged k times */
+    struct ork_model_params draft_mp;   /* the draft's device: the CPU, with the twin when the
+                                         * target has one */
 };
 
 struct model_desc {
@@ -83,6 +91,17 @@ struct bench_refs {
     const struct ork_cpu_peak *pk;
     int n_pk;
 };
+
+/* Shared by cmd_bench.c and cmd_bench_multi.c. */
+#define ORK_CLI_BENCH_SEED 0x6f726b62656e6368ull    /* fixed seed of the random token ids */
+uint64_t ork_cli_bench_rng(uint64_t *s);
+double ork_cli_bench_now(void);
+void ork_cli_bench_mean_sd(const double *x, int n, double *mean, double *sd);
+void ork_cli_bench_describe(const struct ork_model *m, struct model_desc *d);
+/* --parallel and --verify on one model at one thread count: run, print in o->fmt. */
+int ork_cli_bench_parallel(const struct opts *o, const char *path, int threads);
+int ork_cli_bench_verify(const struct opts *o, const char *path, int threads);
+bool ork_cli_bench_parse_tau(const char *s, struct opts *o);
 
 /* The KV cache type of the run, as llama-bench's type_k / type_v. */
 const char *ork_cli_bench_kv_name(const struct opts *o);

@@ -48,7 +48,11 @@
 #define DEFAULT_N 128
 #define DEFAULT_REPS 5
 #define WARMUP_TOKENS 8         /* tokens of the untimed warm-up run before each test */
-#define TOKEN_SEED 0x6f726b62656e6368ull    /* fixed seed of the random token ids */
+#define TOKEN_SEED ORK_CLI_BENCH_SEED
+#define MAX_VERIFY_K 63         /* --verify: k + 1 <= 64 rows, one NPU plan */
+/* --tau default: the issue's three points -- 1.5, 2.7 (the seed's creative-prompt DFlash
+ * figure, performance-anchors.md) and 4 tokens per cycle */
+static const double default_tau[] = { 1.5, 2.7, 4.0 };
 /* Largest read array of the per-test roofline measurement: bounds the memory taken next to the
  * model (4 GiB: beyond any cache by far, and a pass takes ~0.15 s at 30 GB/s). */
 #define ROOF_MAX_BYTES ((size_t)4 << 30)
@@ -93,6 +97,18 @@ static void usage(FILE *out)
             "  --kv-type f32|f16    KV cache precision (default: f32, as ork run)\n"
             "  --no-act-quant       f32 activations in matmuls (default: quantized for quantized\n"
             "                       weights, the integer dot-product kernels; as in ork run)\n"
+            "  --parallel LIST      instead of pp/tg: N sequences decoded together per test\n"
+            "                       (like llama-batched-bench): each step one forward of M = N\n"
+            "                       rows; aggregate and per-sequence t/s over -n tokens each\n"
+            "  --verify LIST        instead of pp/tg: the step of a speculative verify forward of\n"
+            "                       M = k + 1 rows at position -p, per k in LIST (1..63), against\n"
+            "                       the M = 1 decode step; plain vs speculative t/s at --tau\n"
+            "  --tau LIST           mean tokens accepted per cycle (default 1.5,2.7,4):\n"
+            "                       speculative t/s = tau / (verify(k + 1) + k x draft step)\n"
+            "  --draft-model FILE   with --verify: the draft's decode step at -p, on the CPU\n"
+            "                       (with the board twin when the target has one: its A76 cores)\n"
+            "  --npu-rows LIST      NPU plan sizes besides 1 and 64 (powers of two; default all:\n"
+            "                       2,4,8,16,32; 1 = only the M = 1 and M = 64 plans)\n"
             "  -h, --help           show this help\n"
             "  --mmap, --no-mmap    map the model file, or read it into memory on huge pages\n"
             "                       (default: read with --device cpu, map otherwise)\n"
@@ -198,6 +214,34 @@ static int parse_args(int argc, char **argv, struct opts *o)
         } else if (!strcmp(a, "--trace")) {
             if (!(o->trace = ork_cli_value(CMD, argc, argv, &i)))
                 return -1;
+        } else if (!strcmp(a, "--parallel")) {
+            if (!(v = ork_cli_value(CMD, argc, argv, &i)) ||
+                !parse_list("--parallel", v, 1, MAX_LIST, &o->par))
+                return -1;
+        } else if (!strcmp(a, "--verify")) {
+            if (!(v = ork_cli_value(CMD, argc, argv, &i)) ||
+                !parse_list("--verify", v, 1, MAX_VERIFY_K, &o->verify))
+                return -1;
+        } else if (!strcmp(a, "--tau")) {
+            if (!(v = ork_cli_value(CMD, argc, argv, &i)) || !ork_cli_bench_parse_tau(v, o))
+                return -1;
+        } else if (!strcmp(a, "--draft-model")) {
+            if (!(o->draft = ork_cli_value(CMD, argc, argv, &i)))
+                return -1;
+        } else if (!strcmp(a, "--npu-rows")) {
+            struct list rows = { .n = 0 };
+            if (!(v = ork_cli_value(CMD, argc, argv, &i)) ||
+                !parse_list("--npu-rows", v, 1, 64, &rows))
+                return -1;
+            o->mp.npu_prog_rows = 1;    /* bit 0: the M = 1 plan (always made) */
+            for (int r = 0; r < rows.n; r++) {
+                if (rows.v[r] & (rows.v[r] - 1)) {
+                    fprintf(stderr, "ork %s: invalid value '%lld' for --npu-rows: a power of "
+                            "two\n", CMD, rows.v[r]);
+                    return -1;
+                }
+                o->mp.npu_prog_rows |= (uint32_t)rows.v[r];
+            }
         } else if (!strcmp(a, "--membw")) {
             o->membw = true;
         } else if (!strcmp(a, "--peak")) {
@@ -221,6 +265,23 @@ static int parse_args(int argc, char **argv, struct opts *o)
             return -1;
         }
     }
+    if ((o->par.n || o->verify.n) && (!o->n_models || (o->par.n && o->verify.n))) {
+        fprintf(stderr, "ork %s: --parallel and --verify each need a model (-m), and run "
+                "alone\n", CMD);
+        return -1;
+    }
+    if (o->draft && !o->verify.n) {
+        fprintf(stderr, "ork %s: --draft-model needs --verify\n", CMD);
+        return -1;
+    }
+    if (!o->n_tau) {
+        for (size_t k = 0; k < sizeof default_tau / sizeof default_tau[0]; k++)
+            o->tau[o->n_tau++] = default_tau[k];
+    }
+    o->draft_mp = o->mp;
+    o->draft_mp.device = "cpu";
+    o->draft_mp.twin = o->mp.twin || (o->mp.device && !strncmp(o->mp.device, "sim", 3));
+    o->draft_mp.npu_pack_path = NULL;
     if (!o->n_models && !o->membw && !o->peak) {
         fprintf(stderr, "ork %s: give a model with -m, or --membw / --peak (see --help)\n", CMD);
         return -1;
@@ -243,6 +304,11 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+double ork_cli_bench_now(void)
+{
+    return now_s();
+}
+
 /* CPU seconds (user + system) of this process so far. */
 static double cpu_s(void)
 {
@@ -253,7 +319,7 @@ static double cpu_s(void)
            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
-static uint64_t rng_next(uint64_t *s)
+uint64_t ork_cli_bench_rng(uint64_t *s)
 {
     /* xorshift64* (Vigna 2014): shifts 12/25/27, multiplier 2685821657736338717. */
     *s ^= *s >> 12;
@@ -264,7 +330,7 @@ static uint64_t rng_next(uint64_t *s)
 
 /* Name like llama-bench's "qwen3 1.7B Q8_0": architecture, parameter count, and the type
  * holding most of the matrix bytes. */
-static void describe_model(const struct ork_model *m, struct model_desc *d)
+void ork_cli_bench_describe(const struct ork_model *m, struct model_desc *d)
 {
     const struct ork_gguf *g = ork_model_gguf(m);
     const struct ork_model_config *c = ork_model_config(m);
@@ -309,7 +375,7 @@ static void describe_model(const struct ork_model *m, struct model_desc *d)
     snprintf(d->name, sizeof d->name, "%s %s %s", c->arch_name, size, ork_type_name(best));
 }
 
-static void mean_sd(const double *x, int n, double *mean, double *sd)
+void ork_cli_bench_mean_sd(const double *x, int n, double *mean, double *sd)
 {
     double s = 0;
     for (int i = 0; i < n; i++)
@@ -361,7 +427,7 @@ static int run_once(struct ork_model *m, struct ork_session *s, bool pp, int n, 
                     int32_t *toks, float *logits, uint64_t *rng, double *ts, double *model_ts)
 {
     for (int i = 0; i < n; i++)
-        toks[i] = (int32_t)(rng_next(rng) % (uint64_t)n_vocab);
+        toks[i] = (int32_t)(ork_cli_bench_rng(rng) % (uint64_t)n_vocab);
     ork_session_reset(s);
     struct ork_model_twin_stats a, b;
     bool twin = ork_model_twin_stats(m, &a) == 0;
@@ -512,7 +578,7 @@ static int bench_model_threads(struct ork_model *m, int mi, const struct model_d
             r->cpu_share = wall > 0 ? (cpu_s() - c0) / (wall * threads) : 0.0;
             if (r->roof_runs)
                 r->read_after = ork_membw_reader_run(rd, ROOF_RUNS);
-            mean_sd(r->samples, o->reps, &r->avg_ts, &r->sd_ts);
+            ork_cli_bench_mean_sd(r->samples, o->reps, &r->avg_ts, &r->sd_ts);
             fprintf(stderr, "ork bench: %s%d t=%d: host %.2f +- %.2f t/s (cpu share %.0f%%)\n",
                     r->pp ? "pp" : "tg", n, threads, r->avg_ts, r->sd_ts, 100.0 * r->cpu_share);
             if (r->twin) {
@@ -521,7 +587,7 @@ static int bench_model_threads(struct ork_model *m, int mi, const struct model_d
                 r->host_sd = r->sd_ts;
                 ork_model_twin_stats(m, &r->tw);
                 memcpy(r->samples, model, (size_t)o->reps * sizeof(double));
-                mean_sd(r->samples, o->reps, &r->avg_ts, &r->sd_ts);
+                ork_cli_bench_mean_sd(r->samples, o->reps, &r->avg_ts, &r->sd_ts);
                 ork_free(model);
                 twin_bench_report(stderr, r);
             }
@@ -590,7 +656,16 @@ int ork_cmd_bench(int argc, char **argv)
                     pk[n_pk].int8_insn, pk[n_pk].int8_ops / 1e9);
             n_pk++;
         }
-    for (int mi = 0; mi < o.n_models; mi++) {
+    for (int mi = 0; (o.par.n || o.verify.n) && mi < o.n_models; mi++) {
+        int ret = o.par.n ? ork_cli_bench_parallel(&o, o.models[mi], (int)o.t.v[0])
+                          : ork_cli_bench_verify(&o, o.models[mi], (int)o.t.v[0]);
+        if (ret < 0) {
+            ork_cli_error(CMD, ret);
+            status = ORK_EXIT_ERROR;
+            goto out;
+        }
+    }
+    for (int mi = 0; !o.par.n && !o.verify.n && mi < o.n_models; mi++) {
         struct ork_model_params mp = o.mp;
         mp.no_tokenizer = true;
         mp.no_repack = mp.no_repack || o.f32_act;  /* interleaving serves quantized activations */
@@ -602,7 +677,7 @@ int ork_cmd_bench(int argc, char **argv)
             status = ORK_EXIT_ERROR;
             goto out;
         }
-        describe_model(m, &md[mi]);
+        ork_cli_bench_describe(m, &md[mi]);
         fprintf(stderr, "ork bench: %s: %s, %d matrices interleaved by 16 rows%s\n",
                 o.models[mi],
                 !strcmp(md[mi].load, "read") ? "read into memory (--no-mmap)" : "mapped (--mmap)",
@@ -618,7 +693,8 @@ int ork_cmd_bench(int argc, char **argv)
         }
     }
     struct bench_refs rf = { .bw = bw, .n_bw = n_bw, .pk = pk, .n_pk = n_pk };
-    ork_cli_bench_print(&o, md, res, n_res, &rf);
+    if (!o.par.n && !o.verify.n)
+        ork_cli_bench_print(&o, md, res, n_res, &rf);
 out:
     if (res)
         for (int i = 0; i < n_res; i++)

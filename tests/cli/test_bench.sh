@@ -3,13 +3,15 @@
 # stories260K (header + one pp and one tg row, -p/-n/-t lists giving every combination), JSON
 # that python3 parses with the documented fields, CSV rows, --membw (bandwidth table, and
 # the roofline columns when a model is given: read GB/s before and after each tg test, the
-# roofline from their mean) and --peak (compute peaks, and the pp share of them).
+# roofline from their mean), --peak (compute peaks, and the pp share of them), and on the
+# simulator --parallel (sequences decoded together) and --verify (speculative verify steps).
 # usage: bash test_bench.sh ORK_BINARY FIXTURES_DIR   (exit 77 = skipped: no fixtures)
 set -u
 ORK=$1
 FIX=$2
 MODEL="$FIX/models/stories260K.gguf"
 fail=0
+tmpd=$(mktemp -d); trap 'rm -rf "$tmpd"' EXIT
 
 check() {   # check DESCRIPTION COMMAND...: the command must succeed
     local what=$1; shift
@@ -148,5 +150,53 @@ if [ -f "$QMODEL" ]; then
     check "--no-act-quant on Q8_0: exit 0" test $rc -eq 0
     check "--no-act-quant on Q8_0: two rows" test "$(grep -c '| Q8_0\|Q8_0 |' <<<"$out")" -ge 2
 fi
+# M > 1 decode tests on the simulator (the board twin): --parallel and --verify
+out=$("$ORK" bench -m "$MODEL" --parallel 1,2,4 -n 4 -r 1 -t 1 --device sim --no-pack -o json \
+      2>/dev/null); rc=$?
+check "--parallel: exit 0" test $rc -eq 0
+check "--parallel json: a row per N, aggregate = N x per-seq, more than 1 seq's, modelled" \
+    python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert [r["n_parallel"] for r in d] == [1, 2, 4], d
+for r in d:
+    assert r["twin"] and r["n_gen"] == 4 and r["agg_ts"] > 0
+    assert abs(r["agg_ts"] - r["n_parallel"] * r["seq_ts"]) < 1e-3 * r["agg_ts"]
+    assert abs(r["scaling"] - r["agg_ts"] / d[0]["agg_ts"]) < 1e-3 * r["scaling"]
+assert d[2]["agg_ts"] > d[1]["agg_ts"] > d[0]["agg_ts"]
+' "$out"
+out=$("$ORK" bench -m "$MODEL" --parallel 1,2 -n 2 -r 1 -t 1 --device sim --no-pack -o csv \
+      2>/dev/null); rc=$?
+check "--parallel csv: header and two rows" test $rc -eq 0 -a "$(grep -c '^"llama' <<<"$out")" -eq 2
+out=$("$ORK" bench -m "$MODEL" --parallel 1,2 -n 2 -r 1 -t 1 --device sim --no-pack 2>/dev/null)
+check "--parallel md: says modelled" grep -q "Modelled on the board twin" <<<"$out"
+out=$("$ORK" bench -m "$MODEL" --verify 1,3,7 -p 16 -r 1 -t 1 --device sim --no-pack \
+      --draft-model "$FIX/models/stories260K-Q8_0.gguf" --tau 1.5,2.7,4 \
+      --trace "$tmpd/verify.json" -o json 2>/dev/null); rc=$?
+check "--verify: exit 0" test $rc -eq 0
+check "--verify json: per k, tau / (verify + k draft), nearly-free M" python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["twin"] and d["pos"] == 16 and d["draft_ms"] > 0 and "CPU, twin" in d["draft"]
+v = {r["k"]: r for r in d["verify"]}
+assert sorted(v) == [1, 3, 7]
+for r in d["verify"]:
+    assert r["m"] == r["k"] + 1 and abs(r["ratio"] - r["ms"] / d["decode_ms"]) < 1e-3
+assert abs(d["plain_ts"] - 1000 / d["decode_ms"]) < 1e-2 * d["plain_ts"]
+for s in d["speculative"]:
+    assert s["k"] + 1 >= s["tau"]
+    best = max(s["tau"] * 1000 / (r["ms"] + r["k"] * d["draft_ms"])
+               for r in d["verify"] if r["k"] + 1 >= s["tau"])
+    assert abs(s["ts"] - best) < 1e-3 * best, (s, best)
+free = [r["m"] for r in d["verify"] if r["ratio"] <= 1.1]
+assert d["nearly_free_m"] >= 1 and (not free or d["nearly_free_m"] <= max(free))
+' "$out"
+check "--verify --trace: a timeline" test -s "$tmpd/verify.json"
+"$ORK" bench -m "$MODEL" --parallel 1 --verify 1 -r 1 >/dev/null 2>&1; rc=$?
+check "--parallel with --verify: usage error" test $rc -eq 2
+"$ORK" bench -m "$MODEL" --verify 64 -r 1 >/dev/null 2>&1; rc=$?
+check "--verify 64: usage error" test $rc -eq 2
+"$ORK" bench -m "$MODEL" --npu-rows 3 -r 1 >/dev/null 2>&1; rc=$?
+check "--npu-rows 3 (not a power of two): usage error" test $rc -eq 2
 [ $fail -eq 0 ] || echo "$out"
 exit $fail
