@@ -20,6 +20,8 @@ struct ork_selftest_opts {
     bool confirm_forms;              /* test the [CAP] forms too, and record the verdicts */
     const char *capabilities_out;    /* with confirm_forms: the file to record them in */
     FILE *out;                       /* verdict lines as they are decided; NULL = none */
+    uint32_t wait_timeout_ms;        /* ork_npu_opts.wait_timeout_ms (0: the default) */
+    bool blocking_submits;           /* ork_npu_opts.blocking_submits */
 };
 
 #define ORK_SELFTEST_MAX_STEPS 16

@@ -92,6 +92,11 @@ enum ork_npu_form {
  * confirms itself (only the simulator, when ork_sim_opts.confirm_one_job asks it to). */
 uint32_t ork_npu_confirmed_forms(const struct ork_npu *npu);
 
+/* How the device waits for a job (ork_npu_opts.wait_timeout_ms): the host bound in ms when jobs
+ * go NONBLOCK with a doorbell (rknpu, sim), 0 when submits block in the kernel (rocket, whose
+ * PREP_BO waits carry their own deadline, or blocking_submits). */
+uint32_t ork_npu_wait_bound_ms(const struct ork_npu *npu);
+
 /* Open a device. With "auto" and no NPU present: ORK_ENOENT, message "no RK3588 NPU found
  * (tried rknpu, rocket); use --device sim for the simulator". A node that exists but cannot be
  * opened is ORK_EACCES naming the node, its group and a udev rule (never "not found"). */

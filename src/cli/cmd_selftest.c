@@ -94,6 +94,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: ork selftest [--device D] [--quick] [--json] [--trace FILE.json]\n"
             "                    [--capabilities FILE] [--confirm-forms FILE]\n"
+            "                    [--npu-wait-ms MS] [--blocking-submits]\n"
             "       ork selftest --calibrate [-o FILE] [--device D]\n"
             "\n"
             "First the ladder: discovery (the node, its permissions, the driver version), then\n"
@@ -112,6 +113,11 @@ static void usage(FILE *out)
             "               JSON, \"capabilities\" object)\n"
             "  --confirm-forms FILE test the forms the spec marks [CAP] (the one-job 0x7\n"
             "               form) and record each verdict in FILE\n"
+            "  --npu-wait-ms MS  host bound on one NPU job (default %u): rknpu jobs go\n"
+            "               NONBLOCK and a job not done in MS is a timeout, then a reset\n"
+            "               and one retry (docs/board.md)\n"
+            "  --blocking-submits  submit blocking and rely on the kernel's timeout (the\n"
+            "               old behaviour; for bisecting driver problems)\n"
             "  --quick      a short subset of the shapes\n"
             "  --trace F    write a Chrome/Perfetto trace-event timeline of the NPU submits\n"
             "               (one track per core) and of each case to F\n"
@@ -123,7 +129,7 @@ static void usage(FILE *out)
             "               with what it replaced and lists the ones not measured. On --device\n"
             "               sim the model clock is measured: the file gives back the defaults\n"
             "  -o FILE      where --calibrate writes (default " CALIB_DEFAULT_PATH ")\n",
-            F16_REL_TOL);
+            F16_REL_TOL, ORK_NPU_WAIT_TIMEOUT_MS);
 }
 
 /* Run one case; returns true when it passed. Prints its line. */
@@ -333,7 +339,8 @@ int ork_cmd_selftest(int argc, char **argv)
 {
     const char *device = "auto", *trace = NULL, *calib_out = NULL, *caps = NULL,
                *confirm = NULL;
-    bool quick = false, calibrate = false, json = false;
+    bool quick = false, calibrate = false, json = false, blocking = false;
+    long long wait_ms = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -347,6 +354,12 @@ int ork_cmd_selftest(int argc, char **argv)
                 return ORK_EXIT_USAGE;
         } else if (!strcmp(argv[i], "--json")) {
             json = true;
+        } else if (!strcmp(argv[i], "--npu-wait-ms")) {
+            const char *v = ork_cli_value("selftest", argc, argv, &i);
+            if (!v || !ork_cli_parse_int("selftest", "--npu-wait-ms", v, 1, 600000, &wait_ms))
+                return ORK_EXIT_USAGE;
+        } else if (!strcmp(argv[i], "--blocking-submits")) {
+            blocking = true;
         } else if (!strcmp(argv[i], "--capabilities")) {
             if (!(caps = ork_cli_value("selftest", argc, argv, &i)))
                 return ORK_EXIT_USAGE;
@@ -382,7 +395,8 @@ int ork_cmd_selftest(int argc, char **argv)
      * there (src/tooling/calibrate.c), which the sim confirms only when asked */
     struct ork_sim_opts so = { .struct_size = sizeof so, .confirm_one_job = calibrate };
     struct ork_npu_opts o = { .struct_size = sizeof o, .device = device, .capabilities = caps,
-                              .sim = &so };
+                              .sim = &so, .wait_timeout_ms = (uint32_t)wait_ms,
+                              .blocking_submits = blocking };
     int ret = ork_npu_open(&o, &npu);
     if (ret < 0 && !strcmp(device, "auto")) {
         fprintf(stderr, "ork selftest: note: %s; running on the simulator instead\n",
@@ -406,7 +420,9 @@ int ork_cmd_selftest(int argc, char **argv)
     /* the ladder opens its own devices (a second domain, a vouched one-job device) */
     struct ork_selftest_opts lo = { .struct_size = sizeof lo, .device = o.device,
                                     .capabilities = caps, .confirm_forms = confirm != NULL,
-                                    .capabilities_out = confirm, .out = json ? NULL : stdout };
+                                    .capabilities_out = confirm, .out = json ? NULL : stdout,
+                                    .wait_timeout_ms = (uint32_t)wait_ms,
+                                    .blocking_submits = blocking };
     struct ork_selftest_report *rep = ork_calloc(1, sizeof *rep);
     if (!rep) {
         ork_npu_close(npu);

@@ -108,6 +108,11 @@ void ork_npu_close(struct ork_npu *npu)
     ork_free(npu);
 }
 
+uint32_t ork_npu_wait_bound_ms(const struct ork_npu *npu)
+{
+    return npu && npu->nonblock ? npu->wait_ms : 0;
+}
+
 uint32_t ork_npu_confirmed_forms(const struct ork_npu *npu)
 {
     return npu ? npu->confirmed_forms : 0;

@@ -11,8 +11,9 @@
  *   layer        the executor's programs for one decoder layer of a real shape (Qwen2.5-0.5B:
  *                q/k/v/o, gate/up, down at M = 1, cores chosen by the budget, the one-job flag
  *                as the executor asks for it)
- * A step failing with ORK_ETIMEDOUT (a wedge: libork's waits are bounded and reset the NPU)
- * is re-warmed and retried once; a second failure is the step's clear error. */
+ * A step failing with ORK_ETIMEDOUT (a wedge: libork's waits are bounded -- NONBLOCK with a
+ * doorbell on rknpu, ork_npu_opts.wait_timeout_ms -- and reset the NPU) is re-warmed and
+ * retried once; a second failure is the step's clear error. */
 #include <ork-tooling/selftest.h>
 
 #include <ork/alloc.h>
@@ -236,7 +237,8 @@ static struct ork_npu *open_dev(const struct ork_selftest_opts *o, uint32_t doma
 {
     struct ork_npu_opts no = { .struct_size = sizeof no, .device = o->device, .sim = o->sim,
                                .domain = domain, .capabilities = o->capabilities,
-                               .confirmed_forms = forms };
+                               .confirmed_forms = forms, .wait_timeout_ms = o->wait_timeout_ms,
+                               .blocking_submits = o->blocking_submits };
     struct ork_npu *npu = NULL;
     *ret = ork_npu_open(&no, &npu);
     return npu;
@@ -337,8 +339,15 @@ int ork_selftest_ladder(const struct ork_selftest_opts *o, struct ork_selftest_r
         return ret;
     }
     snprintf(r->backend, sizeof r->backend, "%s", ork_npu_backend(L.npu));
-    step_add(&L, "discovery", ORK_SELFTEST_PASS, now_ms() - t0, "backend %s%s", r->backend,
-             ork_npu_is_sim(L.npu) ? " (simulator)" : "");
+    uint32_t bound = ork_npu_wait_bound_ms(L.npu);
+    char waits[96];
+    if (bound)
+        snprintf(waits, sizeof waits, "bounded at %u ms (NONBLOCK + doorbell)", bound);
+    else
+        snprintf(waits, sizeof waits, "blocking, bounded by the kernel%s",
+                 strstr(r->backend, "rocket") ? " (PREP_BO deadlines)" : "");
+    step_add(&L, "discovery", ORK_SELFTEST_PASS, now_ms() - t0, "backend %s%s; waits: %s",
+             r->backend, ork_npu_is_sim(L.npu) ? " (simulator)" : "", waits);
     form_step(&L, "per-core", L.npu, 1024, 512, 1, 0, 0, "1 core, 1024x512");
     form_step(&L, "multi-core", L.npu, 4096, 4096, 3, 0, 0,
               "3-core N-split, one submit per core (rocket: jobs of one SUBMIT), 4096x4096");

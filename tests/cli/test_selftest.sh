@@ -2,7 +2,8 @@
 # test_selftest.sh -- `ork selftest`: the quick sweep passes on the simulator with one line per
 # case and a summary; the default device falls back to the simulator with a note when no NPU is
 # present; bad options are usage errors; --calibrate on the sim writes a file holding the default
-# table (the twin test test_twin_calibrate checks it constant by constant). Usage: test_selftest.sh ORK_BINARY FIXTURES_DIR
+# table (the twin test test_twin_calibrate checks it constant by constant); the waits are
+# bounded (--npu-wait-ms, --blocking-submits). Usage: test_selftest.sh ORK_BINARY FIXTURES_DIR
 set -u
 ORK=$1
 TMP=$(mktemp -d)
@@ -38,6 +39,19 @@ check "--json: one-job tested" grep -q '"name": "one-job", "verdict": "pass"' "$
 check "--confirm-forms records it" grep -q '"one_job_0x7":[[:space:]]*"confirmed"' "$TMP/caps.json"
 "$ORK" selftest --device sim --quick --capabilities "$TMP/caps.json" > "$TMP/cap" 2>&1
 check "--capabilities: one-job runs" grep -q '^form  one-job  *pass ' "$TMP/cap"
+
+# Bounded waits: discovery says how jobs are waited for; --npu-wait-ms sets the bound,
+# --blocking-submits the old blocking form; bad values are usage errors.
+check "discovery: waits bounded by default" grep -q '^form  discovery .*waits: bounded at 1000 ms (NONBLOCK + doorbell)' "$TMP/out"
+"$ORK" selftest --device sim --quick --npu-wait-ms 250 > "$TMP/w" 2>&1
+check "--npu-wait-ms: passes" test $? -eq 0
+check "--npu-wait-ms: the bound" grep -q 'bounded at 250 ms' "$TMP/w"
+"$ORK" selftest --device sim --quick --blocking-submits > "$TMP/b" 2>&1
+check "--blocking-submits: passes" test $? -eq 0
+check "--blocking-submits: said" grep -q 'waits: blocking, bounded by the kernel' "$TMP/b"
+check "sim-rocket: PREP_BO deadlines" grep -q 'waits: blocking, bounded by the kernel (PREP_BO deadlines)' "$TMP/ro"
+"$ORK" selftest --device sim --npu-wait-ms 0 > /dev/null 2>&1
+check "--npu-wait-ms 0: exit 2" test $? -eq 2
 
 # Default device: the board's NPU if present, else the simulator with a note.
 if [ ! -e /dev/dri/card1 ] && [ ! -e /dev/accel/accel0 ]; then

@@ -29,6 +29,9 @@ static void test_all_pass(void)
         CHECK(r.n_steps >= 8);
         const struct ork_selftest_step *s = step(&r, "one-job");
         CHECK(s && s->verdict == ORK_SELFTEST_NOT_CONFIRMED);
+        /* discovery says how waits are bounded: NONBLOCK + doorbell on the rknpu model */
+        s = step(&r, "discovery");
+        CHECK(s && strstr(s->detail, d == 0 ? "bounded at 1000 ms" : "PREP_BO") != NULL);
     }
 }
 
@@ -49,6 +52,22 @@ static void test_wedge_retry(void)
     }
 }
 
+/* A wedged NPU (a blocking submit would sleep twice the kernel's 6000 ms timeout, spec §8.6) is
+ * caught by the bound the ladder was given, then reset, re-warmed and retried. */
+static void test_wedge_bounded(void)
+{
+    struct ork_sim_opts so = { .struct_size = sizeof so };
+    so.faults[0] = (struct ork_sim_fault){ .kind = ORK_SIM_FAULT_WEDGE, .submit = 3, .task = 0 };
+    struct ork_selftest_opts o = { .struct_size = sizeof o, .device = "sim", .sim = &so,
+                                   .wait_timeout_ms = 50 };
+    struct ork_selftest_report r;
+    CHECK_EQ_INT(ork_selftest_ladder(&o, &r), 0);
+    const struct ork_selftest_step *s = step(&r, "per-core");
+    CHECK(s && s->verdict == ORK_SELFTEST_PASS_RETRY);
+    CHECK(s && strstr(s->detail, "host bound of 50 ms") != NULL);
+    CHECK_EQ_INT(r.n_failed, 0);
+}
+
 static void test_discovery_denied(void)
 {
     struct ork_sim_opts so = { .struct_size = sizeof so, .fake_node_errno = EACCES };
@@ -64,6 +83,7 @@ int main(void)
 {
     RUN(test_all_pass);
     RUN(test_wedge_retry);
+    RUN(test_wedge_bounded);
     RUN(test_discovery_denied);
     return ork_test_done();
 }
