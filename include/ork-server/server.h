@@ -64,6 +64,7 @@ struct ork_server_params {
     enum ork_server_pooling pooling;
     const char *slot_save_path; /* directory for /slots/{id}?action=save|restore; NULL: off */
     bool props_post;            /* POST /props accepted (--props) */
+    bool no_webui;              /* GET / does not serve the web chat page (--no-webui) */
 };
 void ork_server_params_default(struct ork_server_params *p);
 

@@ -29,8 +29,9 @@ static void usage(FILE *out)
             "Serve a model over HTTP: POST /completion, /tokenize, /detokenize, /apply-template,\n"
             "/embedding, /slots/ID (llama-server API), POST /v1/completions, /v1/chat/completions,\n"
             "/v1/embeddings, GET /v1/models[/ID] (OpenAI API), GET /health, /props, /slots,\n"
-            "/metrics. POST bodies must be Content-Type: application/json. Listens first\n"
-            "(/health 503 while the model loads). Stops cleanly on SIGINT/SIGTERM.\n\n"
+            "/metrics, and a web chat page at GET /. POST bodies must be Content-Type:\n"
+            "application/json. Listens first (/health 503 while the model loads). Stops\n"
+            "cleanly on SIGINT/SIGTERM.\n\n"
             "options:\n"
             "  -m, --model FILE          GGUF model (llama, qwen2, qwen3) [required]\n"
             "  --host ADDR               address to listen on (default: 127.0.0.1)\n"
@@ -70,7 +71,8 @@ static void usage(FILE *out)
             "  --pooling mean|last       embedding pooling (default: mean)\n"
             "  --slot-save-path DIR      enable POST /slots/ID?action=save|restore|erase, files\n"
             "                            in DIR\n"
-            "  --props                   accept POST /props\n");
+            "  --props                   accept POST /props\n"
+            "  --no-webui                GET / does not serve the built-in web chat page\n");
     ork_cli_load_help(out);
 }
 
@@ -242,6 +244,8 @@ static int parse_args(int argc, char **argv, struct ork_server_params *sp,
             sp->embeddings = true;
         } else if (!strcmp(a, "--props")) {
             sp->props_post = true;
+        } else if (!strcmp(a, "--no-webui")) {
+            sp->no_webui = true;
         } else if (!strcmp(a, "--pooling")) {
             const char *v = ork_cli_value(CMD, argc, argv, &i);
             if (!v || (strcmp(v, "mean") && strcmp(v, "last"))) {

@@ -27,6 +27,7 @@
 
 #include <microhttpd.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <stdarg.h>
@@ -141,11 +142,23 @@ static enum MHD_Result send_body_h(struct ork_server *srv, struct MHD_Connection
     return ret;
 }
 
+/* Headers of an HTML page (the web chat page): nothing may load from elsewhere, it may only
+ * talk to this server, no framing, no sniffing, no referrer. */
+static const char *const html_headers[] = {
+    "Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; "
+    "style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options", "nosniff",
+    "Referrer-Policy", "no-referrer",
+    NULL,
+};
+
 static enum MHD_Result send_reply(struct ork_server *srv, struct MHD_Connection *mc,
                                   const struct srv_reply *r, const char *cors)
 {
+    bool html = r->ctype && !strncmp(r->ctype, "text/html", 9);
     return send_body_h(srv, mc, r->status, r->body, r->ctype ? r->ctype : HTTP_CTYPE_JSON, cors,
-                       NULL);
+                       html ? html_headers : NULL);
 }
 
 static enum MHD_Result send_error_h(struct ork_server *srv, struct MHD_Connection *mc,
@@ -389,12 +402,42 @@ static bool authorized(const struct ork_server *srv, struct MHD_Connection *mc)
 
 /* Origin policy: the value for Access-Control-Allow-Origin into cors (empty: none) and
  * whether the request's Origin (if any) is allowed. */
+/* The request comes from a page of this server itself (the web chat page): its Origin is
+ * http://HOST where HOST is the request's Host header and an IP address literal or
+ * "localhost". A host name is not enough: a DNS-rebinding page has its own name in both
+ * headers, while it cannot make an address literal or localhost its origin. */
+static bool same_origin(struct MHD_Connection *mc, const char *origin)
+{
+    const char *host = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    if (!host || strncmp(origin, "http://", 7) || strcmp(origin + 7, host))
+        return false;
+    char name[64];
+    size_t n = strlen(host);
+    if (host[0] == '[') {                           /* [v6]:port */
+        const char *e = strchr(host, ']');
+        if (!e || (size_t)(e - host - 1) >= sizeof name)
+            return false;
+        memcpy(name, host + 1, (size_t)(e - host - 1));
+        name[e - host - 1] = 0;
+        struct in6_addr a6;
+        return inet_pton(AF_INET6, name, &a6) == 1;
+    }
+    const char *colon = strchr(host, ':');
+    n = colon ? (size_t)(colon - host) : n;
+    if (n >= sizeof name)
+        return false;
+    memcpy(name, host, n);
+    name[n] = 0;
+    struct in_addr a4;
+    return !strcasecmp(name, "localhost") || inet_pton(AF_INET, name, &a4) == 1;
+}
+
 static bool origin_allowed(const struct ork_server *srv, struct MHD_Connection *mc, char *cors,
                            size_t cap)
 {
     cors[0] = 0;
     const char *origin = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Origin");
-    if (!origin)
+    if (!origin || same_origin(mc, origin))
         return true;   /* not a browser's cross-origin request */
     for (size_t i = 0; i < srv->p.n_cors_origins; i++) {
         const char *o = srv->p.cors_origins[i];

@@ -31,6 +31,7 @@
 #define LOADING SRV_RT_LOADING
 static const struct srv_route routes[] = {
     /* method  path                    handler                       request schema (POST), flags */
+    { "GET",  "/",                    ork__srv_get_webui,           0, PUB | LOADING },
     { "GET",  "/health",              ork__srv_get_health,          0, PUB | LOADING },
     { "GET",  "/v1/health",           ork__srv_get_health,          0, PUB | LOADING },
     { "GET",  "/props",               ork__srv_get_props,           0, 0 },
@@ -54,6 +55,27 @@ static const struct srv_route routes[] = {
     { "POST", "/embeddings",          ork__srv_handle_embed,        SRV_EP_EMBEDDING, 0 },
     { "POST", "/v1/embeddings",       ork__srv_handle_embed,        SRV_EP_OAI_EMBEDDING, 0 },
 };
+
+/* GET /: the web chat page (src/server/webui/index.html, compiled in by CMake). Public: the
+ * page holds nothing secret and asks for the API key itself. 404 with --no-webui. */
+extern const char ork__srv_webui_html[];
+extern const size_t ork__srv_webui_html_len;
+
+SRV_HANDLER(ork__srv_get_webui)
+{
+    (void)rt, (void)call;
+    if (srv->p.no_webui) {
+        ork__srv_reply_errorf(out, 404, "not_found_error", "the web page is off (ork serve "
+                              "--no-webui)");
+        return;
+    }
+    char *page = ork_malloc(ork__srv_webui_html_len + 1);
+    if (page)
+        memcpy(page, ork__srv_webui_html, ork__srv_webui_html_len + 1);
+    out->status = 200;
+    out->body = page;
+    out->ctype = "text/html; charset=utf-8";
+}
 #undef PUB
 #undef LOADING
 

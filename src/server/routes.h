@@ -87,6 +87,7 @@ cJSON *ork__srv_tools_parse(struct ork_server *srv, const struct srv_task *t);
 
 /* ---- llama-server API (routes_native.c) -------------------------------------------------- */
 
+SRV_HANDLER(ork__srv_get_webui);
 SRV_HANDLER(ork__srv_get_health);
 SRV_HANDLER(ork__srv_get_props);
 SRV_HANDLER(ork__srv_post_props);

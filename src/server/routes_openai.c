@@ -406,6 +406,7 @@ static cJSON *model_object(struct ork_server *srv)
     cJSON_AddNumberToObject(meta, "n_vocab", c->n_vocab);
     cJSON_AddNumberToObject(meta, "n_ctx_train", c->n_ctx_train);
     cJSON_AddNumberToObject(meta, "n_embd", c->dim);
+    cJSON_AddStringToObject(meta, "device", ork_model_device(srv->m));
     return m;
 }
 
