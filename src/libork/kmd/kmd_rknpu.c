@@ -43,7 +43,12 @@
 #define RKNPU_TASK_INT_CLEAR RKNPU_INT_CLEAR_ALL
 /* Per-domain mapping guard the project keeps (§13): 3900 MiB. */
 #define RKNPU_DOMAIN_GUARD_BYTES (3900ull << 20)
-/* Doorbell polling period (§8.6): short, the completion latency matters more than CPU use. */
+/* Doorbell polling (§8.6): back to back (each poll is a cache-invalidating MEM_SYNC ioctl) for
+ * the first 2 ms, the run time of the executor's longest common jobs (an M = 256 3-core matmul,
+ * 1820 us: anchors §3.3, whose figure was 5147 us "before a polling fix"), since a sleep costs
+ * about 50 us of timer slack and wake-up (anchors §4: "~50 us per matmul of worker
+ * sleep/wake"); then a short sleep per poll up to the bound. */
+#define RKNPU_DOORBELL_SPIN_NS 2000000
 #define RKNPU_DOORBELL_POLL_NS 2000
 #define RKNPU_CACHE_LINE 64u
 
@@ -330,6 +335,8 @@ static int rknpu_doorbell_wait(struct rknpu_ctx *c, struct ork_kjob *job, int64_
         }
         clock_gettime(CLOCK_MONOTONIC, &now);
         int64_t el = (int64_t)(now.tv_sec - t0.tv_sec) * 1000000000 + (now.tv_nsec - t0.tv_nsec);
+        if (el < RKNPU_DOORBELL_SPIN_NS && el <= timeout_ns)
+            continue;
         if (el > timeout_ns)
             return ork_errorf(ORK_ETIMEDOUT, "%s: NONBLOCK job %llu: doorbell at IOVA 0x%08x + %llu "
                               "still 0x%08x after %.1f ms (dispatch drop? reset and resubmit, "
