@@ -122,9 +122,10 @@ static const fill_fn path_fills[KISA_COUNT][FILLS_MAX] = {
                           ork__fill_read_sum_avx512 },
 #endif
 #ifdef ORK_KERN_ARM
-    [KISA_NEON] = { FILL_SCALAR, ork__fill_dot_neon, ork__fill_qdot_neon,
+    [KISA_NEON] = { FILL_SCALAR, ork__fill_dot_neon, ork__fill_kv_rows_neon, ork__fill_qdot_neon,
                     ork__fill_quant_act_neon, ork__fill_ops_neon, ork__fill_read_sum_neon },
-    [KISA_NEON_DOT] = { FILL_SCALAR, ork__fill_dot_neon, ork__fill_qdot_neon,
+    [KISA_NEON_DOT] = { FILL_SCALAR, ork__fill_dot_neon, ork__fill_kv_rows_neon,
+                        ork__fill_qdot_neon,
                         ork__fill_qdot_neon_dot, ork__fill_quant_act_neon,
                         ork__fill_rows16_q8_0_q4_0_neon_dot, ork__fill_rows16_q4_k_neon_dot,
                         ork__fill_ops_neon, ork__fill_read_sum_neon },

@@ -355,6 +355,9 @@ struct ork__kern {
     void (*rmsnorm)(float *out, const float *x, const float *w, int64_t n, float eps);
     void (*softmax)(float *x, int64_t n);
     void (*silu_mul)(float *gate, const float *up, int64_t n);
+    /* RoPE's rotation of half pairs by the angles' cos c[i] / sin s[i] (ops.c rope_rotate):
+     * the same bits on every path */
+    void (*rope_rotate)(float *x, int64_t half, int neox, const float *c, const float *s);
     /* -- streaming read (read_sum.c) -- */
     /* the sum of the words of a prefix of p, its bytes (a multiple of 8) in *done (optional;
      * NULL: the portable loop) */
@@ -415,6 +418,7 @@ void ork__fill_rows16_q8_0_q4_0_neon_dot(struct ork__kern *t);
 void ork__fill_rows16_q4_k_neon_dot(struct ork__kern *t);
 void ork__fill_quant_act_neon(struct ork__kern *t);
 void ork__fill_ops_neon(struct ork__kern *t);
+void ork__fill_kv_rows_neon(struct ork__kern *t);
 void ork__fill_read_sum_neon(struct ork__kern *t);
 #endif
 

@@ -10,7 +10,8 @@
  *             x < -86 where e^x < 2^-124): relative error <= 1e-6 per element, or absolute
  *             <= 2^-124;
  *   silu_mul  the same vector exp: relative error <= 1e-6, or absolute <= 2^-124;
- *   rope      the same bits on every path (cos/sin of a row are kept and reused, see below).
+ *   rope      the same bits on every path (cos/sin of a row are kept and reused, see below;
+ *             the rotation is the table's rope_rotate, NEON on arm64).
  * Element-wise results never depend on where an element sits in the array (tails shorter than
  * a vector go through the same vector code, zero-padded), so silu_mul over several rows at
  * once gives each row's bits: batched and one-at-a-time evaluation agree exactly.
@@ -133,7 +134,9 @@ static void rope_angles(float *c, float *sn, int64_t half, int64_t n_rot, int64_
     }
 }
 
-static void rope_rotate(float *x, int64_t half, int neox, const float *c, const float *sn)
+/* The rotation: its scalar reference (arm/ops_neon.c has the NEON one, the same bits: each
+ * product rounded, then the subtraction or the addition; never fused). */
+static void rope_rotate_scalar(float *x, int64_t half, int neox, const float *c, const float *sn)
 {
     for (int64_t i = 0; i < half; i++) {
         int64_t i0 = neox ? i : 2 * i;
@@ -182,7 +185,7 @@ void ork_rope_ext(float *x, int64_t head_dim, int64_t n_rot, int64_t pos, float 
             memcpy(t->ff, freq_factors, (size_t)half * sizeof(float));
         t->valid = 1;
     }
-    rope_rotate(x, half, neox, t->c, t->s);
+    ork__kcur()->rope_rotate(x, half, neox, t->c, t->s);
 }
 
 void ork_rope(float *x, int64_t head_dim, int64_t n_rot, int64_t pos, float base, int neox)
@@ -195,4 +198,5 @@ void ork__fill_ops_scalar(struct ork__kern *t)
     t->rmsnorm = rmsnorm_scalar;
     t->softmax = softmax_scalar;
     t->silu_mul = silu_mul_scalar;
+    t->rope_rotate = rope_rotate_scalar;
 }

@@ -429,6 +429,45 @@ static void test_rope_paths_and_table(void)
         CHECK_NEAR(wx[i], wr[i], 2e-4);
 }
 
+/* The rotation on every path (NEON: arm/ops_neon.c) has the scalar path's bits, NEOX and
+ * normal pairs, for pair counts that are and are not multiples of the vector width, with
+ * dimensions past n_rot left alone. */
+static void test_rope_rotate_paths(void)
+{
+    enum { MAXHD = 256 };
+    static const int dims[][2] = { { 128, 128 }, { 64, 64 }, { 80, 80 }, { 96, 64 }, { 10, 10 },
+                                   { 6, 6 }, { 256, 200 }, { 128, 34 } };
+    float x0[MAXHD], want[MAXHD], got[MAXHD];
+    int paths = 0;
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+        const int hd = dims[di][0], nr = dims[di][1];
+        for (int i = 0; i < hd; i++)
+            x0[i] = frand() * 4.0f;
+        for (int neox = 0; neox < 2; neox++)
+            for (int pos = 0; pos < 300; pos += 37) {
+                memcpy(want, x0, sizeof(float) * (size_t)hd);
+                REQUIRE(ork_kernels_set_path("scalar") == 0);
+                rope_fresh(want, hd, nr, pos, 1e4f, neox, NULL, 1.0f);
+                CHECK(memcmp(want + nr, x0 + nr, sizeof(float) * (size_t)(hd - nr)) == 0);
+                for (int pi = 0; ork_kernels_path_name(pi); pi++) {
+                    if (ork_kernels_set_path(ork_kernels_path_name(pi)) < 0)
+                        continue;
+                    paths++;
+                    memcpy(got, x0, sizeof(float) * (size_t)hd);
+                    rope_fresh(got, hd, nr, pos, 1e4f, neox, NULL, 1.0f);
+                    if (memcmp(got, want, sizeof(float) * (size_t)hd)) {
+                        fprintf(stderr, "rope rotate: path %s hd=%d n_rot=%d neox=%d pos=%d "
+                                "differs from scalar\n", ork_kernels_path_name(pi), hd, nr,
+                                neox, pos);
+                        CHECK(0);
+                    }
+                }
+            }
+    }
+    ork_kernels_set_path(NULL);
+    CHECK(paths > 0);
+}
+
 /* silu_mul over several rows at once equals row by row, bit for bit, on every path, for row
  * lengths that are not multiples of the vector width (batched decode relies on it). */
 static void test_silu_mul_position_independent(void)
@@ -466,6 +505,7 @@ int main(void)
     RUN(test_ops_simd_vs_scalar);
     RUN(test_ops_simd_edges);
     RUN(test_rope_paths_and_table);
+    RUN(test_rope_rotate_paths);
     RUN(test_silu_mul_position_independent);
     return ork_test_done();
 }

@@ -1,6 +1,6 @@
 /* arm/ops_neon.c -- the NEON transformer ops (both AArch64 paths): RMSNorm, softmax and the
- * SiLU-gated product with the vector exp of vexp.h. Their differences from the scalar
- * references are ops.c's. */
+ * SiLU-gated product with the vector exp of vexp.h, and RoPE's rotation. Their differences
+ * from the scalar references are ops.c's (the rotation has the scalar bits). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -107,10 +107,49 @@ static void silu_mul_neon(float *gate, const float *up, int64_t n)
     }
 }
 
+/* RoPE's rotation (ops.c rope_rotate_scalar: (a, b) -> (a c - b s, a s + b c), each product
+ * rounded, then the subtraction or the addition), four pairs per step: NEOX pairs (x[i],
+ * x[i + half]) from two plain loads, normal pairs (x[2i], x[2i + 1]) de-interleaved by `ld2`
+ * and stored back by `st2`. The same bits as the scalar loop (fp-contract is off: C11). */
+static void rope_rotate_neon(float *x, int64_t half, int neox, const float *c, const float *sn)
+{
+    int64_t i = 0;
+    for (; i + 4 <= half; i += 4) {
+        const float32x4_t cv = vld1q_f32(c + i), sv = vld1q_f32(sn + i);
+        float32x4_t a, b;
+        float32x4x2_t ab;
+        if (neox) {
+            a = vld1q_f32(x + i);
+            b = vld1q_f32(x + i + half);
+        } else {
+            ab = vld2q_f32(x + 2 * i);
+            a = ab.val[0];
+            b = ab.val[1];
+        }
+        const float32x4_t r0 = vsubq_f32(vmulq_f32(a, cv), vmulq_f32(b, sv));
+        const float32x4_t r1 = vaddq_f32(vmulq_f32(a, sv), vmulq_f32(b, cv));
+        if (neox) {
+            vst1q_f32(x + i, r0);
+            vst1q_f32(x + i + half, r1);
+        } else {
+            ab.val[0] = r0;
+            ab.val[1] = r1;
+            vst2q_f32(x + 2 * i, ab);
+        }
+    }
+    for (; i < half; i++) {
+        const int64_t i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+        const float a = x[i0], b = x[i1];
+        x[i0] = a * c[i] - b * sn[i];
+        x[i1] = a * sn[i] + b * c[i];
+    }
+}
+
 void ork__fill_ops_neon(struct ork__kern *t)
 {
     t->rmsnorm = rmsnorm_neon;
     t->softmax = softmax_neon;
     t->silu_mul = silu_mul_neon;
+    t->rope_rotate = rope_rotate_neon;
 }
 #endif
