@@ -64,6 +64,16 @@ struct ork_server_params {
     enum ork_server_pooling pooling;
     const char *slot_save_path; /* directory for /slots/{id}?action=save|restore; NULL: off */
     bool props_post;            /* POST /props accepted (--props) */
+    /* speculative decoding (ork-engine/speculative.h, docs/server.md "Speculative decoding"):
+     * a draft model (borrowed; same vocabulary) and/or prompt lookup, on by default for every
+     * request when either is given; a request's speculative.n_max > 0 turns it on (prompt
+     * lookup of spec_lookup, else 3 tokens, when there is no draft model) */
+    struct ork_model *draft_model;
+    int32_t spec_lookup;        /* --lookup N; 0: none */
+    int32_t spec_draft_max;     /* --draft-max (default 16) */
+    int32_t spec_draft_min;     /* --draft-min (default 0) */
+    float spec_draft_p_min;     /* --draft-p-min (default 0) */
+    bool verbose;               /* per-request speculation figures on stderr (--verbose) */
     bool no_webui;              /* GET / does not serve the web chat page (--no-webui) */
 };
 void ork_server_params_default(struct ork_server_params *p);
@@ -81,6 +91,9 @@ int ork_server_start(struct ork_server *srv);
 /* Give a server created without a model its model: create the slots and start serving.
  * ORK_EINVAL when it already has one; session errors. */
 int ork_server_set_model(struct ork_server *srv, struct ork_model *m);
+/* Give the server its draft model (params.draft_model) for speculative decoding, before
+ * ork_server_set_model (which checks its vocabulary); borrowed, it must outlive the server. */
+void ork_server_set_draft(struct ork_server *srv, struct ork_model *draft);
 /* The bound TCP port (useful with port 0), after start. */
 int ork_server_port(const struct ork_server *srv);
 /* Graceful stop: refuse new requests, end in-flight generations at the next step (streams get

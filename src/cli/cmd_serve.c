@@ -8,6 +8,7 @@
 #include "cmd_run.h"
 
 #include <ork-engine/engine.h>
+#include <ork-engine/speculative.h>
 #include <ork-server/server.h>
 #include <ork-kernels/pool.h>
 #include <ork/alloc.h>
@@ -52,6 +53,15 @@ static void usage(FILE *out)
             "  --alias NAME              model id reported by the API (default: the file name)\n"
             "  --max-body N              largest request body in bytes (default: 1048576)\n"
             "  --no-batch                decode slots one at a time instead of in one batch\n"
+            "  -v, --verbose             per-request speculative decoding figures on stderr\n"
+            "speculative decoding (docs/server.md; a request's speculative.n_max turns it on\n"
+            "or off, default: on when one of the first two is given):\n"
+            "  -md, --draft-model FILE   draft model of the same vocabulary (on the CPU)\n"
+            "  --lookup N                prompt lookup of the last N..1 tokens (default: 3 when\n"
+            "                            a request asks and there is no draft model)\n"
+            "  --draft-max N             most tokens drafted per step (default: 16, at most 32)\n"
+            "  --draft-min N             fewer drafted: a plain step (default: 0)\n"
+            "  --draft-p-min P           the draft model stops below probability P (default: 0)\n"
             "access:\n"
             "  --api-key KEY             require Authorization: Bearer KEY on every endpoint but\n"
             "                            /health and /metrics (repeatable)\n"
@@ -159,10 +169,42 @@ int ork_cmd_serve(int argc, char **argv)
     return ret;
 }
 
+/* The speculative decoding options: 1 consumed, 0 not one of them, -1 usage error. */
+static int spec_opt(int argc, char **argv, int *i, struct ork_server_params *sp,
+                    const char **draft)
+{
+    const char *a = argv[*i], *v;
+    long long n;
+    double d;
+    if (!strcmp(a, "-md") || !strcmp(a, "--draft-model"))
+        return (*draft = ork_cli_value(CMD, argc, argv, i)) ? 1 : -1;
+    if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+        sp->verbose = true;
+        return 1;
+    }
+    if (!strcmp(a, "--draft-p-min")) {
+        if (!(v = ork_cli_value(CMD, argc, argv, i)) || !ork_cli_parse_float(CMD, a, v, 0, 1, &d))
+            return -1;
+        sp->spec_draft_p_min = (float)d;
+        return 1;
+    }
+    int32_t *dst = !strcmp(a, "--lookup")      ? &sp->spec_lookup
+                   : !strcmp(a, "--draft-max") ? &sp->spec_draft_max
+                   : !strcmp(a, "--draft-min") ? &sp->spec_draft_min
+                                               : NULL;
+    if (!dst)
+        return 0;
+    if (parse_int_opt(argc, argv, i, dst == &sp->spec_draft_min ? 0 : 1, ORK_SPEC_M_HIST - 1,
+                      &n) < 0)
+        return -1;
+    *dst = (int32_t)n;
+    return 1;
+}
+
 /* Parse the flags into sp, mp and *model. Returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, struct ork_server_params *sp,
                       struct ork_model_params *mp, const char **model, struct keys *keys,
-                      struct keys *origins)
+                      struct keys *origins, const char **draft)
 {
     long long n;
     int rc;
@@ -172,7 +214,10 @@ static int parse_args(int argc, char **argv, struct ork_server_params *sp,
             usage(stdout);
             return ORK_EXIT_OK;
         }
-        if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+        if ((rc = spec_opt(argc, argv, &i, sp, draft)) != 0) {
+            if (rc < 0)
+                return ORK_EXIT_USAGE;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
             if (!(*model = ork_cli_value(CMD, argc, argv, &i)))
                 return ORK_EXIT_USAGE;
         } else if (!strcmp(a, "--host")) {
@@ -276,6 +321,25 @@ static int parse_args(int argc, char **argv, struct ork_server_params *sp,
     return -1;
 }
 
+/* The draft model on the CPU (the A76 cores while the target may use the NPU), handed to the
+ * server before its model. */
+static int load_draft(const char *path, const struct ork_model_params *target_mp,
+                      struct ork_server *srv, struct ork_model **out)
+{
+    struct ork_model_params mp;
+    ork_model_params_default(&mp);
+    mp.device = "cpu";
+    mp.no_repack = target_mp->no_repack;
+    int ret = ork_model_load(path, &mp, out);
+    if (ret < 0) {
+        fprintf(stderr, "ork %s: cannot load draft model '%s': %s\n", CMD, path,
+                ork_error_describe(ret));
+        return ret;
+    }
+    ork_server_set_draft(srv, *out);
+    return 0;
+}
+
 static int serve(int argc, char **argv, struct keys *keys, struct keys *origins)
 {
     struct ork_server_params sp;
@@ -283,8 +347,8 @@ static int serve(int argc, char **argv, struct keys *keys, struct keys *origins)
     struct ork_model_params mp;
     ork_model_params_default(&mp);
     mp.device = "auto";
-    const char *model = NULL;
-    int st = parse_args(argc, argv, &sp, &mp, &model, keys, origins);
+    const char *model = NULL, *draft_path = NULL;
+    int st = parse_args(argc, argv, &sp, &mp, &model, keys, origins, &draft_path);
     if (st >= 0)
         return st;
     if (!model) {
@@ -329,9 +393,16 @@ static int serve(int argc, char **argv, struct keys *keys, struct keys *origins)
         ork_server_free(srv);
         return ORK_EXIT_ERROR;
     }
+    struct ork_model *draft = NULL;
+    if (draft_path && (ret = load_draft(draft_path, &mp, srv, &draft)) < 0) {
+        ork_server_free(srv);
+        ork_model_free(m);
+        return ORK_EXIT_ERROR;
+    }
     if ((ret = ork_server_set_model(srv, m)) < 0) {
         ork_cli_error(CMD, ret);
         ork_server_free(srv);
+        ork_model_free(draft);
         ork_model_free(m);
         return ORK_EXIT_ERROR;
     }
@@ -344,6 +415,7 @@ static int serve(int argc, char **argv, struct keys *keys, struct keys *origins)
     fprintf(stderr, "ork %s: %s received, stopping\n", CMD, sig == SIGINT ? "SIGINT" : "SIGTERM");
     ork_server_stop(srv);
     ork_server_free(srv);
+    ork_model_free(draft);
     ork_model_free(m);
     return ORK_EXIT_OK;
 }

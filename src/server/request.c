@@ -526,7 +526,6 @@ static const struct unsupported unsupported_fields[] = {
     { "post_sampling_probs",   NEUTRAL_FALSY,        "post-sampling probabilities" },
     { "response_fields",       NEUTRAL_FALSY,        "response projection" },
     { "return_progress",       NEUTRAL_FALSY,        "prompt progress events" },
-    { "speculative",           NEUTRAL_FALSY,        "speculative decoding" },
     { "image_data",            NEUTRAL_FALSY,        "multimodal input" },
     { "multimodal_data",       NEUTRAL_FALSY,        "multimodal input" },
     { "chat_template_kwargs",  NEUTRAL_FALSY,        "template arguments" },
@@ -573,6 +572,32 @@ static int check_unsupported(const cJSON *o, struct srv_error *err)
         if (f && !is_neutral(f, u->neutral))
             return BAD("'%s' is not supported by ork (%s is not implemented)", u->name, u->what);
     }
+    return 0;
+}
+
+/* Drafted tokens a request may ask for (speculative.h: a step drafts at most 32). */
+#define SRV_MAX_SPEC_DRAFT 32
+
+/* llama-server's per-request speculation: "speculative.n_max" and "speculative.n_min" as flat
+ * keys, or "speculative": {"n_max", "n_min"}; "speculative.p_min" is accepted and ignored (the
+ * server's --draft-p-min applies). Clamped as llama-server does: n_min <= n_max. */
+static int get_speculative(const cJSON *o, struct srv_req *r, struct srv_error *err)
+{
+    int ret;
+    float p_min = 0;
+    const cJSON *so = ork__srv_field(o, "speculative");
+    if (so && !cJSON_IsObject(so))
+        return BAD("'speculative' must be an object");
+    if ((ret = get_int(o, "speculative.n_max", 0, SRV_MAX_SPEC_DRAFT, &r->spec_n_max, err)) < 0 ||
+        (ret = get_int(o, "speculative.n_min", 0, SRV_MAX_SPEC_DRAFT, &r->spec_n_min, err)) < 0 ||
+        (ret = get_float(o, "speculative.p_min", 0, 1, &p_min, err)) < 0)
+        return ret;
+    if (so && ((ret = get_int(so, "n_max", 0, SRV_MAX_SPEC_DRAFT, &r->spec_n_max, err)) < 0 ||
+               (ret = get_int(so, "n_min", 0, SRV_MAX_SPEC_DRAFT, &r->spec_n_min, err)) < 0 ||
+               (ret = get_float(so, "p_min", 0, 1, &p_min, err)) < 0))
+        return ret;
+    if (r->spec_n_max >= 0 && r->spec_n_min > r->spec_n_max)
+        r->spec_n_min = r->spec_n_max;
     return 0;
 }
 
@@ -722,6 +747,8 @@ static int parse_generation(const cJSON *o, enum srv_endpoint ep, int32_t n_voca
         (ret = ork__srv_get_bool(o, "parse_special", &r->parse_special, err)) < 0 ||
         (ret = get_int(o, "id_slot", -1, INT32_MAX, &r->id_slot, err)) < 0)
         return ret;
+    if ((ret = get_speculative(o, r, err)) < 0)
+        return ret;
     /* "n" (OpenAI) and "n_cmpl" (llama-server) */
     if ((ret = get_int(o, "n_cmpl", 1, SRV_MAX_CHOICES, &r->n_choices, err)) < 0 ||
         (ret = get_int(o, "n", 1, SRV_MAX_CHOICES, &r->n_choices, err)) < 0)
@@ -846,6 +873,8 @@ int ork__srv_req_parse(enum srv_endpoint ep, const char *body, size_t len, int32
     r->parse_special = true;
     r->n_choices = 1;
     r->id_slot = -1;
+    r->spec_n_max = -1;
+    r->spec_n_min = -1;
     if (len == 0 || !body)
         return BAD("the request body is empty (a JSON object is required)");
     if (!ork__srv_utf8_valid(body, len))

@@ -404,6 +404,52 @@ static int text_appendf(char **buf, size_t *len, size_t *cap, const char *fmt, .
                                (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
+/* Speculative decoding (acceptance, tau, the verify-M histogram) and the board twin's modelled
+ * totals, under srv->mu. */
+static void metrics_spec_twin(const struct srv_metrics *m, char **b, size_t *len, size_t *cap)
+{
+    const struct ork_spec_stats *sp = &m->spec;
+    text_appendf(b, len, cap, "# HELP ork_spec_drafted_total Tokens drafted and verified by "
+                 "speculative decoding.\n# TYPE ork_spec_drafted_total counter\n"
+                 "ork_spec_drafted_total %llu\n", (unsigned long long)sp->n_drafted);
+    text_appendf(b, len, cap, "# HELP ork_spec_accepted_total Drafted tokens accepted.\n"
+                 "# TYPE ork_spec_accepted_total counter\nork_spec_accepted_total %llu\n",
+                 (unsigned long long)sp->n_accepted);
+    text_appendf(b, len, cap, "# HELP ork_spec_steps_total Target decode forwards of "
+                 "speculating slots.\n# TYPE ork_spec_steps_total counter\n"
+                 "ork_spec_steps_total %llu\n", (unsigned long long)sp->n_steps);
+    text_appendf(b, len, cap, "# HELP ork_spec_acceptance_rate Accepted / drafted tokens.\n"
+                 "# TYPE ork_spec_acceptance_rate gauge\nork_spec_acceptance_rate %.4f\n",
+                 ork_spec_acceptance(sp));
+    text_appendf(b, len, cap, "# HELP ork_spec_tau Mean tokens per target decode forward of "
+                 "speculating slots (tau).\n# TYPE ork_spec_tau gauge\nork_spec_tau %.4f\n",
+                 ork_spec_tau(sp));
+    text_appendf(b, len, cap, "# HELP ork_spec_verify_rows Rows M of the speculative verify "
+                 "forwards (1 + drafted).\n# TYPE ork_spec_verify_rows histogram\n");
+    uint64_t cum = 0, rows = 0;
+    for (int i = 0; i < ORK_SPEC_M_HIST; i++) {
+        cum += sp->m_hist[i];
+        rows += sp->m_hist[i] * (uint64_t)(i + 1);
+        text_appendf(b, len, cap, "ork_spec_verify_rows_bucket{le=\"%d\"} %llu\n", i + 1,
+                     (unsigned long long)cum);
+    }
+    text_appendf(b, len, cap, "ork_spec_verify_rows_bucket{le=\"+Inf\"} %llu\n"
+                 "ork_spec_verify_rows_sum %llu\nork_spec_verify_rows_count %llu\n",
+                 (unsigned long long)cum, (unsigned long long)rows, (unsigned long long)cum);
+    if (!m->has_twin)
+        return;
+    text_appendf(b, len, cap, "# HELP ork_twin_modelled_seconds_total Modelled board time of "
+                 "every forward batch and sampling (the board twin, docs/twin.md; not host "
+                 "wall time).\n# TYPE ork_twin_modelled_seconds_total counter\n"
+                 "ork_twin_modelled_seconds_total %.6f\n", m->twin.total.end_ns / 1e9);
+    text_appendf(b, len, cap, "# HELP ork_twin_steps_total Forward batches the twin "
+                 "modelled.\n# TYPE ork_twin_steps_total counter\nork_twin_steps_total %llu\n",
+                 (unsigned long long)m->twin.n_steps);
+    text_appendf(b, len, cap, "# HELP ork_twin_rows_total Token rows of the modelled batches.\n"
+                 "# TYPE ork_twin_rows_total counter\nork_twin_rows_total %llu\n",
+                 (unsigned long long)m->twin.n_rows);
+}
+
 static char *metrics_text(struct ork_server *srv)
 {
     char *b = NULL;
@@ -462,6 +508,7 @@ static char *metrics_text(struct ork_server *srv)
 #undef COUNTER
 #undef SECONDS
 #undef GAUGE
+    metrics_spec_twin(&m, &b, &len, &cap);
     pthread_mutex_unlock(&srv->mu);
     return b;
 }

@@ -193,6 +193,11 @@ static void finish_locked(struct ork_server *srv, struct srv_slot *sl, enum srv_
     }
     if (error)
         snprintf(t->error, sizeof t->error, "%s", error);
+    if (srv->p.verbose && t->n_spec_steps > 0)
+        ORK_LOGN("slot %d, task %llu: speculative: %d drafted, %d accepted (%.1f %%), %d target "
+                 "forwards, tau %.2f", sl->id, (unsigned long long)t->id, t->n_drafted,
+                 t->n_accepted, t->n_drafted ? 100.0 * t->n_accepted / t->n_drafted : 0.0,
+                 t->n_spec_steps, 1.0 + (double)t->n_accepted / t->n_spec_steps);
     t->stop = stop;
     t->done = true;
     if (sl->state == SRV_SLOT_GENERATE)
@@ -210,6 +215,7 @@ static void finish_locked(struct ork_server *srv, struct srv_slot *sl, enum srv_
     sl->task = NULL;
     sl->state = SRV_SLOT_IDLE;
     sl->pending_tok = -1;
+    sl->spec_on = false;
     sl->last_used = srv->step;
     sl->pub_n_past = ork_session_n_past(sl->sess);
 }
@@ -324,6 +330,45 @@ static int run_other(struct ork_server *srv, struct srv_slot *sl)
     return ret;
 }
 
+/* Prompt lookup n-gram of a request that asks for speculation from a server started without a
+ * draft source (llama-server's ngram drafting matches a few tokens; 3 does well on
+ * stories260K's text, docs/bench-log/2026-speculative.md). */
+#define SRV_DEFAULT_LOOKUP 3
+/* The decoder of a slot drafts at most this many tokens per step (a request's n_max is
+ * clamped to it): speculative.h's largest draft. */
+#define SRV_SPEC_DRAFT_CAP (ORK_SPEC_M_HIST - 1)
+
+/* Whether the slot's task speculates (its speculative.n_max, else the server's default: on with
+ * --draft-model or --lookup), and the slot's decoder, made at its first speculating task. */
+static int spec_setup(struct ork_server *srv, struct srv_slot *sl)
+{
+    const struct srv_req *rq = sl->task->rq;
+    bool configured = srv->p.draft_model || srv->p.spec_lookup > 0;
+    int32_t n_max = rq->spec_n_max >= 0 ? rq->spec_n_max : configured ? srv->p.spec_draft_max : 0;
+    int32_t n_min = rq->spec_n_min >= 0 ? rq->spec_n_min : srv->p.spec_draft_min;
+    sl->spec_on = n_max > 0;
+    if (!sl->spec_on)
+        return 0;
+    if (!sl->spec) {
+        struct ork_spec_params sp;
+        ork_spec_params_default(&sp);
+        sp.draft = srv->p.draft_model;
+        sp.lookup = srv->p.spec_lookup > 0 ? srv->p.spec_lookup
+                                           : srv->p.draft_model ? 0 : SRV_DEFAULT_LOOKUP;
+        sp.draft_max = SRV_SPEC_DRAFT_CAP;
+        sp.draft_p_min = srv->p.spec_draft_p_min;
+        sp.n_threads = srv->p.session.n_threads;
+        sp.ctx_size = ork_session_ctx_size(sl->sess);
+        int ret = ork_spec_create(srv->m, &sp, &sl->spec);
+        if (ret < 0) {
+            sl->spec_on = false;
+            return ret;
+        }
+    }
+    ork_spec_set_bounds(sl->spec, n_max, n_min < n_max ? n_min : n_max);
+    return 0;
+}
+
 /* Evaluate the prompt (minus the cached prefix) so the slot has logits to sample from. */
 static int prefill(struct ork_server *srv, struct srv_slot *sl)
 {
@@ -345,8 +390,11 @@ static int prefill(struct ork_server *srv, struct srv_slot *sl)
         if (ret < 0)
             return ret;
     }
+    int ret = spec_setup(srv, sl);
+    if (ret < 0)
+        return ret;
     double t0 = now_ms();
-    int ret = ork_session_truncate(sl->sess, keep);
+    ret = ork_session_truncate(sl->sess, keep);
     if (ret == 0)
         ret = ork_model_eval(sl->sess, t->prompt + keep, t->n_prompt - keep, keep, sl->logits,
                              ORK_EVAL_LAST_LOGITS);
@@ -363,23 +411,14 @@ static int prefill(struct ork_server *srv, struct srv_slot *sl)
     return ret;
 }
 
-/* Sample the next token of a generating slot. Returns true when the slot continues (its token
- * must be evaluated), false when the task finished. */
-static bool sample_step(struct ork_server *srv, struct srv_slot *sl)
+/* Emit a chosen token of a generating slot (already accepted by its sampler): the EOG stop,
+ * text through the detokenizer and stop filter, probabilities from logits, the stop checks
+ * (pos: the cache position the token will take). Returns true when the slot continues, false
+ * when the task finished. */
+static bool emit_token(struct ork_server *srv, struct srv_slot *sl, int32_t id,
+                       const float *logits, int32_t pos)
 {
     struct srv_task *t = sl->task;
-    if (t->rq->ignore_eos && !t->rq->grammar)   /* under a grammar, the grammar says when */
-        for (int32_t i = 0; i < srv->n_eog; i++)
-            sl->logits[srv->eog_ids[i]] = -INFINITY;
-    int32_t id = ork_sampler_sample(t->smp, sl->logits);
-    if (id < 0 || id >= srv->n_vocab) {
-        pthread_mutex_lock(&srv->mu);
-        finish_locked(srv, sl, SRV_STOP_ERROR, id < 0 ? ork_error_describe(id)
-                                                      : "the sampler returned an invalid token");
-        pthread_mutex_unlock(&srv->mu);
-        return false;
-    }
-    ork_sampler_accept(t->smp, id);
     if ((!t->rq->ignore_eos || t->rq->grammar) && ork_tokenizer_is_eog(srv->tok, id)) {
         pthread_mutex_lock(&srv->mu);
         finish_locked(srv, sl, SRV_STOP_EOS, NULL);
@@ -402,7 +441,7 @@ static bool sample_step(struct ork_server *srv, struct srv_slot *sl)
         stop = SRV_STOP_WORD;
     else if (t->rq->n_predict >= 0 && sl->n_gen >= t->rq->n_predict)
         stop = SRV_STOP_LIMIT;
-    else if (ork_session_n_past(sl->sess) >= ork_session_ctx_size(sl->sess))
+    else if (pos >= ork_session_ctx_size(sl->sess))
         stop = SRV_STOP_LIMIT, ctx_full = true;
 
     pthread_mutex_lock(&srv->mu);
@@ -412,7 +451,7 @@ static bool sample_step(struct ork_server *srv, struct srv_slot *sl)
         ret = append_text_locked(t, out, n);
     if (ret == 0 && t->rq->want_probs) {
         pthread_mutex_unlock(&srv->mu);
-        ret = ork__srv_probs_queue(srv, t, idx, sl->logits);
+        ret = ork__srv_probs_queue(srv, t, idx, logits);
         pthread_mutex_lock(&srv->mu);
     }
     if (ret < 0) {
@@ -430,8 +469,86 @@ static bool sample_step(struct ork_server *srv, struct srv_slot *sl)
     }
     pthread_cond_broadcast(t->wake);
     pthread_mutex_unlock(&srv->mu);
+    return true;
+}
+
+/* Sample the next token of a generating slot. Returns true when the slot continues (its token
+ * must be evaluated), false when the task finished. */
+static bool sample_step(struct ork_server *srv, struct srv_slot *sl)
+{
+    struct srv_task *t = sl->task;
+    if (t->rq->ignore_eos && !t->rq->grammar)   /* under a grammar, the grammar says when */
+        for (int32_t i = 0; i < srv->n_eog; i++)
+            sl->logits[srv->eog_ids[i]] = -INFINITY;
+    int32_t id = ork_sampler_sample(t->smp, sl->logits);
+    if (id < 0 || id >= srv->n_vocab) {
+        pthread_mutex_lock(&srv->mu);
+        finish_locked(srv, sl, SRV_STOP_ERROR, id < 0 ? ork_error_describe(id)
+                                                      : "the sampler returned an invalid token");
+        pthread_mutex_unlock(&srv->mu);
+        return false;
+    }
+    ork_sampler_accept(t->smp, id);
+    if (!emit_token(srv, sl, id, sl->logits, ork_session_n_past(sl->sess)))
+        return false;
     sl->pending_tok = id;
     return true;
+}
+
+/* A speculating slot's step: draft, verify its pending token and the drafts in one forward of
+ * their own, emit what was accepted. The pending token is then the last one chosen (emitted,
+ * not evaluated); a stop inside the step rolls the cache back to where plain decoding's would
+ * end. */
+static void spec_decode(struct ork_server *srv, struct srv_slot *sl)
+{
+    struct srv_task *t = sl->task;
+    int32_t base = ork_session_n_past(sl->sess), n = 0;
+    int32_t left = t->rq->n_predict < 0 ? ORK_SPEC_M_HIST : t->rq->n_predict - sl->n_gen;
+    struct ork_spec_stats before = *ork_spec_stats(sl->spec);
+    int ret = ork_spec_step(sl->spec, sl->sess, t->smp, sl->pending_tok,
+                            left < ORK_SPEC_M_HIST ? left : ORK_SPEC_M_HIST, t->rq->ignore_eos,
+                            sl->spec_out, &n);
+    sl->pending_tok = -1;
+    if (ret < 0) {
+        pthread_mutex_lock(&srv->mu);
+        finish_locked(srv, sl, SRV_STOP_ERROR, ork_error_describe(ret));
+        pthread_mutex_unlock(&srv->mu);
+        return;
+    }
+    const struct ork_spec_stats *after = ork_spec_stats(sl->spec);
+    struct ork_spec_stats d = { .n_steps = after->n_steps - before.n_steps };
+    d.n_verify = after->n_verify - before.n_verify;
+    d.n_drafted = after->n_drafted - before.n_drafted;
+    d.n_accepted = after->n_accepted - before.n_accepted;
+    d.n_tokens = after->n_tokens - before.n_tokens;
+    for (int i = 0; i < ORK_SPEC_M_HIST; i++)
+        d.m_hist[i] = after->m_hist[i] - before.m_hist[i];
+    d.draft_ms = after->draft_ms - before.draft_ms;
+    d.verify_ms = after->verify_ms - before.verify_ms;
+    pthread_mutex_lock(&srv->mu);
+    ork_spec_stats_add(&srv->met.spec, &d);
+    t->n_spec_steps++;
+    t->n_drafted += (int32_t)d.n_drafted;
+    t->n_accepted += (int32_t)d.n_accepted;
+    pthread_mutex_unlock(&srv->mu);
+    bool mask = t->rq->ignore_eos && !t->rq->grammar;
+    for (int32_t j = 0; j < n; j++) {
+        const float *lg = NULL;
+        if (t->rq->want_probs) {   /* as sample_step: the logits it sampled from */
+            memcpy(sl->logits, ork_spec_logits(sl->spec, j), (size_t)srv->n_vocab * sizeof(float));
+            if (mask)
+                for (int32_t i = 0; i < srv->n_eog; i++)
+                    sl->logits[srv->eog_ids[i]] = -INFINITY;
+            lg = sl->logits;
+        }
+        if (!emit_token(srv, sl, sl->spec_out[j], lg, base + 1 + j)) {
+            /* the cache ends before the token generation stopped at */
+            if (ork_session_n_past(sl->sess) > base + 1 + j)
+                ork_session_truncate(sl->sess, base + 1 + j);
+            return;
+        }
+    }
+    sl->pending_tok = sl->spec_out[n - 1];
 }
 
 /* Evaluate the pending token of every listed slot: one batched forward pass, or one by one. */
@@ -474,8 +591,9 @@ static void *sched_main(void *arg)
     int32_t np = srv->p.n_parallel, cap = srv->p.queue_size + srv->p.n_parallel;
     struct srv_slot **rows = ork_calloc((size_t)np, sizeof(*rows));
     struct srv_slot **fresh = ork_calloc((size_t)np, sizeof(*fresh));
+    struct srv_slot **spec_rows = ork_calloc((size_t)np, sizeof(*spec_rows));
     pthread_mutex_lock(&srv->mu);
-    while (rows && fresh) {
+    while (rows && fresh && spec_rows) {
         /* 1. free the slots of cancelled tasks; end everything when stopping */
         for (int32_t i = 0; i < np; i++) {
             struct srv_slot *sl = &srv->slots[i];
@@ -523,17 +641,27 @@ static void *sched_main(void *arg)
             pthread_mutex_unlock(&srv->mu);
         }
 
-        /* 4. sample one token per generating slot; 5. evaluate them together */
+        /* 4. sample one token per generating slot (a speculating slot may hold one from its
+         * last step); 5. evaluate them together, the speculating slots each in its own verify
+         * forward */
         double t0 = now_ms();
-        int32_t n_rows = 0;
+        int32_t n_rows = 0, n_spec = 0;
         for (int32_t i = 0; i < np; i++) {
             struct srv_slot *sl = &srv->slots[i];
-            if (sl->task && sl->state == SRV_SLOT_GENERATE && sample_step(srv, sl))
+            if (!sl->task || sl->state != SRV_SLOT_GENERATE)
+                continue;
+            bool spec = sl->spec_on;
+            if (spec && (sl->pending_tok >= 0 || sample_step(srv, sl)))
+                spec_rows[n_spec++] = sl;
+            else if (!spec && sample_step(srv, sl))
                 rows[n_rows++] = sl;
         }
         double t_dec = now_ms();
         if (n_rows > 0)
             decode(srv, rows, n_rows);
+        for (int32_t i = 0; i < n_spec; i++)
+            spec_decode(srv, spec_rows[i]);
+        n_rows += n_spec;
         double t1 = now_ms(), dt = t1 - t0;
 
         pthread_mutex_lock(&srv->mu);
@@ -546,11 +674,14 @@ static void *sched_main(void *arg)
         }
         for (int32_t i = 0; i < np; i++)
             srv->slots[i].pub_n_past = ork_session_n_past(srv->slots[i].sess);
+        /* the twin's totals for /metrics (the engine's counters are this thread's alone) */
+        srv->met.has_twin = ork_model_twin_stats(srv->m, &srv->met.twin) == 0;
     }
     srv->sched_running = false;
     pthread_mutex_unlock(&srv->mu);
     ork_free(rows);
     ork_free(fresh);
+    ork_free(spec_rows);
     return NULL;
 }
 

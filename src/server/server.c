@@ -41,6 +41,11 @@ void ork_server_params_default(struct ork_server_params *p)
     ork_session_params_default(&p->session);
     p->max_body = SRV_DEFAULT_MAX_BODY;
     p->batched = true;
+    struct ork_spec_params spp;
+    ork_spec_params_default(&spp);
+    p->spec_draft_max = spp.draft_max;
+    p->spec_draft_min = spp.draft_min;
+    p->spec_draft_p_min = spp.draft_p_min;
     p->max_connections = SRV_DEFAULT_MAX_CONNECTIONS;
     p->max_conn_per_ip = SRV_DEFAULT_MAX_CONN_PER_IP;
     p->timeout_header_s = SRV_DEFAULT_TIMEOUT_HEADER_S;
@@ -105,6 +110,8 @@ static int attach_model(struct ork_server *srv, struct ork_model *m)
             return ORK_ENOMEM;
     }
     if (srv->p.embeddings && (ret = ork_embedder_create(m, &srv->embedder)) < 0)
+        return ret;
+    if (srv->p.draft_model && (ret = ork_spec_vocab_check(m, srv->p.draft_model)) < 0)
         return ret;
     /* Resolved context size (0 meant the model's default) for validation and /props. */
     srv->p.session.ctx_size = ork_session_ctx_size(srv->slots[0].sess);
@@ -188,6 +195,11 @@ int ork_server_set_model(struct ork_server *srv, struct ork_model *m)
     return 0;
 }
 
+void ork_server_set_draft(struct ork_server *srv, struct ork_model *draft)
+{
+    srv->p.draft_model = draft;
+}
+
 int ork_server_port(const struct ork_server *srv)
 {
     return srv->port;
@@ -211,6 +223,7 @@ void ork_server_free(struct ork_server *srv)
     if (srv->slots) {
         for (int32_t i = 0; i < srv->p.n_parallel && srv->slots; i++) {
             struct srv_slot *sl = &srv->slots[i];
+            ork_spec_free(sl->spec);
             ork_session_free(sl->sess);
             ork_free(sl->logits);
             ork_free(sl->hold);

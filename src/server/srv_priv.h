@@ -13,6 +13,7 @@
 #include <ork-engine/chat.h>
 #include <ork-engine/engine.h>
 #include <ork-engine/grammar.h>
+#include <ork-engine/speculative.h>
 #include <ork-server/server.h>
 
 #include <pthread.h>
@@ -128,6 +129,9 @@ struct srv_req {
     enum srv_tool_choice tool_choice;
     int32_t tool_named;
     bool parallel_tool_calls;
+    /* Speculative decoding: "speculative.n_max" / "speculative.n_min" (llama-server), flat or
+     * as members of a "speculative" object; -1: the server's --draft-max / --draft-min. */
+    int32_t spec_n_max, spec_n_min;
 };
 
 /* Tools are offered to the model: chat (or /apply-template), some tools, tool_choice not
@@ -222,6 +226,7 @@ struct srv_task {
     int32_t n_cached;               /* prompt tokens reused from the slot's cache */
     bool truncated;                 /* generation stopped because the context was full */
     double prompt_ms, gen_ms;
+    int32_t n_spec_steps, n_drafted, n_accepted;   /* speculative decoding of this task */
 };
 
 /* Under srv->mu: every output of t is final (done, and its probabilities computed). */
@@ -244,6 +249,12 @@ struct srv_slot {
     double t_gen0;
     uint64_t last_used;             /* step counter when last released (LRU choice) */
     int32_t pub_n_past;             /* published under srv->mu for /slots and /metrics */
+    /* Speculative decoding: the slot's decoder (made at its first speculating request) and
+     * whether the current task speculates; its pending token is then kept between steps (the
+     * token a speculative step chose last, emitted, not evaluated). */
+    struct ork_spec *spec;
+    bool spec_on;
+    int32_t spec_out[ORK_SPEC_M_HIST + 1];
 };
 
 struct srv_metrics {
@@ -259,6 +270,9 @@ struct srv_metrics {
     uint64_t step_rows_total;       /* sequences decoded over all steps (batch rows) */
     double decode_ms_total;         /* wall time of the batched/one-by-one decode passes */
     double last_step_tok_s;         /* aggregate tokens/s of the last step */
+    struct ork_spec_stats spec;     /* speculative steps of every slot */
+    bool has_twin;                  /* the model has a board twin: twin holds its totals */
+    struct ork_model_twin_stats twin;   /* copied by the scheduler after each step */
 };
 
 struct ork_server {
