@@ -4,8 +4,9 @@
 # Each kernel's source file is cross-compiled to assembly with the build's compiler and flags
 # (aarch64-linux-gnu-gcc -std=c11 -O2, as cmake/toolchain-aarch64.cmake; clang
 # --target=aarch64-linux-gnu -O2 when ORK_A76_CC=clang), the kernel's hot loop is cut out of
-# its function (the innermost loop holding the most sdot instructions: from the label a
-# backward branch goes to, to that branch), and llvm-mca runs it with -mcpu=cortex-a76.
+# its function (the innermost loop holding the most of the kernel's work instruction -- sdot
+# for the integer kernels, fmla / fmul for the f32 attention and RoPE ones: from the label a
+# backward branch goes to, to that branch), and llvm-mca runs it (the model: below).
 # Per kernel it prints the modelled cycles per 32-weight block (of one weight row, against all
 # the X rows of a call), the implied GB/s of weights per core at 2.4 GHz, the same at the
 # instruction-issue bound, and for the M > 1 tiles the share of the sdot issue bound.
@@ -13,14 +14,18 @@
 # The work of one loop iteration is counted from its sdot instructions, each of which is 16
 # multiply-adds (4 rows x 4 elements; ARM ARM, SDOT (by element)): a 32-weight block of one row
 # against one X row is 2 sdot for Q8_0 / Q4_0 and 2.125 for Q4_K (64 quant sdot and 4 min sdot
-# per 4 rows and 256 weights); the tool checks that the count comes out whole.
+# per 4 rows and 256 weights); the tool checks that the count comes out whole (or in quarters).
+# The f32 kernels count 4-lane instructions: attention scores 8 fmla per 32 key elements and
+# query, the weighted sum 8 fmul per 32 value elements and weight vector, RoPE 16 fmul per 32
+# elements (16 pairs); their "block" is 32 elements of one KV row (or of the rotated row).
 #
 # Issue bound (per iteration): the largest of ASIMD instructions / 2, loads and stores / 2,
 # integer instructions / 3 and all instructions / 4: the A76 decodes 4 instructions a cycle and
 # issues to two ASIMD pipelines (V0, V1), two load/store pipelines (L0, L1) and three integer
 # ones (S0, S1, M) (Arm Cortex-A76 Software Optimization Guide, 2.1 "Pipeline overview"). It
-# ignores instructions that only one V pipeline runs. sdot bound: sdot instructions / 2 (both V
-# pipelines run SDOT, one per cycle each; same guide, 3.x "ASIMD integer instructions").
+# ignores instructions that only one V pipeline runs. Work bound (the "op bound" columns): the
+# work instructions / 2 (both V pipelines run SDOT, FMLA and FMUL, one per cycle each; same
+# guide, 3.x "ASIMD integer instructions", "ASIMD floating-point instructions").
 #
 # The model: LLVM has no Cortex-A76 scheduling model; -mcpu=cortex-a76 runs on its Cortex-A57
 # model in every Debian LLVM (14, 16, 19). LLVM 19 (Debian 12: `apt-get install llvm-19`) has a
@@ -85,32 +90,41 @@ CFLAGS=(-std=c11 -O2 -DNDEBUG -Iinclude -Isrc/kernels -S)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-# kernel table: label | type | kind | source | function | X rows | sdot per 32-weight block and
-# X row | weight bytes per 32-weight block (GGUF block sizes: Q8_0 34 B / 32, Q4_0 18 B / 32,
-# Q4_K 144 B / 256)
+# kernel table: label | type | kind | source | function | X rows | work op | work ops per
+# 32-weight block and X row | weight bytes per 32-weight block (GGUF block sizes: Q8_0 34 B / 32,
+# Q4_0 18 B / 32, Q4_K 144 B / 256; KV rows F32 128 B, F16 64 B per 32 elements)
 KERNELS='
-x16 Q8_0 decode, 4 streams|Q8_0|decode|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g4m1|1|2|34
-x16 Q8_0 decode, 1 stream|Q8_0|decode|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g1m1|1|2|34
-x16 Q8_0 tile, 6 X rows|Q8_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g1m6|6|2|34
-x16 Q8_0 tile, 4 X rows|Q8_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g1m4|4|2|34
-x16 Q8_0 tile, 2 X rows|Q8_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g1m2|2|2|34
-x16 Q4_0 decode, 4 streams|Q4_0|decode|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g4m1|1|2|18
-x16 Q4_0 decode, 1 stream|Q4_0|decode|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g1m1|1|2|18
-x16 Q4_0 tile, 6 X rows|Q4_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g1m6|6|2|18
-x16 Q4_0 tile, 4 X rows|Q4_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g1m4|4|2|18
-x16 Q4_0 tile, 2 X rows|Q4_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g1m2|2|2|18
-x16 Q4_K decode, 4 streams|Q4_K|decode|src/kernels/arm/rows16_q4_k_neon.c|xkn_g4m1|1|2.125|18
-x16 Q4_K decode, 1 stream|Q4_K|decode|src/kernels/arm/rows16_q4_k_neon.c|xkn_g1m1|1|2.125|18
-x16 Q4_K tile, 4 X rows|Q4_K|tile|src/kernels/arm/rows16_q4_k_neon.c|xkn_g1m4|4|2.125|18
-rows Q8_0/Q4_0 one-row dot|Q8_0|decode|src/kernels/arm/qdot_neon.c|q8_blocks_neon_dot|1|2|34
+x16 Q8_0 decode, 4 streams|Q8_0|decode|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g4m1|1|sdot|2|34
+x16 Q8_0 decode, 1 stream|Q8_0|decode|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g1m1|1|sdot|2|34
+x16 Q8_0 tile, 6 X rows|Q8_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g1m6|6|sdot|2|34
+x16 Q8_0 tile, 4 X rows|Q8_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g1m4|4|sdot|2|34
+x16 Q8_0 tile, 2 X rows|Q8_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g1m2|2|sdot|2|34
+x16 Q4_0 decode, 4 streams|Q4_0|decode|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g4m1|1|sdot|2|18
+x16 Q4_0 decode, 1 stream|Q4_0|decode|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g1m1|1|sdot|2|18
+x16 Q4_0 tile, 6 X rows|Q4_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g1m6|6|sdot|2|18
+x16 Q4_0 tile, 4 X rows|Q4_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g1m4|4|sdot|2|18
+x16 Q4_0 tile, 2 X rows|Q4_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g1m2|2|sdot|2|18
+x16 Q4_K decode, 4 streams|Q4_K|decode|src/kernels/arm/rows16_q4_k_neon.c|xkn_g4m1|1|sdot|2.125|18
+x16 Q4_K decode, 1 stream|Q4_K|decode|src/kernels/arm/rows16_q4_k_neon.c|xkn_g1m1|1|sdot|2.125|18
+x16 Q4_K tile, 4 X rows|Q4_K|tile|src/kernels/arm/rows16_q4_k_neon.c|xkn_g1m4|4|sdot|2.125|18
+rows Q8_0/Q4_0 one-row dot|Q8_0|decode|src/kernels/arm/qdot_neon.c|q8_blocks_neon_dot|1|sdot|2|34
+attn scores, 4 F32 keys x 2 queries|F32|attn|src/kernels/arm/kv_rows_neon.c|kvn_dot_f32_q2|2|fmla|8|128
+attn scores, 4 F16 keys x 2 queries|F16|attn|src/kernels/arm/kv_rows_neon.c|kvn_dot_f16_q2|2|fmla|8|64
+attn scores, 4 F32 keys x 1 query|F32|attn|src/kernels/arm/kv_rows_neon.c|kvn_dot_f32_q1|1|fmla|8|128
+attn values, F32 rows x 2 weights|F32|attn|src/kernels/arm/kv_rows_neon.c|kvn_mad_f32_q2|2|fmul|8|128
+attn values, F16 rows x 2 weights|F16|attn|src/kernels/arm/kv_rows_neon.c|kvn_mad_f16_q2|2|fmul|8|64
+attn values, F32 rows x 1 weight|F32|attn|src/kernels/arm/kv_rows_neon.c|kvn_mad_f32_q1|1|fmul|8|128
+RoPE NEOX pairs|F32|rope|src/kernels/arm/ops_neon.c|rope_neox_neon|1|fmul|16|128
+RoPE normal pairs|F32|rope|src/kernels/arm/ops_neon.c|rope_norm_neon|1|fmul|16|128
 '
 
 # Branch mnemonics (GCC writes b.ne as bne).
 BRANCH_RE='^(b|b\.[a-z]+|b(eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le)|cbz|cbnz|tbz|tbnz)$'
 
-# The innermost loop of function $2 in assembly file $1 with the most sdot: its instructions.
+# The innermost loop of function $2 in assembly file $1 with the most $3 (the work
+# instruction): its instructions.
 extract_loop() {
-    awk -v fn="$2" -v BR="$BRANCH_RE" '
+    awk -v fn="$2" -v OP="$3" -v BR="$BRANCH_RE" '
         $0 ~ "^" fn ":" { on = 1; next }
         on && $0 ~ "^\t\\.size\t" fn "," { on = 0 }
         !on { next }
@@ -132,7 +146,7 @@ extract_loop() {
                 for (j in br) if (j + 0 > s && j + 0 < e && (br[j] in lab) && lab[br[j]] <= j + 0 && lab[br[j]] >= s) inner = 0
                 if (!inner) continue
                 k = 0
-                for (j = s; j <= e; j++) if (ins[j] ~ /^\t[su]dot[ \t]/) k++
+                for (j = s; j <= e; j++) if (ins[j] ~ "^\t" OP "[ \t]") k++
                 if (k > best || (k == best && e - s < bl)) { best = k; bs = s; be = e; bl = e - s }
             }
             if (best < 0) exit 1
@@ -140,11 +154,11 @@ extract_loop() {
         }' "$1"
 }
 
-# Instruction classes of a loop on stdin: "total sdot vec mem int".
+# Instruction classes of a loop on stdin: "total work vec mem int" (work: the $1 instructions).
 classify() {
-    awk -v BR="$BRANCH_RE" '
+    awk -v OP="$1" -v BR="$BRANCH_RE" '
         { op = $1; tot++
-          if (op ~ /^[su]dot$/) sd++
+          if (op == OP) sd++
           if (op ~ /^(ld|st)/) mem++
           else if (op ~ BR || op == "ret") br++
           else if ($0 ~ /[ \t,]v[0-9]+\./ || $2 ~ /^[qdsbh][0-9]+,?$/) vec++
@@ -169,7 +183,7 @@ cc_ver=$("${CC[@]}" --version | head -1)
 
 declare -A asm_of
 rows=()
-while IFS='|' read -r label type kind src fn mx spb bpb; do
+while IFS='|' read -r label type kind src fn mx wop spb bpb; do
     [ -n "$label" ] || continue
     if [ -z "${asm_of[$src]:-}" ]; then
         out="$TMP/$(basename "$src" .c).s"
@@ -177,34 +191,34 @@ while IFS='|' read -r label type kind src fn mx spb bpb; do
         asm_of[$src]=$out
     fi
     loop="$TMP/$fn.loop.s"
-    extract_loop "${asm_of[$src]}" "$fn" > "$loop" ||
-        { echo "a76_cost: no sdot loop in $fn" >&2; exit 1; }
-    read -r tot sd vec mem intg < <(classify < "$loop")
+    extract_loop "${asm_of[$src]}" "$fn" "$wop" > "$loop" ||
+        { echo "a76_cost: no $wop loop in $fn" >&2; exit 1; }
+    read -r tot sd vec mem intg < <(classify "$wop" < "$loop")
     cyc=$(mca_cycles "$loop")
-    rows+=("$(awk -v label="$label" -v type="$type" -v kind="$kind" -v mx="$mx" -v spb="$spb" \
+    rows+=("$(awk -v label="$label" -v type="$type" -v kind="$kind" -v mx="$mx" -v spb="$spb" -v wop="$wop" \
         -v bpb="$bpb" -v tot="$tot" -v sd="$sd" -v vec="$vec" -v mem="$mem" -v intg="$intg" \
         -v cyc="$cyc" -v ghz="$CLOCK_GHZ" -v fn="$fn" 'BEGIN {
-        wb = sd / (spb * mx)                    # weight 32-blocks (of one row) per iteration
-        if (wb < 0.99 || (wb - int(wb + 0.5)) ^ 2 > 1e-4) {
-            printf "a76_cost: %s: %d sdot is not a whole number of blocks\n", fn, sd > "/dev/stderr"; exit 1 }
-        wb = int(wb + 0.5)
+        wb = sd / (spb * mx)                    # 32-blocks (of one row) per iteration
+        if (wb < 0.24 || (4 * wb - int(4 * wb + 0.5)) ^ 2 > 1e-4) {
+            printf "a76_cost: %s: %d %s is not a whole number of blocks\n", fn, sd, wop > "/dev/stderr"; exit 1 }
+        wb = int(4 * wb + 0.5) / 4
         iss = vec / 2; if (mem / 2 > iss) iss = mem / 2; if (intg / 3 > iss) iss = intg / 3
         if (tot / 4 > iss) iss = tot / 4
         cpb = cyc / wb; ipb = iss / wb
         gbs = bpb / cpb * ghz; igbs = bpb / ipb * ghz
-        gops = 2 * 32 * mx / cpb * ghz
-        sdpct = kind == "tile" ? sprintf("%.0f", 100 * (sd / 2) / cyc) : "-"
-        sdipct = kind == "tile" ? sprintf("%.0f", 100 * (sd / 2) / iss) : "-"
-        printf "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%s\t%s\n",
-            label, type, kind, fn, mx, wb, tot, sd, cyc, cpb, ipb, gbs, igbs, gops, sdpct, sdipct }')")
+        gops = (kind == "rope" ? 3 : 2) * 32 * mx / cpb * ghz   # RoPE: 4 mul + 2 add per pair
+        sdpct = kind != "decode" ? sprintf("%.0f", 100 * (sd / 2) / cyc) : "-"
+        sdipct = kind != "decode" ? sprintf("%.0f", 100 * (sd / 2) / iss) : "-"
+        printf "%s\t%s\t%s\t%s\t%d\t%g\t%d\t%s\t%d\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%s\t%s\n",
+            label, type, kind, fn, mx, wb, tot, wop, sd, cyc, cpb, ipb, gbs, igbs, gops, sdpct, sdipct }')")
 done <<< "$KERNELS"
 
-hdr="kernel	type	kind	function	x_rows	blocks_per_iter	insns_per_iter	sdot_per_iter	mca_cycles_per_iter	mca_cycles_per_block	issue_cycles_per_block	mca_gbps	issue_gbps	mca_gops	pct_sdot_bound_mca	pct_sdot_bound_issue"
+hdr="kernel	type	kind	function	x_rows	blocks_per_iter	insns_per_iter	op	op_per_iter	mca_cycles_per_iter	mca_cycles_per_block	issue_cycles_per_block	mca_gbps	issue_gbps	mca_gops	pct_op_bound_mca	pct_op_bound_issue"
 if [ -n "$TSV" ]; then
     {
         echo "# A76 cost table of the NEON kernels (tools/a76_cost.sh; docs/kernels.md \"A76 cost table\")"
         echo "# compiler: $cc_ver -O2; llvm-mca $mca_ver -mcpu=$MCPU ($model_note); clock ${CLOCK_GHZ} GHz"
-        echo "# block = 32 weights of one row against all x_rows X rows of a call; gbps = weight bytes per second of one core"
+        echo "# block = 32 weights of one row (attn: 32 elements of one KV row; rope: of the row) against all x_rows X rows (queries, weight vectors) of a call; gbps = weight (KV) bytes per second of one core; op = the work instruction counted, pct_op_bound = its issue bound (op / 2 per cycle) against the cycles"
         echo "$hdr"
         printf '%s\n' "${rows[@]}"
     } > "$TSV"
@@ -213,9 +227,9 @@ fi
 echo "A76 cost: $cc_ver -O2; llvm-mca $mca_ver -mcpu=$MCPU: $model_note; ${CLOCK_GHZ} GHz"
 if [ $MD -eq 1 ]; then
     echo
-    echo "| kernel | X rows | cycles / block (mca) | GB/s / core (mca) | cycles / block (issue bound) | GB/s / core (issue bound) | GOP/s (mca) | % of sdot bound (mca / issue) |"
+    echo "| kernel | X rows | cycles / block (mca) | GB/s / core (mca) | cycles / block (issue bound) | GB/s / core (issue bound) | GOP/s (mca) | % of op bound (mca / issue) |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|"
-    printf '%s\n' "${rows[@]}" | awk -F'\t' '{ printf "| %s | %d | %.2f | %.1f | %.2f | %.1f | %.1f | %s / %s |\n", $1, $5, $10, $12, $11, $13, $14, $15, $16 }'
+    printf '%s\n' "${rows[@]}" | awk -F'\t' '{ printf "| %s | %d | %.2f | %.1f | %.2f | %.1f | %.1f | %s / %s |\n", $1, $5, $11, $13, $12, $14, $15, $16, $17 }'
 else
     { echo "$hdr"; printf '%s\n' "${rows[@]}"; } | column -t -s $'\t'
 fi

@@ -23,6 +23,9 @@
 #ifdef ORK_KERN_ARM
 #include <arm_neon.h>
 
+/* Every loop over queries, rows and registers is unrolled whole: GCC 12 at -O2 keeps them as
+ * loops otherwise, with the accumulators on the stack. */
+#define KVN_UNROLL _Pragma("GCC unroll 16")
 #define KVN_ROWS 4              /* key rows per pass (kv_rows) */
 #define KVN_QUERIES 2           /* queries per pass (kv_queries) */
 #define KVN_REGS 2              /* registers of each dot per lane pass */
@@ -70,41 +73,55 @@ static KVN_INLINE void kvn_dot(uint32_t type, const uint8_t *const *r, const flo
     for (int p = 0; p < KVN_PASSES; p++) {
         const int64_t l0 = (int64_t)p * 4 * KVN_REGS;      /* first lane of the pass */
         float32x4_t s[KVN_QUERIES][KVN_ROWS][KVN_REGS];
-        for (int q = 0; q < nq; q++)
-            for (int k = 0; k < KVN_ROWS; k++)
-                for (int g = 0; g < KVN_REGS; g++)
+        KVN_UNROLL for (int q = 0; q < nq; q++)
+            KVN_UNROLL for (int k = 0; k < KVN_ROWS; k++)
+                KVN_UNROLL for (int g = 0; g < KVN_REGS; g++)
                     s[q][k][g] = vdupq_n_f32(0.0f);
         for (int64_t i = l0; i < nv; i += ORK_DOT_LANES) {
             float32x4_t xv[KVN_QUERIES][KVN_REGS];
-            for (int q = 0; q < nq; q++)
-                for (int g = 0; g < KVN_REGS; g++)
+            KVN_UNROLL for (int q = 0; q < nq; q++)
+                KVN_UNROLL for (int g = 0; g < KVN_REGS; g++)
                     xv[q][g] = vld1q_f32(x[q] + i + 4 * g);
-            for (int k = 0; k < KVN_ROWS; k++)
-                for (int g = 0; g < KVN_REGS; g++) {
+            KVN_UNROLL for (int k = 0; k < KVN_ROWS; k++)
+                KVN_UNROLL for (int g = 0; g < KVN_REGS; g++) {
                     const float32x4_t w = kvn_load4(r[k], type, i + 4 * g);
-                    for (int q = 0; q < nq; q++)
+                    KVN_UNROLL for (int q = 0; q < nq; q++)
                         s[q][k][g] = vfmaq_f32(s[q][k][g], w, xv[q][g]);
                 }
         }
-        for (int q = 0; q < nq; q++)
-            for (int k = 0; k < KVN_ROWS; k++)
-                for (int g = 0; g < KVN_REGS; g++)
+        KVN_UNROLL for (int q = 0; q < nq; q++)
+            KVN_UNROLL for (int k = 0; k < KVN_ROWS; k++)
+                KVN_UNROLL for (int g = 0; g < KVN_REGS; g++)
                     vst1q_f32(acc[q][k].lane + l0 + 4 * g, s[q][k][g]);
     }
-    for (int q = 0; q < nq; q++)
-        for (int k = 0; k < KVN_ROWS; k++) {
+    KVN_UNROLL for (int q = 0; q < nq; q++)
+        KVN_UNROLL for (int k = 0; k < KVN_ROWS; k++) {
             acc[q][k].tail = kvn_dot_tail(r[k], type, x[q], nv, n);
             out[q][k] = ork__acc_end32(&acc[q][k]);
         }
 }
 
+/* One function per (type, queries), each with its own loop (tools/a76_cost.sh reads them by
+ * name): the element type and the query count are constants inside. */
+#define KVN_NOINLINE __attribute__((noinline, noclone))
+#define KVN_DOT(NAME, TYPE, NQ)                                                                \
+    static KVN_NOINLINE void NAME(const uint8_t *const *r, const float *const *x, int64_t n,   \
+                                  float (*out)[ORK_KV_ROWS_MAX])                               \
+    {                                                                                          \
+        kvn_dot(TYPE, r, x, NQ, n, out);                                                       \
+    }
+KVN_DOT(kvn_dot_f32_q1, ORK_TYPE_F32, 1)
+KVN_DOT(kvn_dot_f32_q2, ORK_TYPE_F32, 2)
+KVN_DOT(kvn_dot_f16_q1, ORK_TYPE_F16, 1)
+KVN_DOT(kvn_dot_f16_q2, ORK_TYPE_F16, 2)
+
 static void kv_dot_neon(uint32_t type, const uint8_t *const *r, const float *const *x, int nq,
                         int64_t n, float (*out)[ORK_KV_ROWS_MAX])
 {
-    if (nq == KVN_QUERIES)
-        kvn_dot(type, r, x, KVN_QUERIES, n, out);
+    if (type == ORK_TYPE_F16)
+        (nq == KVN_QUERIES ? kvn_dot_f16_q2 : kvn_dot_f16_q1)(r, x, n, out);
     else
-        kvn_dot(type, r, x, 1, n, out);
+        (nq == KVN_QUERIES ? kvn_dot_f32_q2 : kvn_dot_f32_q1)(r, x, n, out);
 }
 
 /* y[q] += a[q][t] * v_t for t in order, element by element (the product rounded, then the
@@ -118,7 +135,7 @@ static KVN_INLINE void kvn_mad(float *const *y, const uint8_t *v, size_t sb, uin
     int64_t i = 0;
     for (; i + KVN_MAD_REGS * 4 <= n; i += KVN_MAD_REGS * 4) {
         float32x4_t c0[KVN_MAD_REGS], c1[KVN_MAD_REGS];
-        for (int g = 0; g < KVN_MAD_REGS; g++) {
+        KVN_UNROLL for (int g = 0; g < KVN_MAD_REGS; g++) {
             c0[g] = vld1q_f32(y[0] + i + 4 * g);
             c1[g] = vld1q_f32(y1 + i + 4 * g);
         }
@@ -128,28 +145,28 @@ static KVN_INLINE void kvn_mad(float *const *y, const uint8_t *v, size_t sb, uin
                 ork__prefetch_bytes(row + (size_t)ORK_KV_PREFETCH_ROWS * sb + (size_t)i * elt,
                                     (size_t)(KVN_MAD_REGS * 4) * elt);
             const float32x4_t va0 = vdupq_n_f32(a[0][t]), va1 = vdupq_n_f32(a1[t]);
-            for (int g = 0; g < KVN_MAD_REGS; g++) {
+            KVN_UNROLL for (int g = 0; g < KVN_MAD_REGS; g++) {
                 const float32x4_t w = kvn_load4(row, type, i + 4 * g);
                 c0[g] = vaddq_f32(c0[g], vmulq_f32(va0, w));
                 if (nq > 1)
                     c1[g] = vaddq_f32(c1[g], vmulq_f32(va1, w));
             }
         }
-        for (int g = 0; g < KVN_MAD_REGS; g++) {
+        KVN_UNROLL for (int g = 0; g < KVN_MAD_REGS; g++) {
             vst1q_f32(y[0] + i + 4 * g, c0[g]);
             if (nq > 1)
                 vst1q_f32(y1 + i + 4 * g, c1[g]);
         }
     }
     for (; i + 4 <= n; i += 4)
-        for (int q = 0; q < nq; q++) {
+        KVN_UNROLL for (int q = 0; q < nq; q++) {
             float32x4_t c = vld1q_f32(y[q] + i);
             for (int64_t t = 0; t < nr; t++)
                 c = vaddq_f32(c, vmulq_f32(vdupq_n_f32(a[q][t]),
                                            kvn_load4(v + (size_t)t * sb, type, i)));
             vst1q_f32(y[q] + i, c);
         }
-    for (int q = 0; q < nq; q++)
+    KVN_UNROLL for (int q = 0; q < nq; q++)
         for (int64_t j = i; j < n; j++) {
             float yj = y[q][j];
             for (int64_t t = 0; t < nr; t++)
@@ -158,13 +175,24 @@ static KVN_INLINE void kvn_mad(float *const *y, const uint8_t *v, size_t sb, uin
         }
 }
 
+#define KVN_MAD(NAME, TYPE, NQ)                                                                \
+    static KVN_NOINLINE void NAME(float *const *y, const uint8_t *v, size_t sb,               \
+                                  const float *const *a, int64_t nr, int64_t n)                \
+    {                                                                                          \
+        kvn_mad(y, v, sb, TYPE, a, NQ, nr, n);                                                 \
+    }
+KVN_MAD(kvn_mad_f32_q1, ORK_TYPE_F32, 1)
+KVN_MAD(kvn_mad_f32_q2, ORK_TYPE_F32, 2)
+KVN_MAD(kvn_mad_f16_q1, ORK_TYPE_F16, 1)
+KVN_MAD(kvn_mad_f16_q2, ORK_TYPE_F16, 2)
+
 static void kv_mad_neon(float *const *y, const uint8_t *v, size_t sb, uint32_t type,
                         const float *const *a, int nq, int64_t nr, int64_t n)
 {
-    if (nq == KVN_QUERIES)
-        kvn_mad(y, v, sb, type, a, KVN_QUERIES, nr, n);
+    if (type == ORK_TYPE_F16)
+        (nq == KVN_QUERIES ? kvn_mad_f16_q2 : kvn_mad_f16_q1)(y, v, sb, a, nr, n);
     else
-        kvn_mad(y, v, sb, type, a, 1, nr, n);
+        (nq == KVN_QUERIES ? kvn_mad_f32_q2 : kvn_mad_f32_q1)(y, v, sb, a, nr, n);
 }
 
 void ork__fill_kv_rows_neon(struct ork__kern *t)

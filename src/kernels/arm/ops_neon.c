@@ -108,33 +108,31 @@ static void silu_mul_neon(float *gate, const float *up, int64_t n)
 }
 
 /* RoPE's rotation (ops.c rope_rotate_scalar: (a, b) -> (a c - b s, a s + b c), each product
- * rounded, then the subtraction or the addition), four pairs per step: NEOX pairs (x[i],
- * x[i + half]) from two plain loads, normal pairs (x[2i], x[2i + 1]) de-interleaved by `ld2`
- * and stored back by `st2`. The same bits as the scalar loop (fp-contract is off: C11). */
-static void rope_rotate_neon(float *x, int64_t half, int neox, const float *c, const float *sn)
+ * rounded, then the subtraction or the addition; fp-contract is off: C11), with the scalar
+ * loop's bits. NEOX pairs (x[i], x[i + half]): four pairs from two plain loads. Normal pairs
+ * (x[2i], x[2i + 1]) stay interleaved (`ld2` / `st2` are several micro-ops each on the A76):
+ * with x = (a, b), rev64 x = (b, a), C = (c, c), S = (-s, s) (zip1 / zip2 of c and of -s, s),
+ * x * C + (rev64 x) * S = (ac + (-bs), bc + as): x - y is x + (-y) and a product's negation is
+ * exact, so both lanes are the scalar values bit for bit. */
+static inline __attribute__((always_inline)) void rope_rot(float *x, int64_t half, const int neox,
+                                                            const float *c, const float *sn)
 {
     int64_t i = 0;
     for (; i + 4 <= half; i += 4) {
         const float32x4_t cv = vld1q_f32(c + i), sv = vld1q_f32(sn + i);
-        float32x4_t a, b;
-        float32x4x2_t ab;
         if (neox) {
-            a = vld1q_f32(x + i);
-            b = vld1q_f32(x + i + half);
+            const float32x4_t a = vld1q_f32(x + i), b = vld1q_f32(x + i + half);
+            vst1q_f32(x + i, vsubq_f32(vmulq_f32(a, cv), vmulq_f32(b, sv)));
+            vst1q_f32(x + i + half, vaddq_f32(vmulq_f32(a, sv), vmulq_f32(b, cv)));
         } else {
-            ab = vld2q_f32(x + 2 * i);
-            a = ab.val[0];
-            b = ab.val[1];
-        }
-        const float32x4_t r0 = vsubq_f32(vmulq_f32(a, cv), vmulq_f32(b, sv));
-        const float32x4_t r1 = vaddq_f32(vmulq_f32(a, sv), vmulq_f32(b, cv));
-        if (neox) {
-            vst1q_f32(x + i, r0);
-            vst1q_f32(x + i + half, r1);
-        } else {
-            ab.val[0] = r0;
-            ab.val[1] = r1;
-            vst2q_f32(x + 2 * i, ab);
+            const float32x4_t ns = vnegq_f32(sv);
+            const float32x4_t c01 = vzip1q_f32(cv, cv), c23 = vzip2q_f32(cv, cv);
+            const float32x4_t s01 = vzip1q_f32(ns, sv), s23 = vzip2q_f32(ns, sv);
+            const float32x4_t x01 = vld1q_f32(x + 2 * i), x23 = vld1q_f32(x + 2 * i + 4);
+            vst1q_f32(x + 2 * i,
+                      vaddq_f32(vmulq_f32(x01, c01), vmulq_f32(vrev64q_f32(x01), s01)));
+            vst1q_f32(x + 2 * i + 4,
+                      vaddq_f32(vmulq_f32(x23, c23), vmulq_f32(vrev64q_f32(x23), s23)));
         }
     }
     for (; i < half; i++) {
@@ -143,6 +141,24 @@ static void rope_rotate_neon(float *x, int64_t half, int neox, const float *c, c
         x[i0] = a * c[i] - b * sn[i];
         x[i1] = a * sn[i] + b * c[i];
     }
+}
+
+/* One function per pair layout, each with its own loop (tools/a76_cost.sh reads them). */
+static __attribute__((noinline, noclone)) void rope_neox_neon(float *x, int64_t half,
+                                                              const float *c, const float *sn)
+{
+    rope_rot(x, half, 1, c, sn);
+}
+
+static __attribute__((noinline, noclone)) void rope_norm_neon(float *x, int64_t half,
+                                                              const float *c, const float *sn)
+{
+    rope_rot(x, half, 0, c, sn);
+}
+
+static void rope_rotate_neon(float *x, int64_t half, int neox, const float *c, const float *sn)
+{
+    (neox ? rope_neox_neon : rope_norm_neon)(x, half, c, sn);
 }
 
 void ork__fill_ops_neon(struct ork__kern *t)
