@@ -136,8 +136,9 @@ enum ork_npu_exec_flags {
     ORK_NPU_EXEC_PER_MATMUL_MC = 1u << 4, /* baseline executor, 3-core variant: one synchronous
                                          * submit per model matmul, its columns split over the
                                          * three cores (the seed's ORK_DECODE_MC, anchors §3.6) */
-    ORK_NPU_EXEC_WHOLE_O = 1u << 5,     /* fused executor with the O projection in one submit
-                                         * (no head split, no overlap; no pack) */
+    ORK_NPU_EXEC_SPLIT_O = 1u << 5,     /* fused executor with the O projection split by heads,
+                                         * the first half overlapped with the rest of attention
+                                         * (one more submit per layer; no pack) */
 };
 
 /* Counters of the NPU executor since load (or the last reset). Modelled times come from the

@@ -98,17 +98,17 @@ int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct or
         if (!(v = ork_cli_value(cmd, argc, argv, i)))
             return -1;
         uint32_t plans = ORK_NPU_EXEC_PER_MATMUL | ORK_NPU_EXEC_PER_MATMUL_MC |
-                         ORK_NPU_EXEC_WHOLE_O;
+                         ORK_NPU_EXEC_SPLIT_O;
         mp->npu_flags &= ~plans;
         if (!strcmp(v, "per-matmul"))
             mp->npu_flags |= ORK_NPU_EXEC_PER_MATMUL;
         else if (!strcmp(v, "per-matmul-mc"))
             mp->npu_flags |= ORK_NPU_EXEC_PER_MATMUL_MC;
-        else if (!strcmp(v, "fused-whole-o"))
-            mp->npu_flags |= ORK_NPU_EXEC_WHOLE_O;
+        else if (!strcmp(v, "fused-split-o"))
+            mp->npu_flags |= ORK_NPU_EXEC_SPLIT_O;
         else if (strcmp(v, "fused")) {
             fprintf(stderr, "ork %s: invalid value '%s' for --npu-executor: must be fused, "
-                    "fused-whole-o, per-matmul or per-matmul-mc\n", cmd, v);
+                    "fused-split-o, per-matmul or per-matmul-mc\n", cmd, v);
             return -1;
         }
         return 1;
@@ -205,10 +205,11 @@ void ork_cli_device_help(FILE *out)
             "                            rknpu, rocket, sim or sim-rocket (the simulator behind\n"
             "                            the rknpu / rocket backend); `ork devices` lists them\n"
             "  --sim-timing MODE         sim: instant|paced|only|paced-only (default: instant)\n"
-            "  --npu-executor fused|fused-whole-o|per-matmul|per-matmul-mc  NPU submits: fused\n"
-            "                            per layer (default), fused with the O projection in\n"
-            "                            one submit, one single-core submit per matmul\n"
-            "                            (baseline) or one per matmul split over 3 cores\n"
+            "  --npu-executor fused|fused-split-o|per-matmul|per-matmul-mc  NPU submits: fused\n"
+            "                            per layer (default), fused with the O projection split\n"
+            "                            by heads and overlapped (long contexts), one\n"
+            "                            single-core submit per matmul (baseline) or one per\n"
+            "                            matmul split over 3 cores (baseline)\n"
             "  --sim-calibration FILE    board twin constants (JSON, docs/twin.md) for the\n"
             "                            modelled times (default: the built-in table)\n"
             "  --twin                    with --device cpu: model the run on the board twin too\n"

@@ -1,9 +1,10 @@
 /* plan.c -- the layer plan: the one table of a layer's ops (which model matrices each takes,
  * its input and outputs, its pack tensor), the executor plans that say how each op runs
- * (fused: [Q|K|V] and [gate|up] stacked, the O projection split by heads and overlapped,
- * multi-core; per-matmul: the baseline, one single-core submit per model matrix; per-matmul-mc:
- * the same with each matrix's columns split over 3 cores), and the pack
- * slots derived from a plan (which tensor of which op each slot of the .orkpack holds).
+ * (fused: [Q|K|V] and [gate|up] stacked, multi-core; fused-split-o: the same with the O
+ * projection split by heads and its first half overlapped with the rest of attention;
+ * per-matmul: the baseline, one single-core submit per model matrix; per-matmul-mc: the same
+ * with each matrix's columns split over 3 cores), and the pack slots derived from a plan
+ * (which tensor of which op each slot of the .orkpack holds).
  *
  * Fused model tensors (phi3's attn_qkv, ffn_up holding gate|up) are split into row views at
  * bind time (model.c), so the table below sees wq/wk/wv and w_gate/w_up as for any model. A
@@ -53,15 +54,17 @@ static const struct layer_op layer_ops[ORK__NPU_N_OPS] = {
 /* The seed's 3-core decode split (ORK_DECODE_MC, anchors §3.6): three cores per matmul. */
 #define NPU_MC_CORES 3u
 
-static const struct npu_plan plans[3] = {
+enum { PLAN_FUSED, PLAN_PER_MATMUL, PLAN_PER_MATMUL_MC, PLAN_FUSED_SPLIT_O, PLAN_COUNT };
+
+static const struct npu_plan plans[PLAN_COUNT] = {
     {
         .name = "fused",
-        .summary = "fused [Q|K|V] and [gate|up], O split by heads, multi-core",
+        .summary = "fused [Q|K|V] and [gate|up], multi-core",
         .cores = 0,
         .pack = true,
         .step = {
             [ORK__NPU_QKV] = STEP_FUSED,
-            [ORK__NPU_O] = { .n_slots = 2, .fused = true, .overlap = true },
+            [ORK__NPU_O] = STEP_FUSED,
             [ORK__NPU_GATE_UP] = STEP_FUSED,
             [ORK__NPU_DOWN] = STEP_FUSED,
             [ORK__NPU_LM_HEAD] = STEP_FUSED,
@@ -93,18 +96,39 @@ static const struct npu_plan plans[3] = {
             [ORK__NPU_LM_HEAD] = STEP_ONE,
         },
     },
+    {
+        /* fused with the O projection split in two by heads, the first half in flight while
+         * the CPU runs the other heads' attention: one more submit per layer, which the twin
+         * shows paying only past ~570 keys of f32 cache (docs/bench-log/2026-twin.md "The O
+         * split"); weights quantised in memory, as the pack is laid out for the whole O */
+        .name = "fused-split-o",
+        .summary = "fused [Q|K|V] and [gate|up], O split by heads, multi-core",
+        .cores = 0,
+        .pack = false,
+        .step = {
+            [ORK__NPU_QKV] = STEP_FUSED,
+            [ORK__NPU_O] = { .n_slots = 2, .fused = true, .overlap = true },
+            [ORK__NPU_GATE_UP] = STEP_FUSED,
+            [ORK__NPU_DOWN] = STEP_FUSED,
+            [ORK__NPU_LM_HEAD] = STEP_FUSED,
+        },
+    },
 };
 
 const struct npu_plan *ork__npu_plan_for(uint32_t flags)
 {
     if (flags & ORK_NPU_EXEC_PER_MATMUL_MC)
-        return &plans[2];
-    return &plans[(flags & ORK_NPU_EXEC_PER_MATMUL) ? 1 : 0];
+        return &plans[PLAN_PER_MATMUL_MC];
+    if (flags & ORK_NPU_EXEC_PER_MATMUL)
+        return &plans[PLAN_PER_MATMUL];
+    if (flags & ORK_NPU_EXEC_SPLIT_O)
+        return &plans[PLAN_FUSED_SPLIT_O];
+    return &plans[PLAN_FUSED];
 }
 
 const struct npu_plan *ork__npu_plan_pack(void)
 {
-    return &plans[0];
+    return &plans[PLAN_FUSED];
 }
 
 const char *ork__npu_op_trace_name(enum ork__npu_op op)
