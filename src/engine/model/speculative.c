@@ -16,7 +16,8 @@
 #include <math.h>
 #include <string.h>
 
-/* llama.cpp's draft bounds (common/common.h: n_max 16, n_min 0), and no confidence cut. */
+/* llama.cpp's --draft-max 16 / --draft-min 0 (../shared/spec/serving-reference.md §1.4: its newer
+ * --spec-draft-n-max defaults to 3), and no confidence cut. */
 #define SPEC_DEFAULT_DRAFT_MAX 16
 /* The largest draft a step takes: the verify forward is then at most 1 + this rows, and the
  * histogram (ORK_SPEC_M_HIST) still counts every M separately at the bound. */
