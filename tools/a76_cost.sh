@@ -108,6 +108,7 @@ x16 Q4_K decode, 4 streams|Q4_K|decode|src/kernels/arm/rows16_q4_k_neon.c|xkn_g4
 x16 Q4_K decode, 1 stream|Q4_K|decode|src/kernels/arm/rows16_q4_k_neon.c|xkn_g1m1|1|sdot|2.125|18
 x16 Q4_K tile, 4 X rows|Q4_K|tile|src/kernels/arm/rows16_q4_k_neon.c|xkn_g1m4|4|sdot|2.125|18
 rows Q8_0/Q4_0 one-row dot|Q8_0|decode|src/kernels/arm/qdot_neon.c|q8_blocks_neon_dot|1|sdot|2|34
+attn scores, one F32 row (ork_vec_dot)|F32|attn|src/kernels/arm/dot_neon.c|acc_step_neon|1|fmla|8|128
 attn scores, 4 F32 keys x 2 queries|F32|attn|src/kernels/arm/kv_rows_neon.c|kvn_dot_f32_q2|2|fmla|8|128
 attn scores, 4 F16 keys x 2 queries|F16|attn|src/kernels/arm/kv_rows_neon.c|kvn_dot_f16_q2|2|fmla|8|64
 attn scores, 4 F32 keys x 1 query|F32|attn|src/kernels/arm/kv_rows_neon.c|kvn_dot_f32_q1|1|fmla|8|128

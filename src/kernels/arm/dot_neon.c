@@ -14,16 +14,21 @@
 #ifdef ORK_KERN_ARM
 #include <arm_neon.h>
 
+/* The loops over the accumulator registers are unrolled whole: GCC 12 at -O2 keeps them as
+ * loops otherwise, with the 8 accumulators on the stack (a load and a store around every FMA;
+ * tools/a76_cost.sh "one F32 row"). */
+#define DN_UNROLL _Pragma("GCC unroll 8")
+
 static void acc_step_neon(struct ork__dot_acc *acc, const float *a, const float *b, int64_t n)
 {
     float32x4_t s[8];
-    for (int r = 0; r < 8; r++)
+    DN_UNROLL for (int r = 0; r < 8; r++)
         s[r] = vld1q_f32(acc->lane + 4 * r);
     int64_t i = 0;
     for (; i + ORK_DOT_LANES <= n; i += ORK_DOT_LANES)
-        for (int r = 0; r < 8; r++)
+        DN_UNROLL for (int r = 0; r < 8; r++)
             s[r] = vfmaq_f32(s[r], vld1q_f32(a + i + 4 * r), vld1q_f32(b + i + 4 * r));
-    for (int r = 0; r < 8; r++)
+    DN_UNROLL for (int r = 0; r < 8; r++)
         vst1q_f32(acc->lane + 4 * r, s[r]);
     float t = acc->tail;
     for (; i < n; i++)
@@ -136,7 +141,7 @@ static inline void q8x16_fma_neon(float32x4_t *s, int8x16_t q, float32x4_t d, co
     int16x8_t l = vmovl_s8(vget_low_s8(q)), h = vmovl_s8(vget_high_s8(q));
     int32x4_t v[4] = { vmovl_s16(vget_low_s16(l)), vmovl_s16(vget_high_s16(l)),
                        vmovl_s16(vget_low_s16(h)), vmovl_s16(vget_high_s16(h)) };
-    for (int r = 0; r < 4; r++)
+    DN_UNROLL for (int r = 0; r < 4; r++)
         s[r] = vfmaq_f32(s[r], vmulq_f32(vcvtq_f32_s32(v[r]), d), vld1q_f32(x + 4 * r));
 }
 
@@ -144,12 +149,12 @@ static void dot_fused_neon(uint32_t type, const uint8_t *row, const float *x, in
                            struct ork__dot_acc *acc)
 {
     float32x4_t s[8];
-    for (int r = 0; r < 8; r++)
+    DN_UNROLL for (int r = 0; r < 8; r++)
         s[r] = vld1q_f32(acc->lane + 4 * r);
     int64_t i = 0;
     if (type == ORK_TYPE_F16 || type == ORK_TYPE_BF16) {
         for (; i + ORK_DOT_LANES <= n; i += ORK_DOT_LANES)
-            for (int r = 0; r < 8; r++) {
+            DN_UNROLL for (int r = 0; r < 8; r++) {
                 uint16x4_t h = vreinterpret_u16_u8(vld1_u8(row + 2 * (i + 4 * r)));
                 float32x4_t w = type == ORK_TYPE_F16
                                     ? vcvt_f32_f16(vreinterpret_f16_u16(h))
@@ -174,7 +179,7 @@ static void dot_fused_neon(uint32_t type, const uint8_t *row, const float *x, in
             q8x16_fma_neon(s + 4, q1, d, x + i + 16);
         }
     }
-    for (int r = 0; r < 8; r++)
+    DN_UNROLL for (int r = 0; r < 8; r++)
         vst1q_f32(acc->lane + 4 * r, s[r]);
     float t = acc->tail;
     for (; i < n; i++) {
