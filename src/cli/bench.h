@@ -9,6 +9,7 @@
 #include <ork-tooling/membw.h>
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -102,6 +103,8 @@ void ork_cli_bench_describe(const struct ork_model *m, struct model_desc *d);
 int ork_cli_bench_parallel(const struct opts *o, const char *path, int threads);
 int ork_cli_bench_verify(const struct opts *o, const char *path, int threads);
 bool ork_cli_bench_parse_tau(const char *s, struct opts *o);
+/* The NPU plan sizes of m on out: bytes per size, the time making them (load_s: the load's). */
+void ork_cli_bench_npu_plans(FILE *out, const struct ork_model *m, double load_s);
 
 /* The KV cache type of the run, as llama-bench's type_k / type_v. */
 const char *ork_cli_bench_kv_name(const struct opts *o);

@@ -671,7 +671,10 @@ int ork_cmd_bench(int argc, char **argv)
         mp.no_repack = mp.no_repack || o.f32_act;  /* interleaving serves quantized activations */
         ork_cli_device_resolve(CMD, &mp, false);
         struct ork_model *m;
+        double t_load = now_s();
         int ret = ork_model_load(o.models[mi], &mp, &m);
+        if (ret == 0)
+            ork_cli_bench_npu_plans(stderr, m, now_s() - t_load);
         if (ret < 0) {
             ork_cli_error(CMD, ret);
             status = ORK_EXIT_ERROR;

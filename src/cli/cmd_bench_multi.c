@@ -23,6 +23,7 @@
 #include <ork-engine/engine.h>
 #include <ork/alloc.h>
 #include <ork/error.h>
+#include <ork/twin.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -35,15 +36,42 @@
 #define NEARLY_FREE_RATIO 1.1
 #define MAX_VERIFY_K 63            /* k + 1 <= 64 rows: one NPU plan (NPU_DEFAULT_MAX_M) */
 
-/* Modelled ns of the twin since *a (updated to now); 0 without a twin. */
-static double twin_since(const struct ork_model *m, struct ork_model_twin_stats *a)
+/* Modelled ns of the twin since *a (updated to now), and, when ph is not NULL, each phase's
+ * ns and the NPU cores' busy ns since then added to ph; 0 without a twin. */
+static double twin_since(const struct ork_model *m, struct ork_model_twin_stats *a,
+                         struct ork_twin_result *ph)
 {
     struct ork_model_twin_stats b;
     if (ork_model_twin_stats(m, &b) < 0)
         return 0;
     double d = b.total.end_ns - a->total.end_ns;
+    for (int p = 0; ph && p < ORK_TWIN_PHASE_COUNT; p++)
+        ph->phase_ns[p] += b.total.phase_ns[p] - a->total.phase_ns[p];
+    for (int c = 0; ph && c < ORK_TWIN_MAX_NPU; c++)
+        ph->npu_busy_ns[c] += b.total.npu_busy_ns[c] - a->total.npu_busy_ns[c];
+    if (ph)
+        ph->end_ns += d;
     *a = b;
     return d;
+}
+
+void ork_cli_bench_npu_plans(FILE *out, const struct ork_model *m, double load_s)
+{
+    struct ork_npu_exec_stats st;
+    if (ork_model_npu_stats(m, &st) < 0 || !st.n_prog_sizes)
+        return;
+    uint64_t total = 0;
+    fprintf(out, "ork bench: NPU plans per size (rows: device MiB, regcmd KiB, summed over the "
+            "matrices):");
+    for (uint32_t i = 0; i < st.n_prog_sizes && i < 8; i++) {
+        fprintf(out, " %u: %.1f, %.1f;", st.prog_rows[i], st.prog_bytes[i] / 1048576.0,
+                st.prog_regcmd_bytes[i] / 1024.0);
+        total += st.prog_bytes[i];
+    }
+    fprintf(out, " total %.1f MiB beside %.1f MiB of weights; sizes between 1 and the largest "
+            "made in %.0f ms of a %.1f s load (host wall)%s\n", total / 1048576.0,
+            st.resident_bytes / 1048576.0, st.prog_extra_load_ms, load_s,
+            st.prog_missing ? " (some did not fit their domain)" : "");
 }
 
 static int load_model(const char *path, const struct ork_model_params *base, struct ork_model **m)
@@ -51,7 +79,11 @@ static int load_model(const char *path, const struct ork_model_params *base, str
     struct ork_model_params mp = *base;
     mp.no_tokenizer = true;
     ork_cli_device_resolve(CMD, &mp, false);
-    return ork_model_load(path, &mp, m);
+    double t0 = ork_cli_bench_now();
+    int ret = ork_model_load(path, &mp, m);
+    if (ret == 0)
+        ork_cli_bench_npu_plans(stderr, *m, ork_cli_bench_now() - t0);
+    return ret;
 }
 
 static int make_sessions(struct ork_model *m, int n, int ctx, int batch, int threads,
@@ -108,7 +140,7 @@ static int par_once(struct ork_model *m, struct ork_session **s, int np, int n, 
     }
     double dt = ork_cli_bench_now() - t0;
     *host_ts = dt > 0 ? (double)np * n / dt : 0;
-    *model_ns = twin ? twin_since(m, &a) : 0;
+    *model_ns = twin ? twin_since(m, &a, NULL) : 0;
     return ret;
 }
 
@@ -231,7 +263,8 @@ int ork_cli_bench_parallel(const struct opts *o, const char *path, int threads)
 /* Modelled (or host) ns of one forward of rows tokens at position pos, every row's logits, and
  * `rows` samplings of top_k: the mean over reps. */
 static int step_ns(struct ork_model *m, struct ork_session *s, int pos, int rows, uint32_t top_k,
-                   const struct opts *o, uint64_t *rng, int32_t *tok, float *logits, double *ns)
+                   const struct opts *o, uint64_t *rng, int32_t *tok, float *logits, double *ns,
+                   struct ork_twin_result *ph)
 {
     int32_t nv = ork_model_config(m)->n_vocab;
     struct ork_model_twin_stats a;
@@ -241,7 +274,7 @@ static int step_ns(struct ork_model *m, struct ork_session *s, int pos, int rows
         for (int i = 0; i < rows; i++)
             tok[i] = (int32_t)(ork_cli_bench_rng(rng) % (uint64_t)nv);
         int ret = ork_session_truncate(s, pos);
-        twin_since(m, &a);
+        twin_since(m, &a, NULL);
         double t0 = ork_cli_bench_now();
         if (ret == 0)
             ret = ork_model_eval(s, tok, rows, pos, logits, ORK_EVAL_ALL_LOGITS);
@@ -249,7 +282,7 @@ static int step_ns(struct ork_model *m, struct ork_session *s, int pos, int rows
             ret = ork_model_twin_sample(m, top_k);
         if (ret < 0)
             return ret;
-        sum += twin ? twin_since(m, &a) : (ork_cli_bench_now() - t0) * 1e9;
+        sum += twin ? twin_since(m, &a, k == 0 ? ph : NULL) : (ork_cli_bench_now() - t0) * 1e9;
     }
     *ns = sum / o->reps;
     return 0;
@@ -286,7 +319,7 @@ static int draft_step_ns(const struct opts *o, int pos, int threads, double *ns,
     uint64_t rng = ORK_CLI_BENCH_SEED ^ 1;
     ret = tok && logits ? verify_session(d, o, pos, 1, threads, &rng, tok, &s) : ORK_ENOMEM;
     if (ret == 0)
-        ret = step_ns(d, s, pos, 1, 1, o, &rng, tok, logits, ns);
+        ret = step_ns(d, s, pos, 1, 1, o, &rng, tok, logits, ns, NULL);
     ork_session_free(s);
     ork_free(tok);
     ork_free(logits);
@@ -302,6 +335,7 @@ struct verify_out {
     int nearly_free_m;
     bool twin;
     char draft_name[160];
+    struct ork_twin_result ph1, phk;    /* the twin's phases of the M = 1 and largest steps */
 };
 
 /* Best speculative throughput at tau over the measured k with k + 1 >= tau: tok/s and its k
@@ -393,6 +427,23 @@ static void verify_print(const struct opts *o, const struct model_desc *d,
         printf("| %s | %.2f | %.2f | %.2f | %d | %.2f |\n", d->name, o->tau[i], plain, ts, bk,
                ts / plain);
     }
+    if (v->twin && v->n_k) {
+        int kk = v->k[v->n_k - 1];
+        for (int i = 0; i < v->n_k; i++)
+            kk = v->k[i] > kk ? v->k[i] : kk;
+        printf("\n| phase (modelled ms, wall on the model clock) | M = 1 | M = %d | growth per "
+               "extra row |\n| --- | ---: | ---: | ---: |\n", kk + 1);
+        for (int p = 0; p < ORK_TWIN_PHASE_COUNT; p++)
+            if (v->ph1.phase_ns[p] > 0 || v->phk.phase_ns[p] > 0)
+                printf("| %s | %.3f | %.3f | %.4f |\n",
+                       ork_twin_phase_name((enum ork_twin_phase)p), v->ph1.phase_ns[p] / 1e6,
+                       v->phk.phase_ns[p] / 1e6,
+                       (v->phk.phase_ns[p] - v->ph1.phase_ns[p]) / 1e6 / kk);
+        printf("| NPU core 0 busy | %.3f | %.3f | %.4f |\n| step | %.3f | %.3f | %.4f |\n",
+               v->ph1.npu_busy_ns[0] / 1e6, v->phk.npu_busy_ns[0] / 1e6,
+               (v->phk.npu_busy_ns[0] - v->ph1.npu_busy_ns[0]) / 1e6 / kk, v->ph1.end_ns / 1e6,
+               v->phk.end_ns / 1e6, (v->phk.end_ns - v->ph1.end_ns) / 1e6 / kk);
+    }
     printf("\nPosition %d. Verify stays nearly free (step <= %.1fx the M = 1 step) up to M = %d. "
            "Draft: %s, %.3f ms per step. speculative t/s = tau / (verify(M = k + 1) + k x "
            "draft step), the best measured k with k + 1 >= tau; plain = 1 / decode step.%s\n",
@@ -428,16 +479,17 @@ int ork_cli_bench_verify(const struct opts *o, const char *path, int threads)
     ret = tok && logits ? verify_session(m, o, v.pos, maxk + 1, threads, &rng, tok, &s) : ORK_ENOMEM;
     double warm;
     if (ret == 0)       /* warm-up: pages every weight in */
-        ret = step_ns(m, s, v.pos, 1, top_k, o, &rng, tok, logits, &warm);
+        ret = step_ns(m, s, v.pos, 1, top_k, o, &rng, tok, logits, &warm, NULL);
     struct ork_model_twin_stats tw;
     v.twin = ork_model_twin_stats(m, &tw) == 0;
     if (ret == 0)
-        ret = step_ns(m, s, v.pos, 1, top_k, o, &rng, tok, logits, &v.t1_ns);
+        ret = step_ns(m, s, v.pos, 1, top_k, o, &rng, tok, logits, &v.t1_ns, &v.ph1);
     v.nearly_free_m = 1;
     bool free_run = true;
     for (int i = 0; i < o->verify.n && ret == 0; i++) {
         v.k[v.n_k] = (int)o->verify.v[i];
-        ret = step_ns(m, s, v.pos, v.k[v.n_k] + 1, top_k, o, &rng, tok, logits, &v.t_ns[v.n_k]);
+        ret = step_ns(m, s, v.pos, v.k[v.n_k] + 1, top_k, o, &rng, tok, logits, &v.t_ns[v.n_k],
+                      v.k[v.n_k] == maxk ? &v.phk : NULL);
         if (ret < 0)
             break;
         fprintf(stderr, "ork bench: verify k=%d (M=%d): %.3f ms, %.2fx the M=1 step (%s)\n",
@@ -455,9 +507,9 @@ int ork_cli_bench_verify(const struct opts *o, const char *path, int threads)
         double t;
         ret = ork_model_twin_trace_begin(m, o->trace, (uint32_t)(maxk + 4));
         if (ret == 0)
-            ret = step_ns(m, s, v.pos, 1, top_k, &one, &rng, tok, logits, &t);
+            ret = step_ns(m, s, v.pos, 1, top_k, &one, &rng, tok, logits, &t, NULL);
         if (ret == 0)
-            ret = step_ns(m, s, v.pos, maxk + 1, top_k, &one, &rng, tok, logits, &t);
+            ret = step_ns(m, s, v.pos, maxk + 1, top_k, &one, &rng, tok, logits, &t, NULL);
         ork_model_twin_trace_end(m);
     }
     if (ret == 0)

@@ -209,9 +209,14 @@ static void run_shape(const struct ork_npu_matmul_info *in, uint32_t m, struct r
     s->c_bytes = (uint64_t)m * in->n * 4;             /* int32 results gathered */
     s->c_bo_bytes = (uint64_t)in->m * np * 4 * ks;    /* the C buffer synced */
     /* per core: its columns' weights (re-read per M-tile), MACs and int32 partials */
+    /* the NPU computes and writes every row of each M-tile it is given (the program's
+     * DATAIN_HEIGHT, spec §3.1), so a run of fewer rows than the plan's tile pays the tile */
+    uint64_t hw_rows = (uint64_t)s->mtiles * mt;
+    hw_rows = hw_rows > in->m ? in->m : hw_rows;
+    hw_rows = hw_rows < m ? m : hw_rows;
     s->w_core = kp * np / cores * s->mtiles;
-    s->macs_core = (uint64_t)m * kp * np / cores;
-    s->out_core = (uint64_t)m * np / cores * 4 * ks;
+    s->macs_core = hw_rows * kp * np / cores;
+    s->out_core = hw_rows * np / cores * 4 * ks;
 }
 
 int ork__twin_npu_submit(struct ork__twin_rec *r, const struct ork_npu_matmul_info *in,
