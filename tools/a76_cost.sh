@@ -40,7 +40,8 @@
 #   --tsv FILE   also write the table as tab-separated values (tools/a76_cost.tsv: the twin's CPU
 #                cost model reads it; docs/kernels.md "A76 cost table" describes the columns)
 #   --md         print the table as Markdown (default: aligned text)
-# Needs: aarch64-linux-gnu-gcc (or clang), llvm-mca (Debian: llvm; scripts/setup-deps --aarch64).
+# Needs: aarch64-linux-gnu-gcc (or clang; scripts/setup-deps --aarch64) and llvm-mca: llvm-19
+# for the Neoverse N1 model (`apt-get install llvm-19`), else the llvm of setup-deps (A57).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,7 +51,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
     --tsv) TSV=$2; shift 2 ;;
     --md) MD=1; shift ;;
-    -h | --help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,44p' "$0"; exit 0 ;;
     *) echo "a76_cost: unknown argument $1" >&2; exit 2 ;;
     esac
 done
