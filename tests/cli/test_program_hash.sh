@@ -1,7 +1,9 @@
 #!/bin/bash
 # test_program_hash.sh ORK FIXTURES -- the NPU programs the executor builds and the greedy text
 # stay the same across refactors: for fixture models of each architecture, on the simulator,
-# with the fused executor and the per-matmul baseline, the regcmd programs printed by
+# with the fused executor (O whole), its fused-split-o variant (the O projection in two halves
+# by heads: the fused executor's programs until the O projection became one submit, kept
+# byte for byte) and the per-matmul baseline, the regcmd programs printed by
 # ORK_DEBUG=regs (every register write, address and task of every program, in submit order)
 # and the generated text are hashed and compared with tests/cli/program_hashes.txt.
 #
@@ -27,7 +29,7 @@ for model in stories260K.gguf stories260K-Q8_0.gguf stories260K-qwen2-bias.gguf 
     path="$FIX/models/$model"
     case $model in synth-*) path="$tmp/$model" ;; esac
     [ -f "$path" ] || { echo "SKIP: $model not found"; exit 77; }
-    for exe in fused per-matmul; do
+    for exe in fused fused-split-o per-matmul; do
         ORK_DEBUG=regs "$ORK" run -m "$path" -p "Once upon a time" -n 6 \
             --temp 0 -t 1 --device sim --no-pack --npu-executor "$exe" \
             >"$tmp/out" 2>"$tmp/err"
