@@ -1,4 +1,5 @@
-/* test_npu_overlap.c -- the NPU executor's decode overlap on the simulator (stories260K):
+/* test_npu_overlap.c -- the NPU executor's decode overlap on the simulator (stories260K), with
+ * the O projection split by heads (--npu-executor fused-split-o):
  *   - every layer of every decoded token submits the first half of its O projection
  *     asynchronously and the CPU computes the other heads' attention while it is in flight
  *     (counted by the executor: n_overlapped, cpu_inflight_ms > 0);
@@ -6,7 +7,9 @@
  *   - <= 5 submits per layer per decoded token (the LM head once per token);
  *   - the overlapped decode gives the same logits, bit for bit, as the synchronous path of the
  *     same split (prefill through plans of one row, which runs both O halves back to back);
- *   - the per-matmul baseline does not overlap (n_overlapped == 0).
+ *   - the per-matmul baseline does not overlap (n_overlapped == 0);
+ *   - the default fused executor runs the O projection whole: 4 submits per layer per token,
+ *     nothing in flight.
  * Speed is not asserted (the machine is shared); only that the work really overlapped. */
 #include "ork_test.h"
 
@@ -63,7 +66,7 @@ static void check_model(const char *rel)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s", ork_test_fixture(rel));
-    struct ork_model *m = load(path, 0, 0);
+    struct ork_model *m = load(path, ORK_NPU_EXEC_SPLIT_O, 0);
     REQUIRE(m);
     int nv = ork_model_config(m)->n_vocab, nl = ork_model_config(m)->n_layers;
     float *ld = malloc((size_t)N_TOK * nv * sizeof(float));
@@ -93,7 +96,7 @@ static void check_model(const char *rel)
     CHECK(st.n_overlapped == 0 && st.cpu_inflight_ms == 0 && st.cpu_overlap_ms == 0);
 
     /* the synchronous path of the same split: prefill over plans of one row */
-    struct ork_model *one = load(path, 0, 1);
+    struct ork_model *one = load(path, ORK_NPU_EXEC_SPLIT_O, 1);
     REQUIRE(one);
     struct ork_session *s = session(one);
     REQUIRE(s);
@@ -112,6 +115,15 @@ static void check_model(const char *rel)
     CHECK(st.n_overlapped == 0 && st.cpu_overlap_ms == 0);
     CHECK(st.n_submits == (uint64_t)N_TOK * (uint64_t)(nl * 7 + 1));
     ork_model_free(base);
+
+    /* the default fused executor: QKV, O, gate_up and down per layer, nothing in flight */
+    struct ork_model *whole = load(path, 0, 0);
+    REQUIRE(whole);
+    REQUIRE(decode(whole, lp, nv) == 0);
+    ork_model_npu_stats(whole, &st);
+    CHECK(st.n_overlapped == 0 && st.cpu_overlap_ms == 0);
+    CHECK(st.n_submits == (uint64_t)N_TOK * (uint64_t)(nl * 4 + 1));
+    ork_model_free(whole);
 
     free(ld);
     free(lp);
