@@ -173,7 +173,9 @@ struct ork_npu_matmul_desc {
     uint32_t struct_size;           /* sizeof(struct ork_npu_matmul_desc) */
     uint32_t m;                     /* rows per run, 1..weights' max_m (runs may use fewer) */
     uint32_t flags;                 /* ORK_NPU_MATMUL_* */
-    uint32_t timeout_ms;            /* per submit; 0 = backend default */
+    uint32_t timeout_ms;            /* per submit; 0 = the device's host bound on NONBLOCK
+                                     * jobs (ork_npu_opts.wait_timeout_ms), else the backend's
+                                     * default (rknpu 6000 ms, rocket 500 ms) */
     uint32_t cores;                 /* NPU cores to split the columns across (spec §9 N-split):
                                      * 0 = auto: the core budget's cost model picks (sched.h);
                                      * 1 = one core (the kernel picks it); 2 or 3 = contiguous
