@@ -7,7 +7,8 @@
  *   - acceptance counters add up (drafted >= accepted, tau = 1 + accepted / forwards);
  *   - sampled generation with speculation is reproducible from its seed;
  *   - ignore_eos: a seed whose plain sample ends at the end-of-generation token runs to the
- *     length limit instead. */
+ *     length limit instead;
+ *   - a draft model with another vocabulary is refused, the difference named. */
 #include "ork_test.h"
 
 #include <ork/alloc.h>
@@ -290,6 +291,45 @@ static void test_bad_params(void)
     CHECK_EQ_INT(ork_spec_vocab_check(g_target, g_q4), 0);
 }
 
+static struct ork_model *load(const char *name, const char *device);
+
+/* A copy of the target whose token "<unk>" reads "<unq>" (same length, so the file stays
+ * valid): a draft with another vocabulary, refused with the difference named. */
+static void test_vocab_mismatch(void)
+{
+    FILE *f = fopen(ork_test_fixture("models/stories260K.gguf"), "rb");
+    REQUIRE(f != NULL);
+    static char buf[2 << 20];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    REQUIRE(n > 0 && n < sizeof buf);
+    char *at = memmem(buf, n, "<unk>", 5);
+    REQUIRE(at != NULL);
+    at[3] = 'q';
+    char path[] = "/tmp/ork_spec_vocab_XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    CHECK(write(fd, buf, n) == (ssize_t)n);
+    close(fd);
+    struct ork_model_params mp;
+    ork_model_params_default(&mp);
+    mp.device = "cpu";
+    struct ork_model *other = NULL;
+    int ret = ork_model_load(path, &mp, &other);
+    unlink(path);
+    REQUIRE(ret == 0);
+    struct ork_spec_params p;
+    ork_spec_params_default(&p);
+    p.draft = other;
+    struct ork_spec *sp = NULL;
+    CHECK_EQ_INT(ork_spec_create(g_target, &p, &sp), ORK_EINVAL);
+    CHECK(sp == NULL);
+    const char *msg = ork_error_message();
+    fprintf(stderr, "vocabulary mismatch: %s\n", msg);
+    CHECK(strstr(msg, "<unq>") != NULL && strstr(msg, "<unk>") != NULL);
+    ork_model_free(other);
+}
+
 static struct ork_model *load(const char *name, const char *device)
 {
     struct ork_model_params mp;
@@ -315,6 +355,7 @@ int main(void)
     }
     g_sim = load("models/stories260K.gguf", "sim");
     RUN(test_bad_params);
+    RUN(test_vocab_mismatch);
     RUN(test_greedy_identity_cpu);
     RUN(test_greedy_identity_sim);
     RUN(test_stops_and_rollback);
