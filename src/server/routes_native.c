@@ -381,6 +381,10 @@ SRV_HANDLER(ork__srv_get_slots)
         cJSON_AddBoolToObject(o, "is_processing", sl->task != NULL);
         cJSON_AddNumberToObject(o, "n_past", sl->pub_n_past);
         cJSON_AddNumberToObject(o, "n_decoded", sl->task ? sl->task->n_ids : 0);
+        /* the running task's speculative decoding so far (counters kept under srv->mu) */
+        cJSON_AddBoolToObject(o, "speculative", sl->task && sl->task->n_spec_steps > 0);
+        cJSON_AddNumberToObject(o, "n_drafted", sl->task ? sl->task->n_drafted : 0);
+        cJSON_AddNumberToObject(o, "n_draft_accepted", sl->task ? sl->task->n_accepted : 0);
         cJSON_AddItemToArray(root, o);
     }
     pthread_mutex_unlock(&srv->mu);
