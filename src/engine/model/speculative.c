@@ -31,8 +31,8 @@ struct ork_spec {
     int32_t ctx;                /* room of hist */
     struct ork_session *ds;     /* the draft model's session, or NULL */
     struct ork_sampler *dsmp;   /* the draft's sampler (sampled drafting), or NULL */
-    uint64_t dsmp_seed;         /* the seed dsmp was made for */
-    float dsmp_temp;
+    uint64_t dsmp_seed;         /* the target seed and settings dsmp was made for */
+    struct ork_sampler_params dsmp_for;
     int32_t *hist;              /* (ctx + 1) the target's tokens and id */
     int32_t *draft;             /* (draft_max_cap) */
     float *q;                   /* (draft_max_cap, n_vocab) the draft's distributions, or NULL */
@@ -251,7 +251,9 @@ static float softmax_at(const float *logits, int32_t n, int32_t id)
  * seeded from the target's seed. Greedy targets draft greedily. */
 static int draft_sampler(struct ork_spec *sp, const struct ork_sampler_params *tp, uint64_t seed)
 {
-    if (sp->dsmp && sp->dsmp_seed == seed && sp->dsmp_temp == tp->temp)
+    if (sp->dsmp && sp->dsmp_seed == seed && sp->dsmp_for.temp == tp->temp &&
+        sp->dsmp_for.top_k == tp->top_k && sp->dsmp_for.top_p == tp->top_p &&
+        sp->dsmp_for.min_p == tp->min_p)
         return 0;
     ork_sampler_free(sp->dsmp);
     sp->dsmp = NULL;
@@ -266,7 +268,7 @@ static int draft_sampler(struct ork_spec *sp, const struct ork_sampler_params *t
     if (dp.seed == ORK_SEED_RANDOM)
         dp.seed--;
     sp->dsmp_seed = seed;
-    sp->dsmp_temp = tp->temp;
+    sp->dsmp_for = *tp;
     return ork_sampler_create(&dp, sp->n_vocab, &sp->dsmp);
 }
 
