@@ -53,7 +53,7 @@ for (const [name, extra] of [
   ['required seed 2', { tool_choice: 'required', seed: 2, max_tokens: 120 }],   // cut inside a call
   ['required seed 3', { tool_choice: 'required', seed: 3 }],
 ]) {
-  const body = { messages: msgs, tools: [weather, clock], max_tokens: 400, temperature: 0.8, ...extra };
+  const body = { messages: msgs, tools: [weather, clock], max_tokens: 250, temperature: 0.8, ...extra };
   const plain = await post(srv, C, body);
   const want = plain.json?.choices?.[0];
   const s = await postStream(srv, C, body);
