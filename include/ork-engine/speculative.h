@@ -85,6 +85,9 @@ int ork_spec_vocab_check(const struct ork_model *target, const struct ork_model 
  * (ORK_ECONTEXT when id has no room) and the sampler's. */
 int ork_spec_step(struct ork_spec *sp, struct ork_session *s, struct ork_sampler *smp, int32_t id,
                   int32_t max_new, bool ignore_eos, int32_t *out, int32_t *n_out);
+/* A new generation: the draft's sampler restarts its random stream, so that a generation is
+ * reproducible from its seed whatever sp drafted before (ork_generate_tokens calls it). */
+void ork_spec_restart(struct ork_spec *sp);
 /* Change draft_max and draft_min (a server request's speculative.n_max / n_min): draft_max is
  * clamped to the one sp was created with; 0 turns speculation off (plain steps). */
 void ork_spec_set_bounds(struct ork_spec *sp, int32_t draft_max, int32_t draft_min);

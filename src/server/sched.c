@@ -366,6 +366,7 @@ static int spec_setup(struct ork_server *srv, struct srv_slot *sl)
         }
     }
     ork_spec_set_bounds(sl->spec, n_max, n_min < n_max ? n_min : n_max);
+    ork_spec_restart(sl->spec);
     return 0;
 }
 

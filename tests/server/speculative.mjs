@@ -59,6 +59,14 @@ const same = (a, b) => a.status === 200 && b.status === 200 && a.json.tokens.len
   const le9 = metric(m1, 'ork_spec_verify_rows_bucket{le="9"}');
   check('/metrics: verify-M histogram (at most 1 + --draft-max rows)',
         inf > 0 && le9 === inf && metric(m1, 'ork_spec_verify_rows_count') === inf, { inf, le9 });
+  const sampled = { temperature: 0.8, seed: 5, 'speculative.n_max': 4 };
+  const a = await post(srv, '/completion', req(prompts[0], sampled));
+  const b = await post(srv, '/completion', req(prompts[0], sampled));
+  check('draft model: a sampled request is reproducible from its seed',
+        a.status === 200 && a.json.tokens.length > 0 && JSON.stringify(a.json.tokens) === JSON.stringify(b.json.tokens),
+        [a.json?.content, b.json?.content]);
+  const ie = await post(srv, '/completion', req(prompts[0], { ignore_eos: true, n_predict: 100, temperature: 50, top_k: 0, top_p: 1, min_p: 0, seed: 3 }));
+  check('draft model: ignore_eos runs to n_predict', ie.status === 200 && ie.json.tokens_predicted === 100, ie.json?.stop_type);
   check('--verbose logs per-request acceptance', /speculative: \d+ drafted, \d+ accepted/.test(srv.stderr));
   await srv.stop();
 }

@@ -212,8 +212,10 @@ int ork_generate_tokens(struct ork_session *s, struct ork_sampler *smp, const in
     struct gen_loop g = { .s = s, .smp = smp, .p = p, .st = stt };
     bool eog_stops = !p->ignore_eos || ork_sampler_get_params(smp)->grammar;
     struct ork_spec_stats spec0 = { .n_steps = 0 };
-    if (p->spec)
+    if (p->spec) {
         spec0 = *ork_spec_stats(p->spec);
+        ork_spec_restart(p->spec);
+    }
     int ret = 0;
     if (!piece || !buf) {
         ret = ORK_ENOMEM;

@@ -199,6 +199,12 @@ void ork_spec_stats_reset(struct ork_spec *sp)
     memset(&sp->st, 0, sizeof sp->st);
 }
 
+void ork_spec_restart(struct ork_spec *sp)
+{
+    if (sp->dsmp)
+        ork_sampler_reset(sp->dsmp);
+}
+
 void ork_spec_set_bounds(struct ork_spec *sp, int32_t draft_max, int32_t draft_min)
 {
     sp->p.draft_max = draft_max < 0 ? 0 : draft_max > sp->draft_max_cap ? sp->draft_max_cap
