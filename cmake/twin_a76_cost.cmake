@@ -15,8 +15,8 @@ set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${ORK_A76_COST_TS
 
 # macro suffix | kernel function (column "function") of the row that gives it
 set(_ork_a76_map
-    "Q8_0_M1|xn_q8_g4m1" "Q8_0_M2|xn_q8_g1m2" "Q8_0_M4|xn_q8_g1m4"
-    "Q4_0_M1|xn_q4_g4m1" "Q4_0_M2|xn_q4_g1m2" "Q4_0_M4|xn_q4_g1m4"
+    "Q8_0_M1|xn_q8_g4m1" "Q8_0_M2|xn_q8_g1m2" "Q8_0_M4|xn_q8_g1m4" "Q8_0_M6|xn_q8_g1m6"
+    "Q4_0_M1|xn_q4_g4m1" "Q4_0_M2|xn_q4_g1m2" "Q4_0_M4|xn_q4_g1m4" "Q4_0_M6|xn_q4_g1m6"
     "Q4_K_M1|xkn_g4m1" "Q4_K_M4|xkn_g1m4"
     "ROWS_M1|q8_blocks_neon_dot")
 

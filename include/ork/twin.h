@@ -74,12 +74,16 @@ extern "C" {
       "tools/a76_cost.tsv: " ORK_TWIN_A76_Q8_0_M2_SRC ", llvm-mca")                              \
     X(cpu_mm_q8_0_m4_cycles, "cycles/block", ORK_TWIN_A76_Q8_0_M4, POS,                        \
       "tools/a76_cost.tsv: " ORK_TWIN_A76_Q8_0_M4_SRC ", llvm-mca")                              \
+    X(cpu_mm_q8_0_m6_cycles, "cycles/block", ORK_TWIN_A76_Q8_0_M6, POS,                        \
+      "tools/a76_cost.tsv: " ORK_TWIN_A76_Q8_0_M6_SRC ", llvm-mca")                              \
     X(cpu_mm_q4_0_m1_cycles, "cycles/block", ORK_TWIN_A76_Q4_0_M1, POS,                        \
       "tools/a76_cost.tsv: " ORK_TWIN_A76_Q4_0_M1_SRC ", llvm-mca")                              \
     X(cpu_mm_q4_0_m2_cycles, "cycles/block", ORK_TWIN_A76_Q4_0_M2, POS,                        \
       "tools/a76_cost.tsv: " ORK_TWIN_A76_Q4_0_M2_SRC ", llvm-mca")                              \
     X(cpu_mm_q4_0_m4_cycles, "cycles/block", ORK_TWIN_A76_Q4_0_M4, POS,                        \
       "tools/a76_cost.tsv: " ORK_TWIN_A76_Q4_0_M4_SRC ", llvm-mca")                              \
+    X(cpu_mm_q4_0_m6_cycles, "cycles/block", ORK_TWIN_A76_Q4_0_M6, POS,                        \
+      "tools/a76_cost.tsv: " ORK_TWIN_A76_Q4_0_M6_SRC ", llvm-mca")                              \
     X(cpu_mm_q4_k_m1_cycles, "cycles/block", ORK_TWIN_A76_Q4_K_M1, POS,                        \
       "tools/a76_cost.tsv: " ORK_TWIN_A76_Q4_K_M1_SRC ", llvm-mca")                              \
     X(cpu_mm_q4_k_m4_cycles, "cycles/block", ORK_TWIN_A76_Q4_K_M4, POS,                        \

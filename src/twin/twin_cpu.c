@@ -29,6 +29,10 @@ static const char *const wtype_names[ORK_TWIN_W_COUNT] = { "F32", "F16", "Q8_0",
  * "Interleaved weights"): 16 rows, rows of at most 64 KiB. */
 #define X16_ROWS 16u
 #define X16_MAX_ROW_BYTES 65536.0
+/* X rows per M > 1 tile call of the NEON interleaved kernels: Q8_0/Q4_0 XN_TILE_MX
+ * (src/kernels/arm/rows16_q8_0_q4_0_neon.c), Q4_K ORK_X16_MX (src/kernels/kern_priv.h). */
+#define X16_TILE_ROWS_Q8 6.0
+#define X16_TILE_ROWS_Q4K 4.0
 #define LANES 4.0       /* fp32 lanes of a 128-bit vector */
 
 /* Matmul mixes per 32-weight block (docs/twin.md "CPU matmul"): `unpack` is paid once per
@@ -260,22 +264,26 @@ struct ork_twin_work ork_twin_cpu_attention(const struct ork_twin_consts *c, con
  * kernels' cost table (tools/a76_cost.tsv, folded into the cpu_mm_* constants): the 16-row
  * interleaved kernels (ORK_LAYOUT_X16: Q8_0/Q4_0/Q4_K matrices of a multiple of 16 rows, rows
  * of at most 64 KiB, docs/kernels.md "Interleaved weights") run M = 1 as the decode stream and
- * M > 1 as tiles of 4 X rows and one tile of the 1-3 left (2-3 rows: the 2-row tile's cost,
- * Q4_K the 4-row one's; 1 row: the stream's); other Q8_0/Q4_0 matrices the one-row dot per X
- * row. 0: the type has no row in the table (the instruction mixes below charge it). */
+ * M > 1 as full tiles (6 X rows for Q8_0/Q4_0, 4 for Q4_K) and one tile of the rows left,
+ * charged as the smallest tile in the table that holds them (1 row: the stream); other
+ * Q8_0/Q4_0 matrices the one-row dot per X row. 0: the type has no row in the table (the
+ * instruction mixes below charge it). */
 static double table_cycles(const struct ork_twin_consts *c, enum ork_twin_wtype t, double rows,
                            uint64_t k, uint64_t n)
 {
-    double m1, m2, m4;
+    double m1, m2, m4, m6, tile;
     switch (t) {
     case ORK_TWIN_W_Q8_0:
-        m1 = c->cpu_mm_q8_0_m1_cycles, m2 = c->cpu_mm_q8_0_m2_cycles, m4 = c->cpu_mm_q8_0_m4_cycles;
+        m1 = c->cpu_mm_q8_0_m1_cycles, m2 = c->cpu_mm_q8_0_m2_cycles;
+        m4 = c->cpu_mm_q8_0_m4_cycles, m6 = c->cpu_mm_q8_0_m6_cycles, tile = X16_TILE_ROWS_Q8;
         break;
     case ORK_TWIN_W_Q4_0:
-        m1 = c->cpu_mm_q4_0_m1_cycles, m2 = c->cpu_mm_q4_0_m2_cycles, m4 = c->cpu_mm_q4_0_m4_cycles;
+        m1 = c->cpu_mm_q4_0_m1_cycles, m2 = c->cpu_mm_q4_0_m2_cycles;
+        m4 = c->cpu_mm_q4_0_m4_cycles, m6 = c->cpu_mm_q4_0_m6_cycles, tile = X16_TILE_ROWS_Q8;
         break;
     case ORK_TWIN_W_Q4_K:
-        m1 = c->cpu_mm_q4_k_m1_cycles, m2 = m4 = c->cpu_mm_q4_k_m4_cycles;
+        m1 = c->cpu_mm_q4_k_m1_cycles, m2 = m4 = m6 = c->cpu_mm_q4_k_m4_cycles;
+        tile = X16_TILE_ROWS_Q4K;
         break;
     default:
         return 0;
@@ -285,8 +293,9 @@ static double table_cycles(const struct ork_twin_consts *c, enum ork_twin_wtype 
         return t == ORK_TWIN_W_Q4_K ? 0 : rows * c->cpu_mm_rows_m1_cycles;
     if (rows <= 1)
         return m1;
-    double full = floor(rows / 4), left = rows - 4 * full;
-    return full * m4 + (left >= 2 ? m2 : left >= 1 ? m1 : 0);
+    double full = floor(rows / tile), left = rows - tile * full;
+    double part = left == 0 ? 0 : left <= 1 ? m1 : left <= 2 ? m2 : left <= 4 ? m4 : m6;
+    return full * (tile == X16_TILE_ROWS_Q8 ? m6 : m4) + part;
 }
 
 struct ork_twin_work ork_twin_cpu_matmul(const struct ork_twin_consts *c, enum ork_twin_wtype t,

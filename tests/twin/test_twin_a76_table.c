@@ -1,8 +1,9 @@
 /* test_twin_a76_table.c -- the twin's CPU matmul constants are the NEON kernels' cost table
  * (tools/a76_cost.tsv, folded in at build time by cmake/twin_a76_cost.cmake): each cpu_mm_*
  * default equals its kernel's mca_cycles_per_block in the table, its source names the kernel,
- * and ork_twin_cpu_matmul charges blocks x those cycles (decode stream, 4-row tiles and the
- * tile of the rows left, the one-row dot for matrices that are not interleaved), overridable
+ * and ork_twin_cpu_matmul charges blocks x those cycles (decode stream, full tiles (6 rows for
+ * Q8_0/Q4_0, 4 for Q4_K) and the smallest tile holding the rows left, the one-row dot for
+ * matrices that are not interleaved), overridable
  * like every constant. docs/twin.md "CPU matmuls from the kernels' cost table". */
 #include "ork_test.h"
 
@@ -13,8 +14,9 @@
 
 static const struct { const char *name, *fn; } mapping[] = {
     { "cpu_mm_q8_0_m1_cycles", "xn_q8_g4m1" }, { "cpu_mm_q8_0_m2_cycles", "xn_q8_g1m2" },
-    { "cpu_mm_q8_0_m4_cycles", "xn_q8_g1m4" }, { "cpu_mm_q4_0_m1_cycles", "xn_q4_g4m1" },
-    { "cpu_mm_q4_0_m2_cycles", "xn_q4_g1m2" }, { "cpu_mm_q4_0_m4_cycles", "xn_q4_g1m4" },
+    { "cpu_mm_q8_0_m4_cycles", "xn_q8_g1m4" }, { "cpu_mm_q8_0_m6_cycles", "xn_q8_g1m6" },
+    { "cpu_mm_q4_0_m1_cycles", "xn_q4_g4m1" }, { "cpu_mm_q4_0_m2_cycles", "xn_q4_g1m2" },
+    { "cpu_mm_q4_0_m4_cycles", "xn_q4_g1m4" }, { "cpu_mm_q4_0_m6_cycles", "xn_q4_g1m6" },
     { "cpu_mm_q4_k_m1_cycles", "xkn_g4m1" },   { "cpu_mm_q4_k_m4_cycles", "xkn_g1m4" },
     { "cpu_mm_rows_m1_cycles", "q8_blocks_neon_dot" },
 };
@@ -92,10 +94,14 @@ static void test_matmul_charges_the_table(void)
     struct ork_twin_work w = ork_twin_cpu_matmul(&c, ORK_TWIN_W_Q8_0, 1, 2048, 4096);
     CHECK_NEAR(w.issue_ns, blocks * c.cpu_mm_q8_0_m1_cycles / f * 1e9 + st1, 1e-6);
     CHECK_NEAR(w.bytes, blocks * 34, 1e-6);
-    /* 7 rows: one 4-row tile and the 2-row tile's cost for the 3 left */
-    w = ork_twin_cpu_matmul(&c, ORK_TWIN_W_Q4_0, 7, 2048, 4096);
-    double cyc = c.cpu_mm_q4_0_m4_cycles + c.cpu_mm_q4_0_m2_cycles;
-    CHECK_NEAR(w.issue_ns, blocks * cyc / f * 1e9 + 7 * st1, 1e-6);
+    /* 9 rows of Q4_0: one 6-row tile and the 4-row tile's cost for the 3 left */
+    w = ork_twin_cpu_matmul(&c, ORK_TWIN_W_Q4_0, 9, 2048, 4096);
+    double cyc = c.cpu_mm_q4_0_m6_cycles + c.cpu_mm_q4_0_m4_cycles;
+    CHECK_NEAR(w.issue_ns, blocks * cyc / f * 1e9 + 9 * st1, 1e-6);
+    /* 14 rows of Q8_0: two 6-row tiles and the 2-row tile */
+    w = ork_twin_cpu_matmul(&c, ORK_TWIN_W_Q8_0, 14, 2048, 4096);
+    cyc = 2 * c.cpu_mm_q8_0_m6_cycles + c.cpu_mm_q8_0_m2_cycles;
+    CHECK_NEAR(w.issue_ns, blocks * cyc / f * 1e9 + 14 * st1, 1e-6);
     /* 5 rows of Q4_K: a 4-row tile and the stream for the one left */
     w = ork_twin_cpu_matmul(&c, ORK_TWIN_W_Q4_K, 5, 2048, 4096);
     cyc = c.cpu_mm_q4_k_m4_cycles + c.cpu_mm_q4_k_m1_cycles;
