@@ -12,10 +12,10 @@
 
 const uint32_t ork_dcomp_grids[ORK_DCOMP_N_GRIDS] = { 7, 15, 31, 63, 127 };
 
-/* Clipping search (ORK_DCOMP_QUANT_CLIP): the fractions of max|w| tried per channel, from 1
- * down in steps of CLIP_STEP to CLIP_MIN. A coarse grid gains from clipping outliers; the
- * range covers the optimum of Gaussian-like rows at L = 7 (about 0.75 of max|w| for k in the
- * thousands, our measurement in docs/bench-log/2026-dcomp.md). */
+/* Clipping search (ORK_DCOMP_QUANT_CLIP): the fractions of max|w| tried per channel, 1 down to
+ * 1 - (CLIP_STEPS - 1) * CLIP_STEP = 0.525. Clipping trades the rounding error of every weight
+ * against the clipping error of the few largest, which pays on coarse grids; the range and
+ * step are our choice (docs/dcomp.md "Weight grids"), not tuned. */
 #define CLIP_STEPS 20u
 #define CLIP_STEP 0.025f
 #define Q_MAX 127u
