@@ -24,6 +24,8 @@
 /* ork_npu_exec_stats.sect_ms: one entry per op, then the CPU rest of the batch. */
 _Static_assert(sizeof(((struct ork_npu_exec_stats *)0)->sect_ms) ==
                (ORK__NPU_N_OPS + 1) * sizeof(double), "sect_ms: one per op, then the CPU rest");
+_Static_assert(sizeof(((struct ork_npu_exec_stats *)0)->prog_rows) ==
+               NPU_MAX_PROGS * sizeof(uint32_t), "prog_rows: one per plan size");
 
 /* ---- run --------------------------------------------------------------------------------- */
 
