@@ -6,9 +6,10 @@
  * the coarsest grid within --max-err. Host-side; no device.
  *
  *   dcomp_grids MODEL.gguf [--max-err 0.05] [--match SUBSTR] [--hadamard-max B] [--cores C]
- *   dcomp_grids --random gauss|t5 [--k K] [--n N]   one seeded random W (Gaussian or
- *       Student-t with 5 degrees of freedom), to compare with the estimate of spec
- *       npu-weight-decompression.md §1.8 (K = 1024, N = 256 there)
+ *   dcomp_grids --random gauss|t5 [--k K] [--n N] [--codec-speed]   one seeded random W
+ *       (Gaussian or Student-t with 5 degrees of freedom), to compare with the estimate of spec
+ *       npu-weight-decompression.md §1.8 (K = 1024, N = 256 there); --codec-speed also times
+ *       the host encoder and decoder on its L = 15 codes as one block (host wall time)
  */
 #include <ork-engine/gguf.h>
 #include <ork-kernels/kernels.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Default error bound of the pick: rel-RMSE 5 %, about what per-channel int8 of real LLM
  * weights shows at L = 31 (docs/bench-log/2026-dcomp.md); a user choice, not a quality claim. */
@@ -29,6 +31,7 @@ struct opts {
     const char *path, *match, *random;
     double max_err;
     uint32_t had_max, cores, k, n;
+    bool codec_speed;
 };
 
 /* Totals per variant and grid over the tensors measured. */
@@ -44,7 +47,8 @@ static int usage(void)
 {
     fprintf(stderr, "usage: dcomp_grids MODEL.gguf [--max-err E] [--match SUBSTR] "
                     "[--hadamard-max B] [--cores C]\n"
-                    "       dcomp_grids --random gauss|t5 [--k K] [--n N] [same options]\n");
+                    "       dcomp_grids --random gauss|t5 [--k K] [--n N] [--codec-speed] "
+                    "[same options]\n");
     return 2;
 }
 
@@ -60,6 +64,8 @@ static int parse(int argc, char **argv, struct opts *o)
             o->had_max = (uint32_t)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--cores") && i + 1 < argc)
             o->cores = (uint32_t)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--codec-speed"))
+            o->codec_speed = true;
         else if (!strcmp(argv[i], "--random") && i + 1 < argc)
             o->random = argv[++i];
         else if (!strcmp(argv[i], "--k") && i + 1 < argc)
@@ -213,6 +219,65 @@ static void print_header(const char *what)
            "had", "L", "rtn", "clip", "had", "bpw", "bpw_c", "bpw_h");
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Host encode and decode rate of W's L = 15 codes as one block (n, k multiples of 32): the
+ * median of CODEC_RUNS runs each, in MB of int8 weights a second. */
+#define CODEC_RUNS 5
+#define CODEC_LEVELS 15u
+
+static int codec_speed(const float *w, uint32_t n, uint32_t k)
+{
+    if (n % ORK_DCOMP_TILE || k % ORK_DCOMP_TILE)
+        return fprintf(stderr, "--codec-speed: n and k must be multiples of 32\n"), 1;
+    const size_t nk = (size_t)n * k;
+    const uint64_t cap = ork_dcomp_block_bound(k, n);
+    int8_t *q = malloc(nk);
+    float *sc = malloc(n * sizeof *sc);
+    uint8_t *enc = malloc(cap), *back = malloc(nk);
+    int rc = 1;
+    struct ork_dcomp_regs regs;
+    struct ork_dcomp_block_info info;
+    double te[CODEC_RUNS], td[CODEC_RUNS];
+    /* the codes as the bytes of a block: the rate does not depend on where each code sits */
+    if (!q || !sc || !enc || !back ||
+        ork_dcomp_quantize(w, n, k, CODEC_LEVELS, 0, q, sc) != 0)
+        goto out;
+    for (int r = 0; r < CODEC_RUNS; r++) {
+        double t0 = now_s();
+        if (ork_dcomp_block_encode((const uint8_t *)q, k, n, ORK_DCOMP_ENCODE_FORCE, enc, cap,
+                                   &regs, &info) != 0)
+            goto out;
+        double t1 = now_s();
+        if (ork_dcomp_block_decode(enc, info.bytes, k, n, &regs, NULL, back) != 0 ||
+            memcmp(back, q, nk) != 0)
+            goto out;
+        te[r] = t1 - t0;
+        td[r] = now_s() - t1;
+    }
+    for (int a = 0; a < CODEC_RUNS; a++)          /* sort both for the medians */
+        for (int b = a + 1; b < CODEC_RUNS; b++) {
+            if (te[b] < te[a]) { double x = te[a]; te[a] = te[b]; te[b] = x; }
+            if (td[b] < td[a]) { double x = td[a]; td[a] = td[b]; td[b] = x; }
+        }
+    printf("codec (host wall time, L = %u, %u x %u block, %.3f bpw): encode %.1f MB/s, decode "
+           "%.1f MB/s (median of %d)\n", CODEC_LEVELS, k, n, 8.0 * (double)info.bytes / (double)nk,
+           (double)nk / te[CODEC_RUNS / 2] / 1e6, (double)nk / td[CODEC_RUNS / 2] / 1e6,
+           CODEC_RUNS);
+    rc = 0;
+out:
+    free(q);
+    free(sc);
+    free(enc);
+    free(back);
+    return rc;
+}
+
 static int run_random(const struct opts *o)
 {
     const size_t nk = (size_t)o->n * o->k;
@@ -225,6 +290,10 @@ static int run_random(const struct opts *o)
     char name[64];
     snprintf(name, sizeof name, "random-%s", o->random);
     print_header(name);
+    if (o->codec_speed && codec_speed(w, o->n, o->k) != 0) {
+        free(w);
+        return 1;
+    }
     struct totals tot;
     memset(&tot, 0, sizeof tot);
     return measure(name, w, o->n, o->k, o, &tot) == 0 ? 0 : 1;
