@@ -10,6 +10,8 @@
  *       (Gaussian or Student-t with 5 degrees of freedom), to compare with the estimate of spec
  *       npu-weight-decompression.md §1.8 (K = 1024, N = 256 there); --codec-speed also times
  *       the host encoder and decoder on its L = 15 codes as one block (host wall time)
+ *   dcomp_grids QUANT.gguf --against SOURCE.gguf   the rel-RMSE of QUANT's own block-quantised
+ *       tensors (e.g. Q4_0, Q8_0) against SOURCE's same-named ones, for comparison with the grids
  */
 #include <ork-engine/gguf.h>
 #include <ork-kernels/kernels.h>
@@ -28,7 +30,7 @@
 #define VARIANTS 3
 
 struct opts {
-    const char *path, *match, *random;
+    const char *path, *match, *random, *against;
     double max_err;
     uint32_t had_max, cores, k, n;
     bool codec_speed;
@@ -48,7 +50,8 @@ static int usage(void)
     fprintf(stderr, "usage: dcomp_grids MODEL.gguf [--max-err E] [--match SUBSTR] "
                     "[--hadamard-max B] [--cores C]\n"
                     "       dcomp_grids --random gauss|t5 [--k K] [--n N] [--codec-speed] "
-                    "[same options]\n");
+                    "[same options]\n"
+                    "       dcomp_grids QUANT.gguf --against SOURCE.gguf [--match SUBSTR]\n");
     return 2;
 }
 
@@ -64,6 +67,8 @@ static int parse(int argc, char **argv, struct opts *o)
             o->had_max = (uint32_t)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--cores") && i + 1 < argc)
             o->cores = (uint32_t)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--against") && i + 1 < argc)
+            o->against = argv[++i];
         else if (!strcmp(argv[i], "--codec-speed"))
             o->codec_speed = true;
         else if (!strcmp(argv[i], "--random") && i + 1 < argc)
@@ -299,6 +304,46 @@ static int run_random(const struct opts *o)
     return measure(name, w, o->n, o->k, o, &tot) == 0 ? 0 : 1;
 }
 
+/* --against: rel-RMSE of every 2-D tensor of g against the same-named tensor of the source. */
+static int run_against(struct ork_gguf *g, const struct opts *o)
+{
+    struct ork_gguf *src;
+    if (ork_gguf_open(o->against, &src) != 0) {
+        fprintf(stderr, "dcomp_grids: %s: %s\n", o->against, ork_error_message());
+        return 1;
+    }
+    printf("# %s against %s: rel-RMSE of the file's own quantisation\n", o->path, o->against);
+    double err2 = 0.0, ref2 = 0.0;
+    int rc = 0;
+    for (uint64_t i = 0; i < ork_gguf_n_tensors(g) && rc == 0; i++) {
+        const struct ork_gguf_tensor *t = ork_gguf_tensor_at(g, i);
+        const struct ork_gguf_tensor *r = ork_gguf_tensor_find(src, t->name);
+        if (t->n_dims != 2 || t->ne[1] < 2 || (o->match && !strstr(t->name, o->match)) || !r ||
+            r->ne[0] != t->ne[0] || r->ne[1] != t->ne[1])
+            continue;
+        float *a = load_tensor(t), *b = load_tensor(r);
+        double e = 0.0, f = 0.0;
+        for (size_t j = 0; a && b && j < (size_t)t->ne[0] * t->ne[1]; j++) {
+            double d = (double)a[j] - b[j];
+            e += d * d;
+            f += (double)b[j] * b[j];
+        }
+        if (!a || !b)
+            rc = 1;
+        else
+            printf("%-28s %6u %6u %-5s %.5f\n", t->name, (uint32_t)t->ne[1], (uint32_t)t->ne[0],
+                   ork_type_name(t->type), f > 0 ? sqrt(e / f) : 0.0);
+        err2 += e;
+        ref2 += f;
+        free(a);
+        free(b);
+    }
+    if (ref2 > 0)
+        printf("total rel-RMSE %.5f\n", sqrt(err2 / ref2));
+    ork_gguf_close(src);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     struct opts o;
@@ -310,6 +355,11 @@ int main(int argc, char **argv)
     if (ork_gguf_open(o.path, &g) != 0) {
         fprintf(stderr, "dcomp_grids: %s: %s\n", o.path, ork_error_message());
         return 1;
+    }
+    if (o.against) {
+        int r = run_against(g, &o);
+        ork_gguf_close(g);
+        return r;
     }
     print_header(o.path);
     struct totals tot;
