@@ -152,6 +152,10 @@ int ork_dcomp_weights_decode(const struct ork_dcomp_weights *dw, const struct or
                              int8_t *w);
 /* Weight bits per caller weight: 8 * bytes / (k * n) (per-channel scales not included). */
 double ork_dcomp_weights_bpw(const struct ork_dcomp_weights *dw);
+/* Bytes core `core` reads for one pass over its blocks (its streams, raw blocks at their raw
+ * size): what a timing model charges that core's DRAM traffic per M-tile (§1.6: every M-tile
+ * task decompresses the same stream again). 0 for a core the split does not use. */
+uint64_t ork_dcomp_weights_core_bytes(const struct ork_dcomp_weights *dw, uint32_t core);
 
 /* ---- weight grids (dcomp_grid.c) ----------------------------------------------------------- */
 

@@ -198,3 +198,12 @@ double ork_dcomp_weights_bpw(const struct ork_dcomp_weights *dw)
         return 0.0;
     return 8.0 * (double)dw->bytes / ((double)dw->k * dw->n);
 }
+
+uint64_t ork_dcomp_weights_core_bytes(const struct ork_dcomp_weights *dw, uint32_t core)
+{
+    uint64_t b = 0;
+    for (uint32_t p = 0; dw && dw->parts && p < dw->n_parts; p++)
+        if (dw->parts[p].core == core)
+            b += dw->parts[p].info.bytes;
+    return b;
+}

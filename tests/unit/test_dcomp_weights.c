@@ -57,6 +57,14 @@ static void check_weights(const int8_t *w, uint32_t n, uint32_t k, uint32_t max_
         }
     }
     CHECK_EQ_INT(kcov, k);
+    uint64_t per_core = 0, blocks = 0;
+    for (uint32_t c = 0; c < 4; c++)
+        per_core += ork_dcomp_weights_core_bytes(&dw, c);
+    for (uint32_t p = 0; p < dw.n_parts; p++)
+        blocks += dw.parts[p].info.bytes;
+    CHECK_EQ_INT(per_core, blocks);
+    CHECK_EQ_INT(ork_dcomp_weights_core_bytes(&dw, dw.n_cores), 0);
+    CHECK(dw.bytes >= blocks);
     const struct ork_dcomp_part *last = &dw.parts[dw.n_parts - 1];
     CHECK_EQ_INT(last->core + 1, dw.n_cores);
     CHECK(last->n0 + last->nlen == n);
