@@ -1,5 +1,5 @@
-/* cmd_bench_multi.c -- the two `ork bench` tests of M > 1 decode (docs/benchmarks.md "Parallel
- * sequences" and "Speculative verify"):
+/* cmd_bench_multi.c -- the two `ork bench` tests of M > 1 decode (a measured run of both:
+ * docs/bench-log/2026-mrows.md):
  *
  * --parallel LIST: N sequences decoded together (like llama-batched-bench): N sessions, each
  * step one ork_model_eval_multi of M = N rows (the weights stream once for all), one sampling
