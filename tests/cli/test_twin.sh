@@ -85,13 +85,17 @@ sys.exit(1)
 ' "$@"
 }
 npu_phases="embed rmsnorm quant dequant rope kv_append attention silu_mul residual gather ioctl
-            cache_sync wake npu_matmul"
+            cache_sync npu_matmul"
 check "qwen2 sim bench" bench "$tmp/q2.json" -m "$QWEN2" --device sim -t 1
 check "qwen3 sim bench" bench "$tmp/q3.json" -m "$QWEN3" --device sim -t 1
 # shellcheck disable=SC2086
 check "sim tg phases (qwen2: with bias and sampling)" phases "$tmp/q2.json" tg8 $npu_phases bias sample
 # shellcheck disable=SC2086
 check "sim pp phases (qwen3)" phases "$tmp/q3.json" pp16 $npu_phases
+# the split O's first half runs on libork's worker: its wake-up is charged
+check "qwen2 sim bench, fused-split-o" bench "$tmp/q2s.json" -m "$QWEN2" --device sim -t 1 \
+    --npu-executor fused-split-o
+check "sim tg phases (fused-split-o: the worker's wake)" phases "$tmp/q2s.json" tg8 wake npu_matmul
 check "cpu --twin qwen3" bench "$tmp/q3c.json" -m "$QWEN3" --device cpu --twin -t 1
 check "cpu --twin tg phases" phases "$tmp/q3c.json" tg8 embed rmsnorm rope kv_append attention \
     silu_mul residual cpu_matmul lm_head sample
