@@ -231,6 +231,9 @@ static void par_print(const struct opts *o, const struct model_desc *d, const st
         printf("\nModelled on the board twin (docs/twin.md): aggregate and per-sequence t/s "
                "are the RK3588's modelled time (one sampling charged per sequence per step); "
                "host t/s is this machine's speed.\n");
+    else
+        printf("\nThis machine's wall time (no board twin: --device sim, or --twin, models "
+               "the RK3588).\n");
 }
 
 int ork_cli_bench_parallel(const struct opts *o, const char *path, int threads)
