@@ -211,7 +211,8 @@ static int call_head(const struct srv_req *r, const char *s, size_t i, size_t le
 }
 
 /* The end of the JSON object starting at s[a] ('{'): *end past its closing '}' and true, or
- * false when the text ends first (*end = len). */
+ * false when the text ends first (*end = len). Brackets are counted, not matched (malformed
+ * JSON ends where the braces balance); only a '}' ends it. */
 static bool json_end(const char *s, size_t a, size_t len, size_t *end)
 {
     int depth = 0;
@@ -227,7 +228,9 @@ static bool json_end(const char *s, size_t a, size_t len, size_t *end)
             str = true;
         } else if (ch == '{' || ch == '[') {
             depth++;
-        } else if ((ch == '}' || ch == ']') && --depth == 0) {
+        } else if (ch == ']' && depth > 1) {
+            depth--;               /* a stray "]" cannot close the object */
+        } else if (ch == '}' && --depth == 0) {
             *end = i + 1;
             return true;
         }
