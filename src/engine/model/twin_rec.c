@@ -31,6 +31,8 @@
 /* One submitted NPU run, until its wait is recorded. */
 struct twin_slot {
     bool async, used;
+    bool percore;                   /* per-core form: done[0] core 0's NPU op (the submitter's),
+                                     * done[1..] the per-core workers' completion signals */
     int done[ORK_TWIN_MAX_NPU];     /* sync: its NPU ops; async: the worker's completion op */
     uint32_t n_done;
     uint64_t c_bytes, c_bo_bytes;   /* C rows gathered (m * n * 4); the C buffer synced */
@@ -185,6 +187,45 @@ static void host_op(struct ork__twin_rec *r, int *chain, enum ork_twin_phase ph,
         *chain = id;
 }
 
+/* The submitter's wait for a run: in the per-core form (a multi-core plan, spec §9: libork's
+ * persistent per-core workers, src/libork/sched.c) it polls its own core's doorbell (NONBLOCK,
+ * spec §8.6: one line read after the device wrote it) and then sleeps on the workers' condition
+ * variable until the last one signals, a wake-up on its core; a single-core run is waited for
+ * with the wait ioctl (blocking form). The floor mode charges nothing here (the open runtime's
+ * floor holds its host work). Returns the op that ends the wait, after *chain and sl's ops. */
+static int wait_ops(struct ork__twin_rec *r, int chain, const struct twin_slot *sl, bool floor,
+                    const char *label)
+{
+    const struct ork_twin_consts *c = r->c;
+    int deps[ORK_TWIN_MAX_NPU + 1];
+    uint32_t nd = 0;
+    deps[nd++] = chain;
+    if (!sl->percore || floor) {
+        for (uint32_t k = 0; k < sl->n_done; k++)
+            deps[nd++] = sl->done[k];
+        struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = 1,
+                                      .phase = ORK_TWIN_PHASE_IOCTL,
+                                      .work = floor ? (struct ork_twin_work){ 0 }
+                                                    : ork_twin_host_ioctl(c),
+                                      .label = label };
+        return add(r, &d, deps, nd);
+    }
+    deps[nd++] = sl->done[0];
+    struct ork_twin_work poll = { .fixed_ns = c->cpu_line_transfer_ns };
+    struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = 1,
+                                  .phase = ORK_TWIN_PHASE_IOCTL, .work = poll,
+                                  .label = "doorbell (core 0)" };
+    int id = add(r, &d, deps, nd);
+    nd = 0;
+    deps[nd++] = id;
+    for (uint32_t k = 1; k < sl->n_done; k++)
+        deps[nd++] = sl->done[k];
+    struct ork_twin_op_desc w = { .res = ORK_TWIN_CPU, .n_cores = 1,
+                                  .phase = ORK_TWIN_PHASE_WAKE, .flags = ORK_TWIN_OP_IDLE,
+                                  .work = ork_twin_host_wake(c), .label = label };
+    return add(r, &w, deps, nd);
+}
+
 /* What one run of a plan moves, from its info (ork_npu_matmul_get_info) and its rows. */
 struct run_shape {
     uint32_t cores, tasks_per_core, mtiles;
@@ -254,6 +295,22 @@ int ork__twin_npu_submit(struct ork__twin_rec *r, const struct ork_npu_matmul_in
         host_op(r, chain, ORK_TWIN_PHASE_DOMAIN_SWITCH, w, "domain switch");
     }
     r->last_dev = dev;
+    /* per-core form: the submitter wakes libork's sleeping per-core workers (a condition
+     * variable broadcast); each wakes on its own A76 and submits its core */
+    bool percore = s.cores > 1 && !floor;
+    int sub[ORK_TWIN_MAX_NPU];
+    if (percore) {
+        host_op(r, chain, ORK_TWIN_PHASE_WAKE, ork_twin_host_futex(c), "signal per-core workers");
+        for (uint32_t k = 1; k < s.cores && k < ORK_TWIN_MAX_NPU; k++) {
+            struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = 1,
+                                          .phase = ORK_TWIN_PHASE_WAKE, .flags = ORK_TWIN_OP_IDLE,
+                                          .work = ork_twin_host_wake(c),
+                                          .label = "per-core worker wake" };
+            sub[k] = add(r, &d, chain, 1);
+            sub[k] = cpu_after(r, sub[k], ORK_TWIN_PHASE_IOCTL, 1, ork_twin_host_ioctl(c),
+                               "SUBMIT (per-core worker)");
+        }
+    }
     if (floor) {
         /* the open runtime's per-submit floor includes the launch the NPU op pays */
         double f = c->host_submit_floor_ns - c->npu_launch_ns;
@@ -266,11 +323,12 @@ int ork__twin_npu_submit(struct ork__twin_rec *r, const struct ork_npu_matmul_in
     memset(sl, 0, sizeof(*sl));
     sl->used = true;
     sl->async = async;
+    sl->percore = percore;
     sl->c_bytes = s.c_bytes;
     sl->c_bo_bytes = s.c_bo_bytes;
     sl->c_elems = (uint64_t)m * in->n;
     sl->kslices = in->n_kslices ? in->n_kslices : 1;
-    int sub = *chain;
+    sub[0] = *chain;
     for (uint32_t k = 0; k < s.cores && k < ORK_TWIN_MAX_NPU; k++) {
         struct ork_twin_work w = ork_twin_npu_task(c, true, in->dtype == ORK_NPU_F16,
                                                    s.macs_core, s.w_core, s.out_core, 0);
@@ -280,22 +338,16 @@ int ork__twin_npu_submit(struct ork__twin_rec *r, const struct ork_npu_matmul_in
                                       .core_mask = s.cores > 1 ? 1u << k : 0,
                                       .phase = ORK_TWIN_PHASE_NPU_MATMUL, .work = w,
                                       .label = label };
-        int id = add(r, &d, &sub, 1);
+        int id = add(r, &d, &sub[percore ? k : 0], 1);
+        /* a per-core worker polls its doorbell and signals the submitter */
+        if (percore && k > 0)
+            id = cpu_after(r, id, ORK_TWIN_PHASE_WAKE, 1, ork_twin_host_futex(c),
+                           "per-core worker done");
         sl->done[sl->n_done++] = id;
     }
     if (async) {
         /* the worker waits, syncs C back and gathers, then signals the caller */
-        int deps[ORK_TWIN_MAX_NPU + 1];
-        uint32_t nd = 0;
-        deps[nd++] = *chain;
-        for (uint32_t k = 0; k < sl->n_done; k++)
-            deps[nd++] = sl->done[k];
-        struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = 1,
-                                      .phase = ORK_TWIN_PHASE_IOCTL,
-                                      .work = floor ? (struct ork_twin_work){ 0 }
-                                                    : ork_twin_host_ioctl(c),
-                                      .label = "wait (worker)" };
-        int id = add(r, &d, deps, nd);
+        int id = wait_ops(r, *chain, sl, floor, "wait (worker)");
         if (id >= 0)
             *chain = id;
         if (!floor)
@@ -323,18 +375,16 @@ int ork__twin_npu_wait(struct ork__twin_rec *r, int slot)
     const struct ork_twin_consts *c = r->c;
     struct twin_slot *sl = &r->slot[slot];
     bool floor = (r->flags & ORK_TWIN_REC_HOST_FLOOR) != 0;
-    int deps[ORK_TWIN_MAX_NPU + 1];
-    uint32_t nd = 0;
-    deps[nd++] = r->last;
-    for (uint32_t k = 0; k < sl->n_done; k++)
-        deps[nd++] = sl->done[k];
-    struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = 1,
-                                  .phase = sl->async ? ORK_TWIN_PHASE_WAKE : ORK_TWIN_PHASE_IOCTL,
-                                  .work = sl->async ? ork_twin_host_futex(c)
-                                          : floor ? (struct ork_twin_work){ 0 }
-                                                  : ork_twin_host_ioctl(c),
-                                  .label = sl->async ? "wait worker" : "wait" };
-    int id = add(r, &d, deps, nd);
+    int id;
+    if (sl->async) {
+        int deps[2] = { r->last, sl->done[0] };
+        struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = 1,
+                                      .phase = ORK_TWIN_PHASE_WAKE,
+                                      .work = ork_twin_host_futex(c), .label = "wait worker" };
+        id = add(r, &d, deps, 2);
+    } else {
+        id = wait_ops(r, r->last, sl, floor, "wait");
+    }
     if (id >= 0)
         r->last = id;
     if (!sl->async) {
