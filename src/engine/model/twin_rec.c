@@ -187,12 +187,13 @@ static void host_op(struct ork__twin_rec *r, int *chain, enum ork_twin_phase ph,
         *chain = id;
 }
 
-/* The submitter's wait for a run: in the per-core form (a multi-core plan, spec §9: libork's
- * persistent per-core workers, src/libork/sched.c) it polls its own core's doorbell (NONBLOCK,
- * spec §8.6: one line read after the device wrote it) and then sleeps on the workers' condition
- * variable until the last one signals, a wake-up on its core; a single-core run is waited for
- * with the wait ioctl (blocking form). The floor mode charges nothing here (the open runtime's
- * floor holds its host work). Returns the op that ends the wait, after *chain and sl's ops. */
+/* The submitter's wait for a run: libork submits NONBLOCK and polls the run's doorbell (spec
+ * §8.6; src/libork/matmul.c, device.c: rknpu), one line read after the device wrote it; in the
+ * per-core form (a multi-core plan, spec §9: libork's persistent per-core workers,
+ * src/libork/sched.c) it polls its own core's and then sleeps on the workers' condition
+ * variable until the last one signals, a wake-up on its core. The floor mode charges nothing
+ * here (the open runtime's floor holds its host work). Returns the op that ends the wait,
+ * after chain and sl's ops. */
 static int wait_ops(struct ork__twin_rec *r, int chain, const struct twin_slot *sl, bool floor,
                     const char *label)
 {
@@ -200,18 +201,17 @@ static int wait_ops(struct ork__twin_rec *r, int chain, const struct twin_slot *
     int deps[ORK_TWIN_MAX_NPU + 1];
     uint32_t nd = 0;
     deps[nd++] = chain;
+    struct ork_twin_work poll = { .fixed_ns = c->cpu_line_transfer_ns };
     if (!sl->percore || floor) {
         for (uint32_t k = 0; k < sl->n_done; k++)
             deps[nd++] = sl->done[k];
         struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = 1,
                                       .phase = ORK_TWIN_PHASE_IOCTL,
-                                      .work = floor ? (struct ork_twin_work){ 0 }
-                                                    : ork_twin_host_ioctl(c),
+                                      .work = floor ? (struct ork_twin_work){ 0 } : poll,
                                       .label = label };
         return add(r, &d, deps, nd);
     }
     deps[nd++] = sl->done[0];
-    struct ork_twin_work poll = { .fixed_ns = c->cpu_line_transfer_ns };
     struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = 1,
                                   .phase = ORK_TWIN_PHASE_IOCTL, .work = poll,
                                   .label = "doorbell (core 0)" };
