@@ -99,7 +99,7 @@ static const struct npu_plan plans[PLAN_COUNT] = {
     {
         /* fused with the O projection split in two by heads, the first half in flight while
          * the CPU runs the other heads' attention: one more submit per layer, which the twin
-         * shows paying only past ~570 keys of f32 cache (docs/bench-log/2026-twin.md "The O
+         * shows paying only past ~850 keys of f32 cache (docs/bench-log/2026-twin.md "The O
          * split"); weights quantised in memory, as the pack is laid out for the whole O */
         .name = "fused-split-o",
         .summary = "fused [Q|K|V] and [gate|up], O split by heads, multi-core",
