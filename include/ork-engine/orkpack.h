@@ -24,8 +24,10 @@ extern "C" {
 #endif
 
 #define ORK_ORKPACK_VERSION 3u          /* 2: NPU-tiled weights, npu_max_m in the header;
-                                         * 3: the O projection as two halves by attention
-                                         * heads (blk.L.attn_output.a / .b) */
+                                         * 3: the layer plan's tensors by name (the O
+                                         * projection whole; packs holding it as halves by
+                                         * heads, .a / .b, are stale and rebuilt:
+                                         * docs/orkpack.md) */
 #define ORK_ORKPACK_NAME_MAX 48         /* tensor names, NUL included */
 
 /* Identity of the source GGUF: a pack built from other bytes is stale. */
