@@ -111,6 +111,10 @@ struct ork_model_params {
     const char *npu_capabilities;   /* capability record for libork (ork_npu_opts.capabilities:
                                      * the submit forms a board confirmed, `ork selftest
                                      * --confirm-forms`); NULL: none */
+    uint32_t npu_wait_ms;       /* host bound on one NPU job (ork_npu_opts.wait_timeout_ms,
+                                 * docs/npu.md "Bounded waits"); 0: libork's default */
+    bool npu_blocking_submits;  /* submit every job blocking, bounded only by the kernel's
+                                 * own timeout (ork_npu_opts.blocking_submits) */
     /* The board twin (docs/twin.md "In the engine"): every forward batch recorded as one twin
      * step on the board's model clock. Always on with device "sim"; `twin` turns it on for
      * the CPU (every phase, the matmuls included, charged on the A76 cores). */

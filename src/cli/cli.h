@@ -33,6 +33,10 @@ int ork_cmd_top(int argc, char **argv);
 int ork_cmd_pack(int argc, char **argv);
 int ork_cmd_devices(int argc, char **argv);
 
+/* Largest --npu-wait-ms: ten minutes, far past any job (a wedged core is seen at 61 s, spec
+ * §8.6), so only a typo is refused. */
+#define ORK_CLI_NPU_WAIT_MS_MAX 600000
+
 /* Strict number parsing for option values: the whole string must parse and fit. On failure
  * they print "ork <cmd>: invalid value 'x' for OPT: reason" and return false. */
 bool ork_cli_parse_int(const char *cmd, const char *opt, const char *s, long long lo, long long hi,

@@ -81,6 +81,18 @@ int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct or
         mp->npu_capabilities = v;
         return 1;
     }
+    if (!strcmp(a, "--npu-wait-ms")) {
+        long long ms;
+        if (!(v = ork_cli_value(cmd, argc, argv, i)) ||
+            !ork_cli_parse_int(cmd, a, v, 1, ORK_CLI_NPU_WAIT_MS_MAX, &ms))
+            return -1;
+        mp->npu_wait_ms = (uint32_t)ms;
+        return 1;
+    }
+    if (!strcmp(a, "--blocking-submits")) {
+        mp->npu_blocking_submits = true;
+        return 1;
+    }
     if (!strcmp(a, "--sim-timing")) {
         static const char *const names[] = { "instant", "paced", "only", "paced-only" };
         if (!(v = ork_cli_value(cmd, argc, argv, i)))
@@ -222,7 +234,10 @@ void ork_cli_device_help(FILE *out)
             "  --pack FILE               the .orkpack to use (default: MODEL.orkpack)\n"
             "  --npu-caps FILE           capability record of the board (`ork selftest\n"
             "                            --confirm-forms` writes it): the submit forms it\n"
-            "                            confirmed may be used (docs/board.md)\n");
+            "                            confirmed may be used (docs/board.md)\n"
+            "  --npu-wait-ms MS          host bound on one NPU job before it is reset\n"
+            "                            (default: 1000; docs/npu.md \"Bounded waits\")\n"
+            "  --blocking-submits        submit NPU jobs blocking (only the kernel's timeout)\n");
 }
 
 /* The board twin's totals (modelled, docs/twin.md "In the engine"): time per row, busy cores,

@@ -356,7 +356,8 @@ int ork_cmd_selftest(int argc, char **argv)
             json = true;
         } else if (!strcmp(argv[i], "--npu-wait-ms")) {
             const char *v = ork_cli_value("selftest", argc, argv, &i);
-            if (!v || !ork_cli_parse_int("selftest", "--npu-wait-ms", v, 1, 600000, &wait_ms))
+            if (!v || !ork_cli_parse_int("selftest", "--npu-wait-ms", v, 1,
+                                         ORK_CLI_NPU_WAIT_MS_MAX, &wait_ms))
                 return ORK_EXIT_USAGE;
         } else if (!strcmp(argv[i], "--blocking-submits")) {
             blocking = true;

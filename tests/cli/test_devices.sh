@@ -52,6 +52,15 @@ fi
 sim=$("$ORK" run -m "$tmp/m.gguf" -p "Once upon a time" -n 16 --temp 0 --device sim 2>/dev/null)
 simr=$("$ORK" run -m "$tmp/m.gguf" -p "Once upon a time" -n 16 --temp 0 --device sim-rocket 2>/dev/null)
 check "sim-rocket text == sim text" test -n "$sim" -a "$sim" = "$simr"
+simw=$("$ORK" run -m "$tmp/m.gguf" -p "Once upon a time" -n 16 --temp 0 --device sim \
+       --npu-wait-ms 50 2>/dev/null)
+check "--npu-wait-ms: same text" test -n "$sim" -a "$sim" = "$simw"
+simb=$("$ORK" run -m "$tmp/m.gguf" -p "Once upon a time" -n 16 --temp 0 --device sim \
+       --blocking-submits 2>/dev/null)
+check "--blocking-submits: same text" test -n "$sim" -a "$sim" = "$simb"
+"$ORK" run -m "$tmp/m.gguf" -p x -n 1 --device sim --npu-wait-ms 0 >/dev/null 2>"$tmp/e8"
+check "--npu-wait-ms 0: exit 2" test $? -eq 2
+check "--npu-wait-ms 0: named" grep -q -- "--npu-wait-ms" "$tmp/e8"
 "$ORK" run -m "$tmp/m.gguf" -p x -n 1 --device bogus >/dev/null 2>"$tmp/e7"
 check "bad device: exit 2" test $? -eq 2
 check "bad device: lists the names" grep -q "auto, cpu, npu, rknpu, rocket, sim or sim-rocket" "$tmp/e7"

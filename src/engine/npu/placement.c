@@ -72,24 +72,28 @@ static void sim_load_release(const struct ork__npu_exec *ex)
     atomic_store(&sim_load_owner, NULL);
 }
 
-static int open_device(struct ork__npu_exec *ex, const char *device, int32_t sim_timing,
-                       uint64_t domain_bytes, const char *caps)
+/* Open one more device (domain) of the executor with the model's NPU options. */
+static int open_device(struct ork__npu_exec *ex, const char *device,
+                       const struct ork_model_params *p)
 {
     if (ex->n_dev >= NPU_MAX_DOMAINS)
         return ork_errorf(ORK_ENOMEM, "NPU: the resident weights need more than %d IOMMU "
                           "domains", NPU_MAX_DOMAINS);
     bool sim = !strcmp(device, "sim") || !strcmp(device, "sim-rocket");
     struct ork_sim_opts so = { .struct_size = sizeof so,
-                               .timing = (enum ork_sim_timing)sim_timing,
+                               .timing = (enum ork_sim_timing)p->sim_timing,
                                .load_path = sim && !ex->n_dev ? sim_load_claim(ex) : NULL,
-                               .domain_limit = domain_bytes,
+                               .domain_limit = p->npu_domain_bytes,
                                /* the simulator runs the executor's one-job multi-core form
                                 * (on a board it needs a selftest-confirmed capability, else
                                 * libork runs the per-core form; docs/npu.md "Submit forms");
                                 * the twin records one op per plan core either way */
                                .confirm_one_job = true };
     struct ork_npu_opts o = { .struct_size = sizeof o, .device = device, .sim = &so,
-                              .domain = (uint32_t)ex->n_dev, .capabilities = caps };
+                              .domain = (uint32_t)ex->n_dev,
+                              .capabilities = p->npu_capabilities,
+                              .wait_timeout_ms = p->npu_wait_ms,
+                              .blocking_submits = p->npu_blocking_submits };
     int ret = ork_npu_open(&o, &ex->dev[ex->n_dev]);
     if (ret < 0)
         return ret;
@@ -325,9 +329,7 @@ struct place_src {
 /* Placement state: the device of the current domain and its estimated use. */
 struct placer {
     const char *dev_name;
-    int32_t sim_timing;
-    uint64_t domain_bytes;              /* the caller's, 0: default (for the simulator) */
-    const char *caps;                   /* capability record (ork_model_params) */
+    const struct ork_model_params *mp;  /* the model's NPU options (each new domain's device) */
     uint64_t cap;                       /* estimated bytes a domain may take */
     int cur;
     uint64_t used;
@@ -337,7 +339,7 @@ struct placer {
 
 static int new_domain(struct ork__npu_exec *ex, struct placer *pc)
 {
-    int ret = open_device(ex, pc->dev_name, pc->sim_timing, pc->domain_bytes, pc->caps);
+    int ret = open_device(ex, pc->dev_name, pc->mp);
     if (ret < 0)
         return ret;
     pc->cur = ex->n_dev - 1;
@@ -420,9 +422,7 @@ static int place_all(struct ork__npu_exec *ex, const struct ork_model *m,
     /* the margin covers what the estimate does not see (the kernel's own mappings, a plan
      * taking fewer cores than the most); small test domains keep 1/8 */
     uint64_t margin = dom_bytes / 8 < NPU_DOMAIN_MARGIN ? dom_bytes / 8 : NPU_DOMAIN_MARGIN;
-    struct placer pc = { .dev_name = dev_name, .sim_timing = p->sim_timing,
-                         .domain_bytes = p->npu_domain_bytes, .caps = p->npu_capabilities,
-                         .cap = dom_bytes - margin };
+    struct placer pc = { .dev_name = dev_name, .mp = p, .cap = dom_bytes - margin };
     bool show = !(ex->flags & ORK_NPU_EXEC_QUIET);
     int last = -1, ret;
     for (int32_t l = 0; l <= m->cfg.n_layers; l++) {
@@ -512,7 +512,7 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
     ex->twin = m->twin;
     bool show = !(ex->flags & ORK_NPU_EXEC_QUIET);
     struct place_src src = { 0 };
-    int ret = open_device(ex, dev_name, p->sim_timing, p->npu_domain_bytes, p->npu_capabilities);
+    int ret = open_device(ex, dev_name, p);
     if (ret < 0) {
         if (soft && ret == ORK_ENOENT) {
             if (show)
