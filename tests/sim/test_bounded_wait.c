@@ -6,6 +6,7 @@
  * kernel's 6000 ms timeout, or twice it on a wedge, so the bounds checked here fail on them.
  * board_wait runs the board's own doorbell polling over the simulator. */
 #include "ork_test.h"
+#include "test_ref_gemv.h"
 
 #include <ork/error.h>
 #include <ork/npu.h>
@@ -27,16 +28,7 @@ static int32_t REF[M * N], C[M * N];
 
 static void ref_compute(void)
 {
-    for (int i = 0; i < M * K; i++)
-        A[i] = (int8_t)((i * 37) % 255 - 127);
-    for (int i = 0; i < N * K; i++)
-        W[i] = (int8_t)((i * 11 + 3) % 251 - 125);
-    for (int j = 0; j < N; j++) {
-        int32_t acc = 0;
-        for (int k = 0; k < K; k++)
-            acc += A[k] * W[j * K + k];
-        REF[j] = acc;
-    }
+    ref_gemv_fill(A, W, REF, K, N);      /* M = 1 */
 }
 
 struct dev {

@@ -3,6 +3,7 @@
  * over three cores), and the device, weights and plans stay usable: the next run succeeds with
  * the single-core bits. Faults come from the simulator's injection (ork/sim.h). */
 #include "ork_test.h"
+#include "test_ref_gemv.h"
 
 #include <ork/alloc.h>
 #include <ork/error.h>
@@ -19,16 +20,7 @@ static int32_t REF[M * N], C[M * N];
 
 static void ref_compute(void)
 {
-    for (int i = 0; i < M * K; i++)
-        A[i] = (int8_t)((i * 37) % 255 - 127);
-    for (int i = 0; i < N * K; i++)
-        W[i] = (int8_t)((i * 11 + 3) % 251 - 125);
-    for (int j = 0; j < N; j++) {
-        int32_t acc = 0;
-        for (int k = 0; k < K; k++)
-            acc += A[k] * W[j * K + k];
-        REF[j] = acc;
-    }
+    ref_gemv_fill(A, W, REF, K, N);      /* M = 1 */
 }
 
 static struct ork_npu *open_faulty(const struct ork_sim_fault *f, int nf)
