@@ -3,6 +3,7 @@
  * decides anything about scheduling. */
 #include <ork/alloc.h>
 #include <ork/error.h>
+#include <ork/text.h>
 #include <ork/trace.h>
 
 #include <pthread.h>
@@ -110,20 +111,6 @@ void ork_trace_end(void)
                     phase.t0[phase.depth], ork_trace_now_ns());
 }
 
-/* JSON string body: names are ours or the caller's; escape what JSON requires. */
-static void put_json_str(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
-    }
-}
-
 int ork_trace_stop(void)
 {
     if (!ork_trace_enabled())
@@ -154,7 +141,7 @@ int ork_trace_stop(void)
         }
         fprintf(f, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"name\":\"",
                 e->pid, e->tid, (double)(e->t0 - trace_epoch) / 1e3, (double)(e->t1 - e->t0) / 1e3);
-        put_json_str(f, e->name);
+        ork_json_put_str(f, e->name);
         fprintf(f, "\"}");
     }
     fprintf(f, "\n]}\n");

@@ -2,6 +2,7 @@
  * the last simulated step (pid 1 = NPU, one thread per NPU core; pid 2 = A76, one thread per
  * CPU core; complete "X" events in µs on the model clock), and step totals added up. */
 #include <ork/error.h>
+#include <ork/text.h>
 
 #include "twin_timeline.h"
 
@@ -20,20 +21,6 @@ static const char *const phase_names[ORK_TWIN_PHASE_COUNT] = {
 const char *ork_twin_phase_name(enum ork_twin_phase p)
 {
     return (unsigned)p < ORK_TWIN_PHASE_COUNT ? phase_names[p] : "?";
-}
-
-/* A JSON string body: quotes, backslashes and control characters escaped. */
-static void put_json_str(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
-    }
 }
 
 static void put_meta(FILE *f, bool *first, const char *what, int pid, int tid, const char *name)
@@ -73,7 +60,7 @@ int ork_twin_trace_step(const struct ork_twin *tw, FILE *f, double offset_ns)
             if (!(op->taken & (1u << c)))
                 continue;
             fputs(",\n{\"ph\":\"X\",\"name\":\"", f);
-            put_json_str(f, label);
+            ork_json_put_str(f, label);
             fprintf(f, "\",\"cat\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
                     "\"args\":{\"op\":%u,\"cores\":%u,\"bytes\":%.0f,\"idle\":%d}}",
                     ork_twin_phase_name(op->d.phase), pid, c, (offset_ns + op->start) / 1e3,
