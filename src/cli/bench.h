@@ -47,6 +47,7 @@ struct opts {
     double tau[MAX_LIST];           /* --tau: mean tokens accepted per cycle */
     int n_tau;
     const char *draft;              /* --draft-model FILE: its decode step charged k times */
+    const char *draft_device;       /* --draft-device D: where the draft runs (default cpu)*/
     struct ork_model_params draft_mp;   /* the draft's device: the CPU, with the twin when the
                                          * target has one */
 };

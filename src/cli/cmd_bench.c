@@ -107,6 +107,8 @@ static void usage(FILE *out)
             "                       speculative t/s = tau / (verify(k + 1) + k x draft step)\n"
             "  --draft-model FILE   with --verify: the draft's decode step at -p, on the CPU\n"
             "                       (with the board twin when the target has one: its A76 cores)\n"
+            "  --draft-device D     where that draft step runs: cpu (default) or sim (the NPU,\n"
+            "                       twin-modelled), to see which is faster\n"
             "  --npu-rows LIST      NPU plan sizes besides 1 and 64 (powers of two; default all:\n"
             "                       2,4,8,16,32; 1 = only the M = 1 and M = 64 plans)\n"
             "  -h, --help           show this help\n"
@@ -151,6 +153,8 @@ static bool parse_list(const char *opt, const char *s, long long lo, long long h
     }
     return true;
 }
+
+static int finish_args(struct opts *o);
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
@@ -228,6 +232,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
         } else if (!strcmp(a, "--draft-model")) {
             if (!(o->draft = ork_cli_value(CMD, argc, argv, &i)))
                 return -1;
+        } else if (!strcmp(a, "--draft-device")) {
+            if (!(o->draft_device = ork_cli_value(CMD, argc, argv, &i)))
+                return -1;
         } else if (!strcmp(a, "--npu-rows")) {
             struct list rows = { .n = 0 };
             if (!(v = ork_cli_value(CMD, argc, argv, &i)) ||
@@ -265,9 +272,24 @@ static int parse_args(int argc, char **argv, struct opts *o)
             return -1;
         }
     }
+    return finish_args(o);
+}
+
+/* After the options: the combinations that need each other, and the defaults. */
+static int finish_args(struct opts *o)
+{
     if ((o->par.n || o->verify.n) && (!o->n_models || (o->par.n && o->verify.n))) {
         fprintf(stderr, "ork %s: --parallel and --verify each need a model (-m), and run "
                 "alone\n", CMD);
+        return -1;
+    }
+    if (o->draft_device && !o->draft) {
+        fprintf(stderr, "ork %s: --draft-device needs --draft-model\n", CMD);
+        return -1;
+    }
+    if (o->draft_device && strcmp(o->draft_device, "cpu") && strcmp(o->draft_device, "sim")) {
+        fprintf(stderr, "ork %s: --draft-device must be cpu or sim, not '%s'\n", CMD,
+                o->draft_device);
         return -1;
     }
     if (o->draft && !o->verify.n) {
@@ -279,7 +301,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
             o->tau[o->n_tau++] = default_tau[k];
     }
     o->draft_mp = o->mp;
-    o->draft_mp.device = "cpu";
+    o->draft_mp.device = o->draft_device ? o->draft_device : "cpu";
     o->draft_mp.twin = o->mp.twin || (o->mp.device && !strncmp(o->mp.device, "sim", 3));
     o->draft_mp.npu_pack_path = NULL;
     if (!o->n_models && !o->membw && !o->peak) {

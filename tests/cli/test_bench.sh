@@ -192,6 +192,16 @@ free = [r["m"] for r in d["verify"] if r["ratio"] <= 1.1]
 assert d["nearly_free_m"] >= 1 and (not free or d["nearly_free_m"] <= max(free))
 ' "$out"
 check "--verify --trace: a timeline" test -s "$tmpd/verify.json"
+out=$("$ORK" bench -m "$MODEL" --verify 1 -p 16 -r 1 -t 1 --device sim --no-pack \
+      --draft-model "$FIX/models/stories260K-Q8_0.gguf" --draft-device sim -o json 2>/dev/null)
+check "--draft-device sim: the draft's step on the sim" python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["draft_ms"] > 0 and "sim, twin" in d["draft"], d["draft"]
+' "$out"
+"$ORK" bench -m "$MODEL" --verify 1 --draft-model "$MODEL" --draft-device gpu -r 1 >/dev/null \
+    2>"$tmpd/dd.err"; rc=$?
+check "--draft-device gpu: usage error naming it" test $rc -eq 2 -a -n "$(grep gpu "$tmpd/dd.err")"
 "$ORK" bench -m "$MODEL" --parallel 1 --verify 1 -r 1 >/dev/null 2>&1; rc=$?
 check "--parallel with --verify: usage error" test $rc -eq 2
 "$ORK" bench -m "$MODEL" --verify 64 -r 1 >/dev/null 2>&1; rc=$?
