@@ -12,6 +12,8 @@ extern "C" {
  * backslash, control characters below 0x20 as \u00XX, every other byte as it is (UTF-8 passes
  * through). */
 void ork_json_put_str(FILE *f, const char *s);
+/* The same between double quotes: a whole JSON string. */
+void ork_json_put_quoted(FILE *f, const char *s);
 
 #ifdef __cplusplus
 }

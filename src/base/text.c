@@ -13,3 +13,10 @@ void ork_json_put_str(FILE *f, const char *s)
             fputc(ch, f);
     }
 }
+
+void ork_json_put_quoted(FILE *f, const char *s)
+{
+    fputc('"', f);
+    ork_json_put_str(f, s);
+    fputc('"', f);
+}

@@ -5,6 +5,7 @@
  * Not here: options and measuring (cmd_bench.c). */
 #include "bench.h"
 
+#include <ork/text.h>
 #include <ork-kernels/kernels.h>
 #include <ork-tooling/readbw.h>
 
@@ -239,21 +240,6 @@ static void print_md(const struct opts *o, const struct model_desc *md, const st
     (void)o;
 }
 
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
 static void print_json(const struct opts *o, const struct model_desc *md,
                        const struct result *res, int n_res, const struct bench_refs *rf)
 {
@@ -264,13 +250,13 @@ static void print_json(const struct opts *o, const struct model_desc *md,
         const struct result *r = &res[i];
         const struct model_desc *d = &md[r->model];
         printf("%s\n    {\"model\": ", i ? "," : "");
-        json_str(d->name);
+        ork_json_put_quoted(stdout, d->name);
         printf(", \"model_path\": ");
-        json_str(o->models[r->model]);
+        ork_json_put_quoted(stdout, o->models[r->model]);
         printf(", \"size_bytes\": %" PRIu64 ", \"n_params\": %" PRIu64 ", \"backend\": \"%s\", "
                "\"load\": \"%s\", \"interleaved\": %d, \"kernels\": ", d->size_bytes,
                d->n_params, d->backend, d->load, d->interleaved);
-        json_str(ork_kernels_path());
+        ork_json_put_quoted(stdout, ork_kernels_path());
         printf(", \"type_k\": \"%s\", \"type_v\": \"%s\"", ork_cli_bench_kv_name(o), ork_cli_bench_kv_name(o));
         printf(", \"threads\": %d, \"test\": \"%s%d\", \"n_prompt\": %d, \"n_gen\": %d, "
                "\"repetitions\": %d, \"avg_ts\": %.6g, \"stddev_ts\": %.6g, \"samples_ts\": [",
@@ -283,7 +269,7 @@ static void print_json(const struct opts *o, const struct model_desc *md,
         double roof = roof_ts(r, d);
         if (roof > 0) {
             printf(", \"read_insn\": ");
-            json_str(ork_cpu_read_insn());
+            ork_json_put_quoted(stdout, ork_cpu_read_insn());
             printf(", \"read_array_bytes\": %zu, \"read_runs\": %d, \"read_gbps_before\": %.6g, "
                    "\"read_gbps_after\": %.6g, \"read_gbps\": %.6g, \"roofline_ts\": %.6g, "
                    "\"roofline_pct\": %.4g, \"read_drift\": %s", r->roof_bytes, r->roof_runs,
@@ -327,7 +313,7 @@ static void print_json(const struct opts *o, const struct model_desc *md,
     for (int i = 0; i < n_bw; i++) {
         printf("%s\n    {\"threads\": %d, \"array_bytes\": %zu, \"runs\": %d, \"read_insn\": ",
                i ? "," : "", bw[i].n_threads, bw[i].array_bytes, bw[i].n_runs);
-        json_str(ork_cpu_read_insn());
+        ork_json_put_quoted(stdout, ork_cpu_read_insn());
         for (int k = 0; k < ORK_MEMBW_COUNT; k++)
             printf(", \"%s_gbps\": %.6g", ork_membw_kernel_name((enum ork_membw_kernel)k),
                    bw[i].gbps[k]);
@@ -337,9 +323,9 @@ static void print_json(const struct opts *o, const struct model_desc *md,
     for (int i = 0; i < rf->n_pk; i++) {
         const struct ork_cpu_peak *k = &rf->pk[i];
         printf("%s\n    {\"threads\": %d, \"f32_insn\": ", i ? "," : "", k->threads);
-        json_str(k->f32_insn);
+        ork_json_put_quoted(stdout, k->f32_insn);
         printf(", \"f32_gflops\": %.6g, \"int8_insn\": ", k->f32_flops / 1e9);
-        json_str(k->int8_insn);
+        ork_json_put_quoted(stdout, k->int8_insn);
         printf(", \"int8_gops\": %.6g}", k->int8_ops / 1e9);
     }
     printf("%s]\n}\n", rf->n_pk ? "\n  " : "");

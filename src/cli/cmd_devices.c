@@ -6,6 +6,7 @@
 
 #include <ork/error.h>
 #include <ork/npu.h>
+#include <ork/text.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -46,21 +47,6 @@ static void version_text(uint32_t v, char *buf, size_t cap)
         snprintf(buf, cap, "%u.%u.%u", v / 10000, v / 100 % 100, v % 100);
 }
 
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
 int ork_cmd_devices(int argc, char **argv)
 {
     bool json = false;
@@ -92,18 +78,18 @@ int ork_cmd_devices(int argc, char **argv)
         for (size_t b = 0; b < N_BACKENDS; b++) {
             const struct ork_npu_probe_info *p = &info[b];
             printf("%s{\"backend\":", b ? "," : "");
-            json_str(p->backend);
+            ork_json_put_quoted(stdout, p->backend);
             printf(",\"status\":");
-            json_str(status_name(p->status));
+            ork_json_put_quoted(stdout, status_name(p->status));
             printf(",\"node\":");
-            json_str(p->node);
+            ork_json_put_quoted(stdout, p->node);
             printf(",\"driver_version\":%u,\"cores\":%u,\"domains\":%u,\"message\":",
                    p->driver_version, p->n_cores, p->n_domains);
-            json_str(p->message);
+            ork_json_put_quoted(stdout, p->message);
             printf("}");
         }
         printf("],\"auto\":");
-        json_str(pick ? pick : "cpu");
+        ork_json_put_quoted(stdout, pick ? pick : "cpu");
         printf("}\n");
         return ORK_EXIT_OK;
     }

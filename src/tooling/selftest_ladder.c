@@ -20,6 +20,7 @@
 #include <ork/error.h>
 #include <ork/npu.h>
 #include <ork/sched.h>
+#include <ork/text.h>
 #include <ork/twin.h>
 
 #include <stdarg.h>
@@ -360,34 +361,19 @@ int ork_selftest_ladder(const struct ork_selftest_opts *o, struct ork_selftest_r
     return 0;
 }
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
 void ork_selftest_report_json(const struct ork_selftest_report *r, FILE *f)
 {
     fprintf(f, "{\"format\": \"ork-selftest\", \"version\": 1, \"backend\": ");
-    json_str(f, r->backend);
+    ork_json_put_quoted(f, r->backend);
     fprintf(f, ", \"failed\": %u, \"steps\": [", r->n_failed);
     for (uint32_t i = 0; i < r->n_steps; i++) {
         const struct ork_selftest_step *s = &r->steps[i];
         fprintf(f, "%s\n  {\"name\": ", i ? "," : "");
-        json_str(f, s->name);
+        ork_json_put_quoted(f, s->name);
         fprintf(f, ", \"verdict\": ");
-        json_str(f, ork_selftest_verdict_name(s->verdict));
+        ork_json_put_quoted(f, ork_selftest_verdict_name(s->verdict));
         fprintf(f, ", \"ms\": %.3f, \"detail\": ", s->ms);
-        json_str(f, s->detail);
+        ork_json_put_quoted(f, s->detail);
         fputc('}', f);
     }
     fprintf(f, "\n]}\n");
