@@ -87,6 +87,10 @@ struct ork_npu_opts {
 enum ork_npu_form {
     ORK_NPU_FORM_ONE_JOB = 1u << 0, /* multi-core as one job, core_mask 0x7 with the per-core
                                      * ranges in subcore_task[2..4] (spec §9 [CAP]) */
+    ORK_NPU_FORM_DCOMP = 1u << 1,   /* the CNA weight decompressor (npu-weight-decompression.md
+                                     * §1) confirmed bit-exact on this device; the simulator
+                                     * implements the format and confirms it unless
+                                     * ork_sim_opts.deny_dcomp */
 };
 /* The forms this device may use: the options' and the capability file's, plus what the backend
  * confirms itself (only the simulator, when ork_sim_opts.confirm_one_job asks it to). */
@@ -121,6 +125,21 @@ struct ork_npu_weights_desc {
     uint32_t max_m;                 /* largest M a plan on these weights will run; decides the
                                      * K-slicing (M = 1 allows 8192-wide slices, spec §5.1).
                                      * 0 = 1 (decode only) */
+    uint32_t encoding;              /* enum ork_npu_weights_encoding: ORK_NPU_WEIGHTS_RAW (0,
+                                     * default) or ORK_NPU_WEIGHTS_DCOMP (int8 only): the int8
+                                     * codes as given (the caller quantised them onto its grid)
+                                     * are stored as DCOMP streams, one per K-slice x
+                                     * N-partition block; blocks that do not shrink stay raw.
+                                     * Without ORK_NPU_FORM_DCOMP confirmed: ORK_EUNSUPPORTED
+                                     * naming the capability and `ork selftest --confirm-forms` */
+    uint32_t grid_max_abs;          /* DCOMP: the codes' bound L (7..127); a code outside is
+                                     * ORK_EINVAL naming row and column; 0 = 127 */
+};
+
+/* How resident weights are stored (ork_npu_weights_desc.encoding). */
+enum ork_npu_weights_encoding {
+    ORK_NPU_WEIGHTS_RAW = 0,        /* tiled int8/fp16 (spec §4.3, §4.4) */
+    ORK_NPU_WEIGHTS_DCOMP = 1,      /* CNA decompressor streams (npu-weight-decompression.md) */
 };
 
 /* Pack W into the hardware layout (spec §4.3 int8 [Nt][Kt][32][32], §4.4 fp16 [Nt][Kt][16][32],
@@ -142,11 +161,26 @@ int ork_npu_weights_create_packed(struct ork_npu *npu, const struct ork_npu_weig
 /* Copy the tiled bytes of w (ork_npu_weights_bytes of them) into buf: ORK_ENOSPC if cap is
  * smaller. */
 int ork_npu_weights_export(const struct ork_npu_weights *w, void *buf, uint64_t cap);
+/* DCOMP weights (encoding = ORK_NPU_WEIGHTS_DCOMP): ork_npu_weights_bytes is the size of a
+ * self-describing blob (libork's versioned format: a block table + the streams and raw blocks)
+ * that ork_npu_weights_export writes and ork_npu_weights_create_packed with the same desc
+ * (dtype, k, n, max_m, encoding) takes back, validating every field (ORK_EFORMAT naming the
+ * fault). The streams are cut for the device's N-split (the cores plans use, spec §9). */
+struct ork_npu_weights_dcomp_info {
+    bool compressed;                /* encoding is DCOMP */
+    uint64_t raw_bytes;             /* device bytes the same weights take raw (tiled int8) */
+    uint64_t stored_bytes;          /* device bytes held: streams + raw blocks + padding */
+    double bpw;                     /* stored bits per weight of the k x n weights */
+    uint32_t n_blocks, n_raw_blocks;
+};
+void ork_npu_weights_get_dcomp_info(const struct ork_npu_weights *w,
+                                    struct ork_npu_weights_dcomp_info *out);
 /* Device bytes of weights of dtype, n x k, made for plans of up to max_m rows, together with the
  * plans an executor makes on them (M = 1 and, when max_m > 1, M = max_m), sliced as libork
  * slices them (page rounding included; N-slices counted for the most cores a plan may take).
  * No device needed; 0 for shapes libork cannot plan. For placing weights into IOMMU domains
- * before creating them (src/libork/estimate.c). */
+ * before creating them (src/libork/estimate.c). The raw size: an upper bound for DCOMP weights
+ * too, which never store more than raw plus their per-block alignment. */
 uint64_t ork_npu_weights_estimate_bytes(enum ork_npu_dtype dtype, uint32_t n, uint32_t k,
                                         uint32_t max_m);
 

@@ -85,6 +85,13 @@ struct ork_sim_opts {
     bool confirm_one_job;       /* declare the one-job multi-core form (core_mask 0x7, §9 [CAP])
                                  * confirmed on this simulated device, so tests can exercise it;
                                  * default false: the sim claims nothing a board has not shown */
+    bool deny_dcomp;            /* do not confirm ORK_NPU_FORM_DCOMP (the weight decompressor,
+                                 * npu-weight-decompression.md §1), which the simulator
+                                 * implements and confirms by default, so tests see a board
+                                 * that has not shown it */
+    double dcomp_gbps;          /* the twin's decompressor output rate per core (int8 bytes a
+                                 * second / 1e9, constant npu_dcomp_gbps); 0 = the twin table's
+                                 * (default or calibration) */
     bool board_wait;            /* "sim": NONBLOCK jobs are waited for as on a board, by polling
                                  * their doorbell word in host time (kmd_rknpu.c, spec §8.6),
                                  * instead of through the simulator's own wait; the outputs of

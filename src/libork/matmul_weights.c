@@ -164,3 +164,16 @@ uint64_t ork_npu_weights_bytes(const struct ork_npu_weights *w)
 {
     return w ? w->bo.size : 0;
 }
+
+void ork_npu_weights_get_dcomp_info(const struct ork_npu_weights *w,
+                                    struct ork_npu_weights_dcomp_info *out)
+{
+    if (!out)
+        return;
+    memset(out, 0, sizeof *out);
+    if (!w)
+        return;
+    out->raw_bytes = w->bo.size;
+    out->stored_bytes = w->bo.size;
+    out->bpw = 8.0 * (double)w->bo.size / ((double)w->k * w->n);
+}
