@@ -242,7 +242,9 @@ static enum xform xform_of(const struct ork_mat *w, enum ork_act act, enum kisa 
         return XF_NONE;
     if (w->layout == ORK_LAYOUT_X16)
         /* else rows read back one at a time */
-        return !ork__x16_ok(isa, type) ? XF_NONE : type == ORK_TYPE_Q4_K ? XF_X16K : XF_X16;
+        return !ork__x16_ok(isa, type)                           ? XF_NONE
+               : type == ORK_TYPE_Q4_K || type == ORK_TYPE_Q6_K ? XF_X16K /* Q6_K: its quants */
+                                                                : XF_X16;
     if (type == ORK_TYPE_Q8_0 || type == ORK_TYPE_Q4_0)
         return ork__gemm_q8_ok(isa, type) && m >= MM_GEMM_M_MIN ? XF_PACK : XF_Q8_0;
     if (type == ORK_TYPE_Q4_K || type == ORK_TYPE_Q6_K)

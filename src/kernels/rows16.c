@@ -1,10 +1,12 @@
-/* rows16.c -- Q8_0 / Q4_0 / Q4_K matrices with their rows interleaved by 16 (ORK_LAYOUT_X16):
- * the layout, packing a matrix into it in place, reading one row back in the GGUF layout, the X
- * forms their kernels read (Q8_0 / Q4_0 and Q4_K), and the decode / GEMM drivers that call the
- * path's kernels through the table: x86/rows16_q8_0_q4_0_avx512.c, x86/rows16_q8_0_q4_0_avx2.c,
- * x86/rows16_q4_k_avx512.c, x86/rows16_q4_k_avx2.c, arm/rows16_q8_0_q4_0_neon.c and
- * arm/rows16_q4_k_neon.c (the `neon-dotprod` path). Not here: the thread split (matmul.c) or the plain-row kernels
- * (gemm_q8_*.c, qdot*.c).
+/* rows16.c -- Q8_0 / Q4_0 / Q4_K / Q6_K matrices with their rows interleaved by 16
+ * (ORK_LAYOUT_X16): the layout, packing a matrix into it in place, reading one row back in the
+ * GGUF layout, the X forms their kernels read (Q8_0 / Q4_0, and Q4_K for Q4_K and Q6_K), and the
+ * decode / GEMM drivers that call the path's kernels through the table:
+ * x86/rows16_q8_0_q4_0_avx512.c, x86/rows16_q8_0_q4_0_avx2.c, x86/rows16_q4_k_avx512.c,
+ * x86/rows16_q4_k_avx2.c, arm/rows16_q8_0_q4_0_neon.c, arm/rows16_q4_k_neon.c and
+ * arm/rows16_q6_k_neon.c (the `neon-dotprod` path; Q6_K has no x86 kernels, so x86 keeps Q6_K
+ * rows as they are). Not here: the Q6_K layout's packing (rows16_q6_k.c), the thread split
+ * (matmul.c) or the plain-row kernels (gemm_q8_*.c, qdot*.c).
  *
  * Why: a plain Q8_0 / Q4_0 row keeps one block's 32 quants together, so a 512-bit dot product
  * holds two blocks of one row, and every block needs its own scale widened and its partials
@@ -25,8 +27,10 @@
  *         unchanged, on AArch64 xor 0x88 (X16_Q4_0_XOR below).
  *   Q4_K: f16 dmin[16], then its scale bytes and quant bytes in 64-byte chunks of words the
  *         same way (rows16_q4_k_*.c; x16_types below cuts every type's blocks).
+ *   Q6_K: f16 d[16], the int8 scales by quarters, the 6-bit values re-encoded so that six bit
+ *         operations make sdot's operands (rows16_q6_k.h); it takes the Q4_K X form.
  * Same bytes per block as the plain layout (16 * 34 = 32 + 512, 16 * 18 = 32 + 256,
- * 16 * 144 = 64 + 192 + 2048).
+ * 16 * 144 = 64 + 192 + 2048, 16 * 210 = 32 + 256 + 3072).
  *
  * X form (XF_X16, ork__x16_xprep): per block ORK_X16_XBLOCK (48) bytes: q[32] int8 (the Q8_0
  * quants of ork_quantize_row_q8_0), f32 d, int32 -128 * sum(q), 8 bytes of zeros. The sum is
@@ -50,6 +54,7 @@
 
 #include "kern_priv.h"
 #include "qk_block.h"
+#include "rows16_q6_k.h"
 
 
 #define X16_D_BYTES 32          /* a block's 16 f16 scales */
@@ -88,14 +93,20 @@ struct x16_type {
     size_t bytes;               /* bytes per block of one row */
     int n_fields;
     struct x16_field f[4];
+    /* a layout that is not cut into byte pieces (Q6_K: rows16_q6_k.c re-encodes its quants):
+     * 16 plain rows into one group, and row i of a group back (NULL: the fields above) */
+    void (*pack)(const uint8_t *src, size_t row_bytes, uint8_t *dst);
+    void (*row)(const uint8_t *grp, size_t row_bytes, int i, uint8_t *dst);
 };
 
 static const struct x16_type x16_types[] = {
-    { ORK_TYPE_Q8_0, Q8_0_BYTES, 2, { { 0, 2, 1, 0 }, { 2, 4, 8, X16_Q8_0_XOR } } },
-    { ORK_TYPE_Q4_0, Q4_0_BYTES, 2, { { 0, 2, 1, 0 }, { 2, 4, 4, X16_Q4_0_XOR } } },
+    { ORK_TYPE_Q8_0, Q8_0_BYTES, 2, { { 0, 2, 1, 0 }, { 2, 4, 8, X16_Q8_0_XOR } }, NULL, NULL },
+    { ORK_TYPE_Q4_0, Q4_0_BYTES, 2, { { 0, 2, 1, 0 }, { 2, 4, 4, X16_Q4_0_XOR } }, NULL, NULL },
     /* d, dmin, scales[12] as 3 words, qs[128] as 32 words (rows16_q4_k_*.c) */
     { ORK_TYPE_Q4_K, Q4_K_BYTES, 4,
-      { { 0, 2, 1, 0 }, { 2, 2, 1, 0 }, { 4, 4, 3, 0 }, { 16, 4, 32, 0 } } },
+      { { 0, 2, 1, 0 }, { 2, 2, 1, 0 }, { 4, 4, 3, 0 }, { 16, 4, 32, 0 } }, NULL, NULL },
+    /* d, the scales by quarters, the 6-bit values re-encoded (rows16_q6_k.h) */
+    { ORK_TYPE_Q6_K, Q6_K_BYTES, 0, { { 0, 0, 0, 0 } }, ork__x16q6_pack, ork__x16q6_row },
 };
 
 static const struct x16_type *x16_type_of(uint32_t type)
@@ -123,6 +134,13 @@ static inline void move_piece(uint8_t *to, const uint8_t *from, size_t size, uin
 static void x16_move(const struct x16_type *t, bool to_group, const uint8_t *src,
                      size_t row_bytes, int only, uint8_t *dst)
 {
+    if (t->pack) {
+        if (to_group)
+            t->pack(src, row_bytes, dst);
+        else
+            t->row(src, row_bytes, only, dst);
+        return;
+    }
     size_t at = 0;      /* the group's byte being filled or read */
     for (size_t blk = 0; blk < row_bytes; blk += t->bytes)
         for (int fi = 0; fi < t->n_fields; fi++) {
@@ -155,7 +173,7 @@ const uint8_t *ork__mat_row(const struct ork_mat *w, int64_t r, uint8_t *buf)
 static const char *x16_unfit(const struct ork_mat *w)
 {
     if (!x16_type_of(w->type))
-        return "only Q8_0, Q4_0 and Q4_K matrices can be interleaved";
+        return "only Q8_0, Q4_0, Q4_K and Q6_K matrices can be interleaved";
     if (w->n_rows <= 0 || w->n_rows % ORK_X16_ROWS)
         return "the row count is not a multiple of 16";
     if (w->n_cols <= 0 || w->row_bytes != ork_type_row_bytes(w->type, (uint64_t)w->n_cols))

@@ -1,10 +1,12 @@
-/* test_kernels_x16.c -- Q8_0 / Q4_0 / Q4_K matrices interleaved by 16 rows (ORK_LAYOUT_X16,
- * src/kernels/rows16.c, x86/rows16_*.c and arm/rows16_*_neon.c): packing rearranges the bytes and every row reads back exactly; on
+/* test_kernels_x16.c -- Q8_0 / Q4_0 / Q4_K / Q6_K matrices interleaved by 16 rows
+ * (ORK_LAYOUT_X16, src/kernels/rows16.c, rows16_q6_k.c, x86/rows16_*.c and arm/rows16_*_neon.c):
+ * packing rearranges the bytes and every row reads back exactly; on
  * every instruction-set path this CPU can run, with no pool and pools of 1..4 threads,
  * ORK_ACT_QUANT matmuls of an interleaved Q8_0 / Q4_0 matrix agree with an independent
  * double-precision sum over the same quantized X within the f32 rounding bound of their order
  * (and, on paths with interleaved kernels, that order re-implemented in f32 bit for bit),
- * and those of an interleaved Q4_K matrix have the plain layout's bits, decode and prefill
+ * and those of an interleaved Q4_K or Q6_K matrix have the plain layout's bits (Q6_K also
+ * from the layout's scalar reference kernel, on every host), decode and prefill
  * shapes, odd block counts, many claims and steals; f32-activation matmuls and row lookups give
  * the plain layout's bits; a single corrupted byte changes exactly its own row's output; bad
  * matrices and layouts are refused with an error; repeated calls allocate nothing. */
@@ -22,6 +24,7 @@
 #include <ork-kernels/pool.h>
 
 #include "kernels/kern_priv.h"
+#include "kernels/rows16_q6_k.h"
 #include "ork_test.h"
 
 #define KT_RNG_SEED 0x2545f4914f6cdd1dull
@@ -162,12 +165,17 @@ static int check_y(const struct xmat *m, const float *x, int64_t mrows, const fl
     return check_y_of(m, true, x, mrows, y, what);
 }
 
-/* Q4_K: the plain layout's bits (the same integers and f32 steps, x16k.c); the others:
- * check_y. yp: scratch for the plain result. */
+static bool is_kquant(uint32_t type)
+{
+    return type == ORK_TYPE_Q4_K || type == ORK_TYPE_Q6_K;
+}
+
+/* Q4_K / Q6_K: the plain layout's bits (the same integers and f32 steps, rows16.c,
+ * rows16_q6_k.c); the others: check_y. yp: scratch for the plain result. */
 static int check_y_or_bits(const struct xmat *m, const float *x, int64_t mrows, const float *y,
                            float *yp, struct ork_pool *pool, const char *what)
 {
-    if (m->p.type != ORK_TYPE_Q4_K)
+    if (!is_kquant(m->p.type))
         return check_y(m, x, mrows, y, what);
     const int64_t n = m->p.n_rows;
     if (ork_matmul_act(pool, &m->p, x, mrows, yp, ORK_ACT_QUANT) != 0)
@@ -175,22 +183,50 @@ static int check_y_or_bits(const struct xmat *m, const float *x, int64_t mrows, 
     int bad = 0;
     for (int64_t i = 0; i < mrows * n; i++)
         if (memcmp(&y[i], &yp[i], sizeof(float)) && bad++ < 3)
-            fprintf(stderr, "%s: Q4_K M=%lld N=%lld K=%lld y[%lld] = %.9g, plain %.9g\n", what,
-                    (long long)mrows, (long long)n, (long long)m->p.n_cols, (long long)i,
+            fprintf(stderr, "%s: %s M=%lld N=%lld K=%lld y[%lld] = %.9g, plain %.9g\n", what,
+                    ork_type_name(m->p.type), (long long)mrows, (long long)n, (long long)m->p.n_cols, (long long)i,
                     y[i], yp[i]);
     return bad;
 }
 
+/* The Q6_K group block as rows16_q6_k.h defines it, from the plain rows' fields: the int8
+ * scales by quarters, and every element's 6-bit value q at its place (4 (q - 32) in the top
+ * six bits of R_j, elements 12..15 of a sub-block in the low bits of R_0..R_2). */
+static void check_q6k_layout(const struct xmat *m)
+{
+    int bad = 0;
+    for (int i = 0; i < 16; i++) {
+        const uint8_t *row = m->plain + (size_t)i * m->p.row_bytes;
+        const uint8_t *g = m->packed;               /* group 0, block 0 */
+        for (int k = 0; k < 16; k++)
+            bad += g[32 + 64 * (i / 4) + 4 * k + i % 4] != row[192 + k];
+        for (int e = 0; e < 256; e++) {
+            const int h = e / 128, t = e % 128 / 32, l = e % 32;
+            const int lo = (row[64 * h + 32 * (t % 2) + l] >> (t < 2 ? 0 : 4)) & 15;
+            const int q = lo | (((row[128 + 32 * h + l] >> (2 * t)) & 3) << 4);
+            const int k = e / 16, j = e % 16 / 4, b = e % 4;
+            const uint8_t *r = g + 288 + 64 * (3 * k) + 4 * i + b;     /* R_0 of byte b */
+            int v;
+            if (j < 3)
+                v = (int8_t)(r[64 * j] & 0xfc) / 4;
+            else
+                v = (int8_t)((r[0] << 6) | (r[64] & 3) << 4 | (r[128] & 3) << 2) / 4;
+            bad += v != q - 32;
+        }
+    }
+    CHECK_EQ_INT(bad, 0);
+}
+
 static void test_pack_layout(void)
 {
-    const uint32_t types[] = { ORK_TYPE_Q8_0, ORK_TYPE_Q4_0, ORK_TYPE_Q4_K };
-    const int64_t ks[] = { 32 * 7, 32 * 7, 256 * 3 };
-    for (size_t t = 0; t < 3; t++) {
+    const uint32_t types[] = { ORK_TYPE_Q8_0, ORK_TYPE_Q4_0, ORK_TYPE_Q4_K, ORK_TYPE_Q6_K };
+    const int64_t ks[] = { 32 * 7, 32 * 7, 256 * 3, 256 * 3 };
+    for (size_t t = 0; t < 4; t++) {
         struct xmat m;
         xmat_make(&m, types[t], 48, ks[t]);
         size_t rb = m.p.row_bytes;
         CHECK(memcmp(m.plain, m.packed, rb * 48) != 0);    /* the bytes did move */
-        uint8_t buf[2048];
+        uint8_t buf[3 * 210];
         float a[256 * 3], b[256 * 3];
         int bad = 0;
         for (int64_t r = 0; r < 48; r++) {
@@ -200,9 +236,12 @@ static void test_pack_layout(void)
             bad += memcmp(a, b, sizeof(float) * (size_t)ks[t]) != 0;
         }
         CHECK_EQ_INT(bad, 0);
-        /* the group's block 0 starts with the 16 rows' scales */
+        /* the group's block 0 starts with the 16 rows' scales (Q6_K: d, at 208 in a row) */
+        const size_t d_at = types[t] == ORK_TYPE_Q6_K ? 208 : 0;
         for (int i = 0; i < 16; i++)
-            CHECK(memcmp(m.packed + 2 * i, m.plain + (size_t)i * rb, 2) == 0);
+            CHECK(memcmp(m.packed + 2 * i, m.plain + (size_t)i * rb + d_at, 2) == 0);
+        if (types[t] == ORK_TYPE_Q6_K)
+            check_q6k_layout(&m);
         if (types[t] == ORK_TYPE_Q4_K) {
             /* then their dmins, the scale bytes by words, the quants by words (x16k.c) */
             for (int i = 0; i < 16; i++) {
@@ -300,6 +339,43 @@ static void test_xprep_q4k(void)
     CHECK_EQ_INT(bad, 0);
 }
 
+/* The Q6_K layout's scalar reference kernel (rows16_q6_k.c), on every host: each group's 16
+ * outputs against the X form have the bits of the row layout's ork__q8k_blocks on the scalar
+ * path (and on every other path this CPU can run: they all give the same bits). */
+static void test_q6k_reference(void)
+{
+    enum { N = 48, NB = 7, K = 256 * NB };
+    struct xmat m;
+    xmat_make(&m, ORK_TYPE_Q6_K, N, K);
+    static float x[K];
+    static uint8_t xf[NB * ORK_X16K_XBLOCK], q8k[NB * 292];
+    for (int i = 0; i < K; i++)
+        x[i] = frand() * (float)(1 + i % 9);
+    for (int i = 256; i < 272; i++)
+        x[i] = -1000.0f;                                /* quants at -127 */
+    ork__x16k_xprep(KISA_SCALAR, x, K, xf);
+    REQUIRE(ork_quantize_row_q8_k(x, q8k, K) == 0);
+    int bad = 0;
+    for (int g = 0; g < N / 16; g++) {
+        float out[16];
+        ork__x16q6_ref(m.packed + (size_t)g * 16 * m.p.row_bytes, xf, NB, out);
+        for (int i = 0; i < 16; i++) {
+            const uint8_t *row = m.plain + (size_t)(16 * g + i) * m.p.row_bytes;
+            for (int k = 0; k < KISA_COUNT; k++) {
+                if (!ork__kisa_available((enum kisa)k))
+                    continue;
+                float want = 0.0f;
+                ork__q8k_blocks((enum kisa)k, ORK_TYPE_Q6_K, row, q8k, NB, &want);
+                if (memcmp(&want, &out[i], sizeof want) && bad++ < 3)
+                    fprintf(stderr, "Q6_K reference: row %d = %.9g, %s row layout %.9g\n",
+                            16 * g + i, out[i], ork__kisa_name((enum kisa)k), want);
+            }
+        }
+    }
+    CHECK_EQ_INT(bad, 0);
+    xmat_free(&m);
+}
+
 /* Every path and pool against the reference, for one shape. */
 static void check_shape(uint32_t type, int64_t mrows, int64_t n, int64_t k)
 {
@@ -356,6 +432,13 @@ static void test_shapes(void)
     for (int trial = 0; trial < 6; trial++)
         check_shape(ORK_TYPE_Q4_K, 1 + (int64_t)(rnd() % 9), 16 * (1 + (int64_t)(rnd() % 6)),
                     256 * (1 + (int64_t)(rnd() % 12)));
+    check_shape(ORK_TYPE_Q6_K, 1, 16, 256);
+    check_shape(ORK_TYPE_Q6_K, 1, 80, 256 * 9);     /* 5 groups: 4 streams and 1 */
+    check_shape(ORK_TYPE_Q6_K, 6, 32, 2048);
+    check_shape(ORK_TYPE_Q6_K, 67, 32, 256 * 3);    /* M beyond one tile, ragged last tile */
+    for (int trial = 0; trial < 6; trial++)
+        check_shape(ORK_TYPE_Q6_K, 1 + (int64_t)(rnd() % 9), 16 * (1 + (int64_t)(rnd() % 6)),
+                    256 * (1 + (int64_t)(rnd() % 12)));
 }
 
 /* Decode over matrices long enough for many claims and steals of 16-row units, several
@@ -406,22 +489,23 @@ static void test_decode_multi(void)
     }
 }
 
-/* Q4_K decode over matrices long enough for many claims and steals, two interleaved ones in
- * one call, then one call mixing X forms (interleaved Q4_K, interleaved Q8_0, plain Q6_K):
- * each output as its matrix alone gives it. */
-static void test_decode_multi_q4k(void)
+/* Q4_K or Q6_K (type) decode over matrices long enough for many claims and steals, two
+ * interleaved ones in one call, then one call mixing X forms and types (interleaved `type`,
+ * interleaved Q8_0, plain Q6_K, the other K type interleaved): each output as its matrix alone
+ * gives it. */
+static void decode_multi_k(uint32_t type)
 {
     enum { K = 4096, REPS = 4 };
     /* 256 KiB claims (matmul.c) are 112 rows here: a few per span at two threads */
     const int64_t ns[2] = { 16 * 73, 16 * 41 };
-    struct xmat m[2], q8;
+    struct xmat m[2], q8, ok;
     static float x[K];
     for (int i = 0; i < K; i++)
         x[i] = frand() * (float)(1 + i % 5);
     float *ys[2], *yw[2];
     const struct ork_mat *mp[2];
     for (int q = 0; q < 2; q++) {
-        xmat_make(&m[q], ORK_TYPE_Q4_K, ns[q], K);
+        xmat_make(&m[q], type, ns[q], K);
         mp[q] = &m[q].x;
         ys[q] = ork_malloc(sizeof(float) * (size_t)ns[q]);
         yw[q] = ork_malloc(sizeof(float) * (size_t)ns[q]);
@@ -442,6 +526,10 @@ static void test_decode_multi_q4k(void)
     CHECK_EQ_INT(bad, 0);
 
     xmat_make(&q8, ORK_TYPE_Q8_0, 16 * 5, K);
+    xmat_make(&ok, type == ORK_TYPE_Q4_K ? ORK_TYPE_Q6_K : ORK_TYPE_Q4_K, 16 * 9, K);
+    float *yk = ork_malloc(sizeof(float) * 16 * 9), *ykw = ork_malloc(sizeof(float) * 16 * 9);
+    REQUIRE(yk && ykw);
+    REQUIRE(ork_matmul_act(NULL, &ok.p, x, 1, ykw, ORK_ACT_QUANT) == 0);
     size_t rb6 = ork_type_row_bytes(ORK_TYPE_Q6_K, K);
     uint8_t *w6 = ork_malloc(rb6 * 48);
     float *y8 = ork_malloc(sizeof(float) * 16 * 5), *y6 = ork_malloc(sizeof(float) * 48);
@@ -452,12 +540,20 @@ static void test_decode_multi_q4k(void)
     struct ork_mat q6 = { .type = ORK_TYPE_Q6_K, .n_rows = 48, .n_cols = K, .row_bytes = rb6,
                           .data = w6 };
     REQUIRE(ork_matmul_act(NULL, &q6, x, 1, y6w, ORK_ACT_QUANT) == 0);
-    const struct ork_mat *mix[3] = { &m[0].x, &q8.x, &q6 };
-    float *ym[3] = { ys[0], y8, y6 };
-    REQUIRE(ork_matmul_act_multi(pools[0], mix, 3, x, 1, ym, ORK_ACT_QUANT) == 0);
-    CHECK(memcmp(ys[0], yw[0], sizeof(float) * (size_t)ns[0]) == 0);
-    CHECK_EQ_INT(check_y(&q8, x, 1, y8, "mixed forms"), 0);
-    CHECK(memcmp(y6, y6w, sizeof(float) * 48) == 0);
+    const struct ork_mat *mix[4] = { &m[0].x, &q8.x, &q6, &ok.x };
+    float *ym[4] = { ys[0], y8, y6, yk };
+    for (int pi = 0; pi < MAX_THREADS; pi++) {
+        if (!pools[pi])
+            continue;
+        REQUIRE(ork_matmul_act_multi(pools[pi], mix, 4, x, 1, ym, ORK_ACT_QUANT) == 0);
+        CHECK(memcmp(ys[0], yw[0], sizeof(float) * (size_t)ns[0]) == 0);
+        CHECK_EQ_INT(check_y(&q8, x, 1, y8, "mixed forms"), 0);
+        CHECK(memcmp(y6, y6w, sizeof(float) * 48) == 0);
+        CHECK(memcmp(yk, ykw, sizeof(float) * 16 * 9) == 0);
+    }
+    ork_free(yk);
+    ork_free(ykw);
+    xmat_free(&ok);
     ork_free(w6);
     ork_free(y8);
     ork_free(y6);
@@ -468,6 +564,16 @@ static void test_decode_multi_q4k(void)
         ork_free(yw[q]);
         xmat_free(&m[q]);
     }
+}
+
+static void test_decode_multi_q4k(void)
+{
+    decode_multi_k(ORK_TYPE_Q4_K);
+}
+
+static void test_decode_multi_q6k(void)
+{
+    decode_multi_k(ORK_TYPE_Q6_K);
 }
 
 /* One byte of one row's quants changed in the interleaved copy: that row's output moves, no
@@ -501,14 +607,34 @@ static void test_corruption_is_seen(void)
         moved += (y0[r] != y1[r]) << (r == row ? 8 : 0);
     CHECK_EQ_INT(moved, 1 << 8);
     xmat_free(&m);
+
+    /* Q6_K: one row's low bits in R_1 of sub-block 5 (the element 16 * 5 + 12 + 2), then its
+     * scale of sub-block 9 (row 21: quarter 1, lane 1) */
+    xmat_make(&m, ORK_TYPE_Q6_K, N, K);
+    REQUIRE(ork_matmul_act(pools[0], &m.x, x, 1, y0, ORK_ACT_QUANT) == 0);
+    uint8_t *gb = m.packed + 16 * m.x.row_bytes;
+    gb[288 + 64 * (3 * 5 + 1) + 4 * (row % 16) + 2] ^= 0x01;
+    REQUIRE(ork_matmul_act(pools[0], &m.x, x, 1, y1, ORK_ACT_QUANT) == 0);
+    moved = 0;
+    for (int r = 0; r < N; r++)
+        moved += (y0[r] != y1[r]) << (r == row ? 8 : 0);
+    CHECK_EQ_INT(moved, 1 << 8);
+    memcpy(y0, y1, sizeof y0);
+    gb[32 + 64 * (row % 16 / 4) + 4 * 9 + row % 4] ^= 0x10;
+    REQUIRE(ork_matmul_act(pools[0], &m.x, x, 1, y1, ORK_ACT_QUANT) == 0);
+    moved = 0;
+    for (int r = 0; r < N; r++)
+        moved += (y0[r] != y1[r]) << (r == row ? 8 : 0);
+    CHECK_EQ_INT(moved, 1 << 8);
+    xmat_free(&m);
 }
 
 static void test_errors(void)
 {
     enum { K = 64 };
     static uint8_t buf[40 * 210];
-    struct ork_mat w = { .type = ORK_TYPE_Q6_K, .n_rows = 16, .n_cols = 256,
-                         .row_bytes = 210, .data = buf };
+    struct ork_mat w = { .type = ORK_TYPE_Q5_K, .n_rows = 16, .n_cols = 256,
+                         .row_bytes = 176, .data = buf };
     CHECK(!ork_mat_x16_wanted(&w));
     CHECK_EQ_INT(ork_mat_x16_pack(&w), ORK_EUNSUPPORTED);
     w = (struct ork_mat){ .type = ORK_TYPE_Q8_0, .n_rows = 20, .n_cols = K,
@@ -558,6 +684,15 @@ static void test_no_alloc(void)
         REQUIRE(ork_matmul_act(pools[1], &m.x, x, 1, y, ORK_ACT_QUANT) == 0);
     }
     CHECK_EQ_INT((int)(ork_alloc_count() - a0), 0);
+    xmat_free(&m);
+    xmat_make(&m, ORK_TYPE_Q6_K, N, K);
+    REQUIRE(ork_matmul_act(pools[1], &m.x, x, M, y, ORK_ACT_QUANT) == 0);
+    a0 = ork_alloc_count();
+    for (int rep = 0; rep < 5; rep++) {
+        REQUIRE(ork_matmul_act(pools[1], &m.x, x, M, y, ORK_ACT_QUANT) == 0);
+        REQUIRE(ork_matmul_act(pools[1], &m.x, x, 1, y, ORK_ACT_QUANT) == 0);
+    }
+    CHECK_EQ_INT((int)(ork_alloc_count() - a0), 0);
     ork_free(x);
     ork_free(y);
     xmat_free(&m);
@@ -565,7 +700,8 @@ static void test_no_alloc(void)
 
 /* The paths that have interleaved kernels say so, and a fitting matrix is then wanted
  * interleaved (the query the engine's load asks): AVX2 and up on x86-64, NEON dotprod on
- * AArch64 (where this test runs under QEMU as a Cortex-A76); the scalar path never. */
+ * AArch64 (where this test runs under QEMU as a Cortex-A76); the scalar path never. Q6_K has
+ * them on NEON dotprod only: x86-64 keeps Q6_K matrices in rows. */
 static void test_paths_with_kernels(void)
 {
     const uint32_t types[] = { ORK_TYPE_Q8_0, ORK_TYPE_Q4_0, ORK_TYPE_Q4_K };
@@ -583,11 +719,19 @@ static void test_paths_with_kernels(void)
             CHECK(ork__x16_streams_width(want[p], types[t]) >= 1);
             CHECK(ork_mat_x16_wanted(&w));
         }
-        fprintf(stderr, "interleaved kernels on path %s\n", ork__kisa_name(want[p]));
+        uint8_t row6[2 * 210];
+        struct ork_mat w6 = { .type = ORK_TYPE_Q6_K, .n_rows = 32, .n_cols = 512,
+                              .row_bytes = 420, .data = row6 };
+        const bool q6 = want[p] == KISA_NEON_DOT;
+        CHECK(ork__x16_ok(want[p], ORK_TYPE_Q6_K) == q6);
+        CHECK(ork_mat_x16_wanted(&w6) == q6);
+        fprintf(stderr, "interleaved kernels on path %s (Q6_K: %s)\n", ork__kisa_name(want[p]),
+                q6 ? "yes" : "no");
         seen++;
     }
     for (size_t t = 0; t < 3; t++)
         CHECK(!ork__x16_ok(KISA_SCALAR, types[t]));
+    CHECK(!ork__x16_ok(KISA_SCALAR, ORK_TYPE_Q6_K));
     REQUIRE(ork_kernels_set_path(NULL) == 0);
 #if defined(__aarch64__) || defined(__x86_64__)
     CHECK(seen >= 1 || !(ork_kernels_path_features() & (ORK_KFEAT_AVX2 | ORK_KFEAT_DOTPROD)));
@@ -602,9 +746,11 @@ int main(void)
     RUN(test_pack_layout);
     RUN(test_xprep);
     RUN(test_xprep_q4k);
+    RUN(test_q6k_reference);
     RUN(test_shapes);
     RUN(test_decode_multi);
     RUN(test_decode_multi_q4k);
+    RUN(test_decode_multi_q6k);
     RUN(test_corruption_is_seen);
     RUN(test_errors);
     if (pools[1])
