@@ -107,13 +107,18 @@ int ork_vec_mad(float *y, const void *v, uint32_t type, float a, int64_t n);
 /* Dispatched f32 dot product (the one ork_matmul uses for every output element). */
 float ork_vec_dot_f32(const float *a, const float *b, int64_t n);
 /* Name of the path the dispatched kernels take on this CPU: "scalar", "avx2", "avxvnni"
- * (AVX2 + AVX-VNNI), "avx512vnni" (AVX-512 F/BW/VL/DQ + VNNI), "neon" or "neon-dotprod".
+ * (AVX2 + AVX-VNNI), "avx512vnni" (AVX-512 F/BW/VL/DQ + VNNI), "neon", "neon-dotprod"
+ * or "neon-i8mm" (dotprod + the smmla tiles of FEAT_I8MM).
  * Detected once (CPUID / XGETBV, getauxval(AT_HWCAP)); ORK_DEBUG=scalar forces "scalar". */
 const char *ork_kernels_path(void);
 /* Use the named path from now on (tests and benchmarks compare paths; not thread-safe against
  * kernels running at the same time); NULL restores the detected best. 0, ORK_EUNSUPPORTED when
  * this CPU cannot run it, ORK_EINVAL for an unknown name. */
 int ork_kernels_set_path(const char *name);
+/* The CPU capabilities the path detection read, by name, space-separated (AArch64: those of
+ * "asimddp fphp asimdhp asimdfhm i8mm" in AT_HWCAP / AT_HWCAP2; x86-64: "avx2", "avxvnni",
+ * "avx512vnni"); "" when none. What the path in use runs is ork_kernels_path(). */
+const char *ork_kernels_cpu_caps(void);
 /* Name of path number i (0, 1, ...), NULL past the last: for listing every path. */
 const char *ork_kernels_path_name(int i);
 /* Instruction sets the path in use runs (for probes that time the same units, e.g. the
@@ -123,6 +128,7 @@ const char *ork_kernels_path_name(int i);
 #define ORK_KFEAT_AVX512VNNI (1u << 2)  /* AVX-512 F/BW/VL/DQ + VNNI */
 #define ORK_KFEAT_NEON (1u << 3)        /* AArch64 Advanced SIMD */
 #define ORK_KFEAT_DOTPROD (1u << 4)     /* ARMv8.2 dot product (sdot) */
+#define ORK_KFEAT_I8MM (1u << 5)        /* int8 matrix multiply (smmla, FEAT_I8MM) */
 unsigned ork_kernels_path_features(void);
 /* Sum modulo 2^64 of the native-order 64-bit words at p, p + 8, ..., p + bytes - 1 (the last
  * bytes % 8 bytes zero-extended to one more word; p needs no alignment), read with the widest

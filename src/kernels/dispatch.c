@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <ork/debug.h>
@@ -25,6 +26,7 @@
 static const char *const kisa_names[KISA_COUNT] = {
     [KISA_SCALAR] = "scalar", [KISA_AVX2] = "avx2", [KISA_AVXVNNI] = "avxvnni",
     [KISA_AVX512VNNI] = "avx512vnni", [KISA_NEON] = "neon", [KISA_NEON_DOT] = "neon-dotprod",
+    [KISA_NEON_I8MM] = "neon-i8mm",
 };
 
 static bool g_avail[KISA_COUNT];
@@ -32,6 +34,7 @@ static struct ork__kern g_kern[KISA_COUNT];
 static enum kisa g_best;
 static enum kisa g_cur;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static char g_caps[64];         /* the detected capabilities' names (ork_kernels_cpu_caps) */
 
 #ifdef CPU_X86
 /* CPUID bits (Intel SDM vol. 2A, CPUID; AMD APM vol. 3 agrees for these). */
@@ -83,15 +86,17 @@ static void detect(void)
     g_avail[KISA_AVX512VNNI] = (xcr0 & XCR0_AVX512) == XCR0_AVX512 && (l7b & L7_EBX_AVX512F) &&
                                (l7b & L7_EBX_AVX512BW) && (l7b & L7_EBX_AVX512VL) &&
                                (l7c & L7_ECX_AVX512VNNI);
+    snprintf(g_caps, sizeof g_caps, "avx2%s%s", g_avail[KISA_AVXVNNI] ? " avxvnni" : "",
+             g_avail[KISA_AVX512VNNI] ? " avx512vnni" : "");
 }
 #elif defined(CPU_ARM64)
-/* AT_HWCAP bit of the dot product instructions (Linux arch/arm64 uapi hwcap.h). */
-#define HWCAP_BIT_ASIMDDP (1ul << 20)
-
+/* The AT_HWCAP / AT_HWCAP2 words decoded and mapped to paths by arm/hwcap.c. */
 static void detect(void)
 {
-    g_avail[KISA_NEON] = true;      /* Advanced SIMD is baseline AArch64 */
-    g_avail[KISA_NEON_DOT] = (getauxval(AT_HWCAP) & HWCAP_BIT_ASIMDDP) != 0;
+    const unsigned caps = ork__arm_caps(getauxval(AT_HWCAP), getauxval(AT_HWCAP2));
+    for (int k = KISA_NEON; k < KISA_COUNT; k++)
+        g_avail[k] = ork__arm_path_ok((enum kisa)k, caps);
+    ork__arm_caps_str(caps, g_caps, sizeof g_caps);
 }
 #else
 static void detect(void)
@@ -128,8 +133,17 @@ static const fill_fn path_fills[KISA_COUNT][FILLS_MAX] = {
                         ork__fill_qdot_neon,
                         ork__fill_qdot_neon_dot, ork__fill_quant_act_neon,
                         ork__fill_rows16_q8_0_q4_0_neon_dot, ork__fill_rows16_q4_k_neon_dot,
-                        ork__fill_rows16_q6_k_neon_dot,
                         ork__fill_ops_neon, ork__fill_read_sum_neon },
+    /* the neon-dotprod table (path_base) with the smmla tiles over it */
+    [KISA_NEON_I8MM] = { ork__fill_rows16_q8_0_q4_0_neon_i8mm },
+#endif
+};
+/* A path whose table starts as a copy of another's (built before it: a lower enum value),
+ * path_fills then overriding; 0 (KISA_SCALAR): from empty. */
+static const enum kisa path_base[KISA_COUNT] = {
+    [KISA_SCALAR] = KISA_SCALAR,
+#ifdef ORK_KERN_ARM
+    [KISA_NEON_I8MM] = KISA_NEON_DOT,
 #endif
 };
 
@@ -140,11 +154,15 @@ static const unsigned path_features[KISA_COUNT] = {
     [KISA_AVX512VNNI] = ORK_KFEAT_AVX2 | ORK_KFEAT_AVX512VNNI,
     [KISA_NEON] = ORK_KFEAT_NEON,
     [KISA_NEON_DOT] = ORK_KFEAT_NEON | ORK_KFEAT_DOTPROD,
+    [KISA_NEON_I8MM] = ORK_KFEAT_NEON | ORK_KFEAT_DOTPROD | ORK_KFEAT_I8MM,
 };
 
 static void build(enum kisa k, struct ork__kern *t)
 {
-    memset(t, 0, sizeof *t);
+    if (path_base[k] != KISA_SCALAR)
+        *t = g_kern[path_base[k]];
+    else
+        memset(t, 0, sizeof *t);
     t->isa = k;
     t->features = path_features[k];
     for (int i = 0; i < FILLS_MAX && path_fills[k][i]; i++)
@@ -224,6 +242,12 @@ int ork_kernels_set_path(const char *name)
             return 0;
         }
     return ork_errorf(ORK_EINVAL, "unknown kernel path '%s'", name);
+}
+
+const char *ork_kernels_cpu_caps(void)
+{
+    pthread_once(&g_once, init);
+    return g_caps;
 }
 
 const char *ork_kernels_path_name(int i)

@@ -33,8 +33,22 @@ enum kisa {
     KISA_AVX512VNNI,    /* AVX2 level + AVX-512 F/BW/VL + AVX512_VNNI (512-bit vpdpbusd) */
     KISA_NEON,          /* AArch64 Advanced SIMD (baseline) */
     KISA_NEON_DOT,      /* NEON + dot product (sdot, ARMv8.2 DotProd) */
+    KISA_NEON_I8MM,     /* NEON dotprod level + int8 matrix multiply (smmla, FEAT_I8MM) */
     KISA_COUNT
 };
+
+/* AArch64 capabilities the paths depend on (arm/hwcap.c, built on every architecture): the
+ * ORK__ACAP_* bits of the AT_HWCAP / AT_HWCAP2 words, whether they allow path k, the best path
+ * they allow, and their names ("asimddp fphp asimdhp i8mm") into buf (snprintf's return). */
+#define ORK__ACAP_ASIMDDP (1u << 0)
+#define ORK__ACAP_FPHP (1u << 1)
+#define ORK__ACAP_ASIMDHP (1u << 2)
+#define ORK__ACAP_ASIMDFHM (1u << 3)
+#define ORK__ACAP_I8MM (1u << 4)
+unsigned ork__arm_caps(unsigned long hwcap, unsigned long hwcap2);
+bool ork__arm_path_ok(enum kisa k, unsigned caps);
+enum kisa ork__arm_best(unsigned caps);
+size_t ork__arm_caps_str(unsigned caps, char *buf, size_t size);
 
 /* The path in use (detected once; ORK_DEBUG=scalar forces KISA_SCALAR). */
 enum kisa ork__kisa(void);
@@ -167,7 +181,7 @@ static inline void ork__mad_tail(float *y, const uint8_t *v, uint32_t type, floa
         y[i] = ork__mad_elem(y[i], v, type, a, i);
 }
 
-/* ---- rows16: Q8_0 / Q4_0 / Q4_K / Q6_K rows interleaved by 16 (ORK_LAYOUT_X16; rows16.c) ---- */
+/* ---- rows16: Q8_0 / Q4_0 / Q4_K rows interleaved by 16 (ORK_LAYOUT_X16; rows16.c) ---- */
 
 #define ORK_X16_ROWS 16         /* rows per group, one per 32-bit lane of a 512-bit vector */
 #define ORK_X16_XBLOCK 48       /* bytes of one X block in the interleaved kernels' X form */
@@ -310,7 +324,7 @@ struct ork__type_kern {
     void (*q8k_rows)(uint32_t type, const uint8_t *w, const uint8_t *xq, size_t x_stride,
                      int nr, int64_t nb, float *out);
 
-    /* -- rows16 (ORK_LAYOUT_X16: Q8_0, Q4_0, Q4_K, Q6_K) -- */
+    /* -- rows16 (ORK_LAYOUT_X16: Q8_0, Q4_0, Q4_K) -- */
     /* the kernel reading n groups side by side (tile: one group against n X rows) (optional;
      * NULL: the path has no interleaved kernels, rows are read back one at a time) */
     ork__x16_fn (*x16_fn)(bool tile, int n);
@@ -416,7 +430,7 @@ void ork__fill_qdot_neon(struct ork__kern *t);
 void ork__fill_qdot_neon_dot(struct ork__kern *t);
 void ork__fill_rows16_q8_0_q4_0_neon_dot(struct ork__kern *t);
 void ork__fill_rows16_q4_k_neon_dot(struct ork__kern *t);
-void ork__fill_rows16_q6_k_neon_dot(struct ork__kern *t);
+void ork__fill_rows16_q8_0_q4_0_neon_i8mm(struct ork__kern *t);
 void ork__fill_quant_act_neon(struct ork__kern *t);
 void ork__fill_ops_neon(struct ork__kern *t);
 void ork__fill_kv_rows_neon(struct ork__kern *t);
