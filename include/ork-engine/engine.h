@@ -84,6 +84,34 @@ enum ork_model_load {
                                  * (faster decode on the CPU; the copy is the model's size) */
 };
 
+/* How the NPU's int8 weight codes are made and stored (docs/dcomp.md "The executor"; CLI
+ * --npu-weights int8|dcomp|dcomp:L). Zero-initialised = int8, the per-channel +-127 codes. */
+enum ork_npu_wenc {
+    ORK_NPU_WENC_INT8 = 0,      /* per output channel max|w| / 127, codes in [-127, 127], raw */
+    ORK_NPU_WENC_DCOMP = 1,     /* per tensor a grid [-L, L] (ork/dcomp.h), the codes stored as
+                                 * streams of the CNA weight decompressor: needs the device's
+                                 * ORK_NPU_FORM_DCOMP confirmed (the simulator has it) */
+};
+enum ork_npu_wenc_flags {
+    ORK_NPU_WENC_RAW_CODES = 1u << 0,   /* dcomp: the same grid codes stored raw (no
+                                         * decompressor needed): the accuracy of a grid alone,
+                                         * and the reference a compressed run must equal */
+    ORK_NPU_WENC_NO_CLIP = 1u << 1,     /* dcomp: plain max-abs scales (default: per channel
+                                         * the clipping of max|w| with the least squared
+                                         * error, ORK_DCOMP_QUANT_CLIP) */
+};
+/* dcomp's default bound on a tensor's rel-RMSE against its source weights (docs/dcomp.md
+ * "Accuracy": chosen from the fixtures' perplexity per grid). */
+#define ORK_NPU_WENC_DEFAULT_MAX_ERR 0.03
+struct ork_npu_weights_opts {
+    uint32_t encoding;          /* enum ork_npu_wenc */
+    uint32_t levels;            /* dcomp: the grid L of every tensor (7, 15, 31, 63 or 127);
+                                 * 0 = per tensor the coarsest grid whose rel-RMSE is within
+                                 * max_rel_rmse (the finest when none is) */
+    double max_rel_rmse;        /* dcomp with levels 0: the bound; 0 = the default above */
+    uint32_t flags;             /* ORK_NPU_WENC_RAW_CODES, ORK_NPU_WENC_NO_CLIP */
+};
+
 struct ork_model_params {
     bool no_tokenizer;          /* skip loading the tokenizer (evaluation from ids only) */
     int32_t load;               /* enum ork_model_load */
@@ -115,6 +143,7 @@ struct ork_model_params {
                                  * docs/npu.md "Bounded waits"); 0: libork's default */
     bool npu_blocking_submits;  /* submit every job blocking, bounded only by the kernel's
                                  * own timeout (ork_npu_opts.blocking_submits) */
+    struct ork_npu_weights_opts npu_weights; /* the weights' grid and storage (int8 default) */
     /* The board twin (docs/twin.md "In the engine"): every forward batch recorded as one twin
      * step on the board's model clock. Always on with device "sim"; `twin` turns it on for
      * the CPU (every phase, the matmuls included, charged on the A76 cores). */

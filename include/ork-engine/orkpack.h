@@ -4,9 +4,10 @@
  *
  * A pack is a header (format version, the SoC capabilities the layout assumed, the identity of
  * the source model: size, mtime and an XXH3 hash of its header and metadata), a tensor table
- * and, per tensor, the NPU-tiled int8 weights (as ork_npu_weights_export gives them for the
- * recorded npu_max_m) plus n float scales, each tensor with an XXH3_64bits
- * checksum. Packs are written to a temporary file and renamed into place, so an interrupted
+ * and, per tensor, its encoding (raw NPU-tiled int8, or libork's DCOMP blob of compressed
+ * streams, docs/dcomp.md) and grid, the weights' bytes as ork_npu_weights_export gives them for
+ * the recorded npu_max_m plus n float scales, each tensor with an XXH3_64bits checksum. The
+ * header records the --npu-weights setting the pack was built with. Packs are written to a temporary file and renamed into place, so an interrupted
  * build never leaves a file that loads. Opening checks everything and says what is wrong
  * (missing / stale / foreign SoC / wrong version / truncated / corrupt), so the caller can
  * explain and rebuild.
@@ -23,11 +24,12 @@
 extern "C" {
 #endif
 
-#define ORK_ORKPACK_VERSION 3u          /* 2: NPU-tiled weights, npu_max_m in the header;
+#define ORK_ORKPACK_VERSION 4u          /* 2: NPU-tiled weights, npu_max_m in the header;
                                          * 3: the layer plan's tensors by name (the O
                                          * projection whole; packs holding it as halves by
                                          * heads, .a / .b, are stale and rebuilt:
-                                         * docs/orkpack.md) */
+                                         * docs/orkpack.md); 4: the weights' setting in the
+                                         * header, each tensor's encoding and grid */
 #define ORK_ORKPACK_NAME_MAX 48         /* tensor names, NUL included */
 
 /* Identity of the source GGUF: a pack built from other bytes is stale. */
@@ -44,6 +46,10 @@ struct ork_orkpack_caps {
     uint32_t k_align, n_align;          /* hardware K and N multiples (int8: 32, 32) */
     uint32_t npu_max_m;                 /* prefill rows of the plans the tiling was made for
                                          * (it decides the K-slicing); another value: rebuild */
+    /* The NPU weights' setting it was built with (ork_npu_weights_opts, normalised: all 0 for
+     * int8); another setting: ORK_ORKPACK_OTHER_WEIGHTS, rebuilt. */
+    uint32_t w_encoding, w_levels, w_flags;
+    float w_max_rel_rmse;
 };
 
 enum ork_orkpack_layout {
@@ -62,6 +68,19 @@ enum ork_orkpack_problem {
     ORK_ORKPACK_STALE,                  /* built from another model file */
     ORK_ORKPACK_CORRUPT,                /* a checksum does not match */
     ORK_ORKPACK_OTHER_PLAN,             /* tiled for another npu_max_m */
+    ORK_ORKPACK_OTHER_WEIGHTS,          /* built with another --npu-weights setting */
+};
+
+/* A tensor's encoding (the value of libork's ork_npu_weights_desc.encoding). */
+enum ork_orkpack_encoding {
+    ORK_ORKPACK_ENC_RAW = 0,            /* NPU-tiled int8 */
+    ORK_ORKPACK_ENC_DCOMP = 1,          /* libork's DCOMP blob (opaque here) */
+};
+/* How one tensor's codes were made. */
+struct ork_orkpack_coding {
+    uint32_t encoding;                  /* ORK_ORKPACK_ENC_* */
+    uint32_t grid;                      /* the codes' bound L (1..127; 127 for int8) */
+    float rel_rmse;                     /* measured against the source weights (0: not) */
 };
 const char *ork_orkpack_problem_name(enum ork_orkpack_problem p);
 
@@ -85,10 +104,14 @@ int ork_orkpack_writer_open(const char *path, const struct ork_orkpack_source *s
 int ork_orkpack_writer_add(struct ork_orkpack_writer *w, const char *name, uint32_t n, uint32_t k,
                            const int8_t *q, const float *scales);
 /* Append the next tensor as bytes bytes of data (the tiled layout of ork_npu_weights_export;
- * 0 bytes: a tensor the NPU cannot take) and scales [n]. */
+ * 0 bytes: a tensor the NPU cannot take) and scales [n]: raw int8 on the 127 grid. */
 int ork_orkpack_writer_add_bytes(struct ork_orkpack_writer *w, const char *name, uint32_t n,
                                  uint32_t k, const void *data, uint64_t bytes,
                                  const float *scales);
+/* The same with the tensor's coding (encoding ORK_ORKPACK_ENC_RAW or _DCOMP, grid 1..127). */
+int ork_orkpack_writer_add_coded(struct ork_orkpack_writer *w, const char *name, uint32_t n,
+                                 uint32_t k, const void *data, uint64_t bytes,
+                                 const float *scales, const struct ork_orkpack_coding *c);
 /* Write the table and header, fsync, rename into place; frees w. */
 int ork_orkpack_writer_commit(struct ork_orkpack_writer *w);
 /* Remove the temporary file; frees w (NULL is fine). */
@@ -104,6 +127,7 @@ struct ork_orkpack_tensor {
     const int8_t *q;                    /* q_bytes of data inside the mapping (page-aligned) */
     uint64_t q_bytes;                   /* tiled bytes (or n * k for row data) */
     const float *scales;                /* (n) */
+    struct ork_orkpack_coding coding;   /* encoding of q, its grid */
 };
 
 /* Map and validate a pack against the expected source and caps (either may be NULL: not
@@ -121,14 +145,19 @@ int ork_orkpack_tensor_find(const struct ork_orkpack *p, const char *name,
 
 /* ---- packs of models (src/engine/npu/pack_build.c) -------------------------------------- */
 
+struct ork_npu_weights_opts;            /* ork-engine/engine.h: NULL = int8 */
+
 /* Make sure the pack of a GGUF model (at pack_path, NULL: MODEL.orkpack beside it) is valid:
  * open and check it, and build it when it is missing, stale, foreign, of another version or
  * corrupt, or always with force. *found (optional) says what was found before any rebuild
  * (ORK_ORKPACK_OK: it was valid and was kept). quiet: no progress bar. */
-int ork_orkpack_build_for_model(const char *model_path, const char *pack_path, bool force,
-                                bool quiet, enum ork_orkpack_problem *found);
-/* Check only (nothing built): 0 when the pack of the model is valid, else the open error. */
-int ork_orkpack_check_for_model(const char *model_path, const char *pack_path);
+int ork_orkpack_build_for_model(const char *model_path, const char *pack_path,
+                                const struct ork_npu_weights_opts *wo, bool force, bool quiet,
+                                enum ork_orkpack_problem *found);
+/* Check only (nothing built): 0 when the pack of the model is valid for the weights setting
+ * wo (NULL: int8), else the open error. */
+int ork_orkpack_check_for_model(const char *model_path, const char *pack_path,
+                                const struct ork_npu_weights_opts *wo);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 /* args.c -- strict option-value parsing shared by the subcommands. */
 #include "cli.h"
 
+#include <ork/dcomp.h>
 #include <ork/error.h>
 
 #include <errno.h>
@@ -154,4 +155,76 @@ void ork_cli_split_eq_free(char **nv, char **argv)
 {
     if (nv != argv)
         free(nv);
+}
+
+/* --npu-weights int8|dcomp|dcomp:L and its companions (docs/cli.md "NPU weights"). */
+#define NPU_WEIGHTS_CHOICES "int8, dcomp or dcomp:L with L one of 7, 15, 31, 63, 127"
+
+static bool parse_npu_weights(const char *cmd, const char *s, struct ork_npu_weights_opts *wo)
+{
+    if (!strcmp(s, "int8") || !strcmp(s, "dcomp")) {
+        wo->encoding = !strcmp(s, "dcomp") ? ORK_NPU_WENC_DCOMP : ORK_NPU_WENC_INT8;
+        wo->levels = 0;
+        return true;
+    }
+    if (!strncmp(s, "dcomp:", 6)) {
+        char *end;
+        errno = 0;
+        unsigned long l = strtoul(s + 6, &end, 10);
+        for (uint32_t g = 0; g < ORK_DCOMP_N_GRIDS && !errno && end != s + 6 && !*end; g++)
+            if (l == ork_dcomp_grids[g]) {
+                wo->encoding = ORK_NPU_WENC_DCOMP;
+                wo->levels = (uint32_t)l;
+                return true;
+            }
+    }
+    fprintf(stderr, "ork %s: invalid value '%s' for --npu-weights: must be " NPU_WEIGHTS_CHOICES
+            "\n", cmd, s);
+    return false;
+}
+
+int ork_cli_npu_weights_opt(const char *cmd, int argc, char **argv, int *i,
+                            struct ork_npu_weights_opts *wo)
+{
+    const char *a = argv[*i], *v;
+    if (!strcmp(a, "--npu-weights")) {
+        if (!(v = ork_cli_value(cmd, argc, argv, i)) || !parse_npu_weights(cmd, v, wo))
+            return -1;
+        return 1;
+    }
+    if (!strcmp(a, "--npu-weights-max-err")) {
+        double e;
+        if (!(v = ork_cli_value(cmd, argc, argv, i)) ||
+            !ork_cli_parse_float(cmd, a, v, 1e-6, 0.999, &e))
+            return -1;
+        wo->max_rel_rmse = e;
+        return 1;
+    }
+    if (!strcmp(a, "--npu-weights-raw")) {
+        wo->flags |= ORK_NPU_WENC_RAW_CODES;
+        return 1;
+    }
+    if (!strcmp(a, "--npu-weights-no-clip")) {
+        wo->flags |= ORK_NPU_WENC_NO_CLIP;
+        return 1;
+    }
+    return 0;
+}
+
+void ork_cli_npu_weights_help(FILE *out)
+{
+    fprintf(out,
+            "  --npu-weights int8|dcomp|dcomp:L  NPU weight codes (docs/dcomp.md): int8\n"
+            "                            (default: per channel +-127, raw), dcomp (per tensor\n"
+            "                            the coarsest grid within --npu-weights-max-err, stored\n"
+            "                            compressed for the weight decompressor) or dcomp:L\n"
+            "                            (every tensor on [-L, L], L = 7, 15, 31, 63, 127);\n"
+            "                            dcomp needs the device's DCOMP capability (`ork\n"
+            "                            selftest --confirm-forms`, --npu-caps; the sim has it)\n"
+            "  --npu-weights-max-err E   dcomp: a tensor's rel-RMSE bound (default: "
+            ORK_STR(ORK_NPU_WENC_DEFAULT_MAX_ERR) ")\n"
+            "  --npu-weights-raw         dcomp: the same grid codes stored raw (no\n"
+            "                            decompressor; identical results)\n"
+            "  --npu-weights-no-clip     dcomp: max-abs scales (default: per channel the\n"
+            "                            clipping with the least squared error)\n");
 }

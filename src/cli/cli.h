@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <ork-engine/engine.h>
 
@@ -46,6 +47,14 @@ bool ork_cli_parse_float(const char *cmd, const char *opt, const char *s, double
 bool ork_cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out);
 /* --kv-type: "f32" or "f16". */
 bool ork_cli_parse_kv_type(const char *cmd, const char *s, enum ork_kv_type *out);
+
+/* --npu-weights int8|dcomp|dcomp:L, --npu-weights-max-err E, --npu-weights-raw,
+ * --npu-weights-no-clip into *wo (docs/dcomp.md): 1 consumed (and *i advanced past a value), 0
+ * not one of them, -1 a bad value (printed, naming the value and the choices). The help lines
+ * of the four. */
+int ork_cli_npu_weights_opt(const char *cmd, int argc, char **argv, int *i,
+                            struct ork_npu_weights_opts *wo);
+void ork_cli_npu_weights_help(FILE *out);
 
 /* For option loops: returns the value following argv[*i] (advancing *i), or prints
  * "ork <cmd>: OPT needs a value" and returns NULL. */

@@ -43,6 +43,7 @@ static void usage(FILE *out)
                  "  --force             rebuild even if the pack is valid\n"
                  "  --check             only check: exit 0 if valid, 1 if not (nothing built)\n"
                  "  -q, --quiet         no progress bar\n");
+    ork_cli_npu_weights_help(out);
 }
 
 /* The backend `--device` names, probed: 0 with *info filled (status 0), -1 when "auto" finds
@@ -172,8 +173,14 @@ int ork_cmd_pack(int argc, char **argv)
     const char *model = NULL, *out = NULL, *device = NULL;
     uint64_t dom_bytes = 0;
     bool force = false, quiet = false, check = false;
+    struct ork_npu_weights_opts wo = { 0 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int rw = ork_cli_npu_weights_opt(CMD, argc, argv, &i, &wo);
+        if (rw < 0)
+            return ORK_EXIT_USAGE;
+        if (rw > 0)
+            continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return ORK_EXIT_OK;
@@ -230,7 +237,7 @@ int ork_cmd_pack(int argc, char **argv)
     }
     if (check) {
         /* read-only: the identity check needs the model's header only */
-        ret = ork_orkpack_check_for_model(model, out);
+        ret = ork_orkpack_check_for_model(model, out, &wo);
         if (ret < 0) {
             ork_cli_error(CMD, ret);
             return ORK_EXIT_ERROR;
@@ -239,7 +246,7 @@ int ork_cmd_pack(int argc, char **argv)
         return placed ? report_placement(out, &info, dom_bytes) : ORK_EXIT_OK;
     }
     enum ork_orkpack_problem found = ORK_ORKPACK_MISSING;
-    ret = ork_orkpack_build_for_model(model, out, force, quiet, &found);
+    ret = ork_orkpack_build_for_model(model, out, &wo, force, quiet, &found);
     if (ret < 0) {
         ork_cli_error(CMD, ret);
         return ORK_EXIT_ERROR;

@@ -93,6 +93,9 @@ int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct or
         mp->npu_blocking_submits = true;
         return 1;
     }
+    int rw = ork_cli_npu_weights_opt(cmd, argc, argv, i, &mp->npu_weights);
+    if (rw)
+        return rw;
     if (!strcmp(a, "--sim-timing")) {
         static const char *const names[] = { "instant", "paced", "only", "paced-only" };
         if (!(v = ork_cli_value(cmd, argc, argv, i)))
@@ -238,6 +241,7 @@ void ork_cli_device_help(FILE *out)
             "  --npu-wait-ms MS          host bound on one NPU job before it is reset\n"
             "                            (default: 1000; docs/npu.md \"Bounded waits\")\n"
             "  --blocking-submits        submit NPU jobs blocking (only the kernel's timeout)\n");
+    ork_cli_npu_weights_help(out);
 }
 
 /* The board twin's totals (modelled, docs/twin.md "In the engine"): time per row, busy cores,

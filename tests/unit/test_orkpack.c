@@ -142,7 +142,7 @@ static void test_bad_packs(void)
 
     /* a version-2 pack (one O projection per layer) is refused, and the message says what
      * changed; the rebuild itself is checked by tests/cli/test_pack.sh */
-    CHECK(ORK_ORKPACK_VERSION == 3u);
+    CHECK(ORK_ORKPACK_VERSION == 4u);
     REQUIRE(write_pack(path, &src_a, &caps) == 0);
     put_u32_at(path, 8, 2);
     {
@@ -251,10 +251,10 @@ static void test_model_pack(void)
     CHECK(file_size(pack) < 0);                     /* NO_PACK wrote nothing */
 
     enum ork_orkpack_problem found;
-    REQUIRE(ork_orkpack_build_for_model(model, NULL, false, true, &found) == 0);
+    REQUIRE(ork_orkpack_build_for_model(model, NULL, NULL, false, true, &found) == 0);
     CHECK_EQ_INT(found, ORK_ORKPACK_MISSING);
-    CHECK(ork_orkpack_check_for_model(model, NULL) == 0);
-    REQUIRE(ork_orkpack_build_for_model(model, NULL, false, true, &found) == 0);
+    CHECK(ork_orkpack_check_for_model(model, NULL, NULL) == 0);
+    REQUIRE(ork_orkpack_build_for_model(model, NULL, NULL, false, true, &found) == 0);
     CHECK_EQ_INT(found, ORK_ORKPACK_OK);            /* valid: kept */
     REQUIRE(logits_of(model, 0, got) == 0);         /* loaded from the pack */
     CHECK(memcmp(ref, got, sizeof ref) == 0);
@@ -297,27 +297,27 @@ static void test_model_pack(void)
         struct ork_model *m;
         REQUIRE(ork_model_load(model, &mp, &m) == 0);
         ork_model_free(m);
-        CHECK(ork_orkpack_check_for_model(model, NULL) < 0);
+        CHECK(ork_orkpack_check_for_model(model, NULL, NULL) < 0);
         CHECK(strstr(ork_error_message(), "max_m") != NULL);
-        REQUIRE(ork_orkpack_build_for_model(model, NULL, false, true, &found) == 0);
+        REQUIRE(ork_orkpack_build_for_model(model, NULL, NULL, false, true, &found) == 0);
         CHECK_EQ_INT(found, ORK_ORKPACK_OTHER_PLAN);
     }
 
     /* corrupt -> explained and rebuilt on load; same logits */
     flip_byte(pack, file_size(pack) - 16);
-    CHECK(ork_orkpack_check_for_model(model, NULL) < 0);
+    CHECK(ork_orkpack_check_for_model(model, NULL, NULL) < 0);
     memset(got, 0, sizeof got);
     REQUIRE(logits_of(model, 0, got) == 0);
     CHECK(memcmp(ref, got, sizeof ref) == 0);
-    CHECK(ork_orkpack_check_for_model(model, NULL) == 0);
+    CHECK(ork_orkpack_check_for_model(model, NULL, NULL) == 0);
 
     /* stale (the model changed) -> rebuilt */
     struct timespec ts[2] = { { 0, UTIME_NOW }, { 1000000, 0 } };
     REQUIRE(utimensat(AT_FDCWD, model, ts, 0) == 0);
-    CHECK(ork_orkpack_check_for_model(model, NULL) < 0);
-    REQUIRE(ork_orkpack_build_for_model(model, NULL, false, true, &found) == 0);
+    CHECK(ork_orkpack_check_for_model(model, NULL, NULL) < 0);
+    REQUIRE(ork_orkpack_build_for_model(model, NULL, NULL, false, true, &found) == 0);
     CHECK_EQ_INT(found, ORK_ORKPACK_STALE);
-    CHECK(ork_orkpack_check_for_model(model, NULL) == 0);
+    CHECK(ork_orkpack_check_for_model(model, NULL, NULL) == 0);
 
     /* a pack of this version for this model whose tensors do not fit the executor (here two
      * foreign tensors; in practice e.g. the O projection split at other heads) -> explained by
@@ -333,11 +333,11 @@ static void test_model_pack(void)
         ork_orkpack_caps_default(&caps);
         caps.npu_max_m = PACK_MAX_M;
         REQUIRE(write_pack(pack, &sid, &caps) == 0);
-        CHECK(ork_orkpack_check_for_model(model, NULL) < 0);
+        CHECK(ork_orkpack_check_for_model(model, NULL, NULL) < 0);
         CHECK(strstr(ork_error_message(), "does not fit the model") != NULL);
-        REQUIRE(ork_orkpack_build_for_model(model, NULL, false, true, &found) == 0);
+        REQUIRE(ork_orkpack_build_for_model(model, NULL, NULL, false, true, &found) == 0);
         CHECK_EQ_INT(found, ORK_ORKPACK_STALE);
-        CHECK(ork_orkpack_check_for_model(model, NULL) == 0);
+        CHECK(ork_orkpack_check_for_model(model, NULL, NULL) == 0);
         struct ork_orkpack *pk2;
         struct ork_orkpack_tensor t;
         REQUIRE(ork_orkpack_open(pack, NULL, NULL, &pk2, NULL) == 0);

@@ -86,6 +86,37 @@ uint32_t ork__npu_pack_n_tensors(const struct npu_plan *p, const struct ork_mode
 void ork__npu_pack_max_dims(const struct npu_plan *p, const struct ork_model *m, size_t *max_q,
                        size_t *max_n, size_t *max_k, size_t *max_row);
 
+/* ---- the weights' encoding (weights_grid.c) ---------------------------------------------- */
+
+/* 0, or ORK_EINVAL naming what is wrong with the setting. */
+int ork__npu_wenc_check(const struct ork_npu_weights_opts *o);
+/* 0, or ORK_EUNSUPPORTED naming the capability when o asks for DCOMP streams and npu has not
+ * confirmed ORK_NPU_FORM_DCOMP (`ork selftest --confirm-forms`, --npu-caps). */
+int ork__npu_wenc_device_check(const struct ork_npu_weights_opts *o, struct ork_npu *npu);
+/* libork's ork_npu_weights_desc.encoding for the setting (o NULL: int8). */
+uint32_t ork__npu_wenc_libork(const struct ork_npu_weights_opts *o);
+/* The setting as a pack records it (caps->w_*). */
+void ork__npu_wenc_caps(const struct ork_npu_weights_opts *o, struct ork_orkpack_caps *caps);
+/* "int8", "dcomp:31", "dcomp (per tensor, rel-RMSE <= 0.03)". */
+void ork__npu_wenc_name(const struct ork_npu_weights_opts *o, char *buf, size_t cap);
+/* Quantise pack slot ps (named name) per output channel onto its grid under o (NULL: int8) into
+ * q [n][k] and scales [n]; *c = the libork encoding, the grid and its rel-RMSE. */
+int ork__npu_quantize_slot(const struct ork_npu_weights_opts *o, const struct pack_src *ps,
+                           const char *name, float *row, int8_t *q, float *scales,
+                           struct ork_orkpack_coding *c);
+
+/* Bits per weight and grids of a model's NPU weights, for the load / pack report. */
+struct npu_wstats {
+    uint64_t weights;                   /* k x n summed */
+    uint64_t stored_bytes, raw_bytes;   /* device bytes held, and as raw tiled int8 */
+    uint32_t n_tensors, n_compressed;
+    uint32_t grid_count[ORK__NPU_N_OPS][5]; /* per tensor class, per grid of ork_dcomp_grids */
+};
+void ork__npu_wstats_add(struct npu_wstats *s, enum ork__npu_op op, uint32_t grid,
+                         const struct ork_npu_weights *w, uint32_t n, uint32_t k);
+void ork__npu_wstats_log(const struct npu_wstats *s, const struct ork_npu_weights_opts *o,
+                         bool show);
+
 /* ---- pack (pack_build.c) ------------------------------------------------------------------ */
 
 /* A progress bar on stderr (show: draw it; *last: the percentage last drawn, -1 first). */
@@ -97,6 +128,7 @@ void ork__npu_status(bool show, const char *fmt, ...) __attribute__((format(prin
  * stale, foreign, of another version or corrupt (the reason is logged and put in *found). */
 int ork__npu_pack_ensure(const struct ork_model *m, const char *path, const char *pack_path,
                     uint32_t flags, struct ork_npu *npu, uint32_t max_m,
+                    const struct ork_npu_weights_opts *wo,
                     struct ork_orkpack **out, enum ork_orkpack_problem *found);
 
 /* ---- the executor (placement.c, run.c) ---------------------------------------------------- */
@@ -116,6 +148,7 @@ struct npu_mat {
     uint32_t cores;                     /* the plans' cores (0: libork's budget picks) */
     uint32_t c0;                        /* first input column (the second half: its K offset) */
     const float *scales;                /* (n) */
+    uint32_t grid;                      /* the codes' grid L (127: int8) */
 };
 
 /* One op of one layer: 1..3 matrices whose outputs are split into parts (q, k, v). */
@@ -138,6 +171,8 @@ struct ork__npu_exec {
     uint32_t n_prog;                    /* plan sizes per matrix (1 when max_m == 1) */
     uint32_t prog_rows[NPU_MAX_PROGS];  /* rows of each size, ascending; the last is max_m */
     uint32_t flags;
+    struct ork_npu_weights_opts wopts;  /* the weights' setting (the model's params) */
+    struct ork_orkpack_coding wcur;     /* coding of the tensor being placed (make_mat) */
     int32_t n_layers;
     struct npu_opmat *ops;              /* (n_layers * ORK__OPS_PER_LAYER + 1): per layer its
                                          * ops in plan order; then the LM head */
@@ -163,6 +198,9 @@ struct ork__npu_exec {
     int64_t o_sub_ns;                   /* wall clock when the submit returned */
     int64_t o_model0_ns;                /* its device's model clock before the submit */
 };
+
+/* Log the bits per weight and grids of the executor's resident weights (weights_grid.c). */
+void ork__npu_wstats_exec(const struct ork__npu_exec *ex, bool show);
 
 static inline struct npu_opmat *npu_op_at(struct ork__npu_exec *ex, enum ork__npu_op op,
                                           int32_t layer)

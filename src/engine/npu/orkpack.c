@@ -3,12 +3,13 @@
  * Layout (little-endian, offsets in bytes):
  *   [0, 128)        header: magic, version, SoC caps, source identity, table place, checksum
  *   [128, ...)      tensor table: n_tensors entries of PACK_ENTRY_BYTES
- *   page-aligned    per tensor: q_bytes of tiled int8 weights, then (64-aligned) float scales[n]
+ *   page-aligned    per tensor: q_bytes of weights (tiled int8, or libork's DCOMP blob: the
+ *                   entry's encoding), then (64-aligned) float scales[n]
  * Each entry's checksum is XXH3_64bits over q then scales; the header checksum covers the
  * header (with its checksum field zero) and the table. Written to "path.tmp.PID" and renamed,
  * so an interrupted build leaves no file under the real name.
  *
- * Not here: what goes in a pack (npu_backend.c) or device buffers (libork). */
+ * Not here: what goes in a pack (pack_build.c, weights_grid.c) or device buffers (libork). */
 #include <ork-engine/orkpack.h>
 
 #include <ork/alloc.h>
@@ -29,8 +30,9 @@
 
 #define PACK_MAGIC "ORKPACK"            /* 8 bytes with the NUL */
 #define PACK_HEADER_BYTES 128u
-#define PACK_ENTRY_BYTES 96u            /* name[48] + n, k (u32) + q, scales offsets, checksum,
-                                         * q bytes (u64), reserved (u64) */
+#define PACK_ENTRY_BYTES 112u           /* name[48] + n, k (u32) + q, scales offsets, checksum,
+                                         * q bytes (u64) + encoding, grid (u32), rel-RMSE (f32)
+                                         * + 12 reserved */
 #define PACK_DATA_ALIGN 4096u           /* page: a tensor can be mapped and handed over alone */
 #define PACK_SCALES_ALIGN 64u
 #define PACK_SOC_RK3588 0x3588u
@@ -42,10 +44,14 @@
 enum {
     H_MAGIC = 0, H_VERSION = 8, H_HEADER_BYTES = 12, H_SOC = 16, H_LAYOUT = 20, H_KALIGN = 24,
     H_NALIGN = 28, H_SRC_SIZE = 32, H_SRC_MTIME = 40, H_SRC_HASH = 48, H_NTENSORS = 56,
-    H_TABLE_OFF = 64, H_FILE_BYTES = 72, H_MAX_M = 80, H_CHECKSUM = 120,
+    H_TABLE_OFF = 64, H_FILE_BYTES = 72, H_MAX_M = 80, H_W_ENC = 84, H_W_LEVELS = 88,
+    H_W_FLAGS = 92, H_W_MAX_ERR = 96, H_CHECKSUM = 120,
 };
 /* Entry field offsets. */
-enum { E_NAME = 0, E_N = 48, E_K = 52, E_Q_OFF = 56, E_S_OFF = 64, E_SUM = 72, E_Q_BYTES = 80 };
+enum { E_NAME = 0, E_N = 48, E_K = 52, E_Q_OFF = 56, E_S_OFF = 64, E_SUM = 72, E_Q_BYTES = 80,
+       E_ENC = 88, E_GRID = 92, E_REL_RMSE = 96 };
+/* The largest grid: int8's [-127, 127] (ork/dcomp.h). */
+#define PACK_GRID_MAX 127u
 
 /* ---- hashing ----------------------------------------------------------------------------- */
 
@@ -109,6 +115,8 @@ static uint64_t hash_bytes(const void *p, size_t n)
 static void put32(uint8_t *b, uint32_t v) { memcpy(b, &v, 4); }
 static void put64(uint8_t *b, uint64_t v) { memcpy(b, &v, 8); }
 static uint32_t get32(const uint8_t *b) { uint32_t v; memcpy(&v, b, 4); return v; }
+static void putf(uint8_t *b, float v) { memcpy(b, &v, 4); }
+static float getf(const uint8_t *b) { float v; memcpy(&v, b, 4); return v; }
 static uint64_t get64(const uint8_t *b) { uint64_t v; memcpy(&v, b, 8); return v; }
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
@@ -124,6 +132,7 @@ const char *ork_orkpack_problem_name(enum ork_orkpack_problem p)
     case ORK_ORKPACK_BAD_MAGIC: return "not a pack";
     case ORK_ORKPACK_WRONG_VERSION: return "wrong version";
     case ORK_ORKPACK_OTHER_PLAN: return "tiled for another max_m";
+    case ORK_ORKPACK_OTHER_WEIGHTS: return "built for other NPU weights";
     case ORK_ORKPACK_FOREIGN: return "foreign SoC";
     case ORK_ORKPACK_STALE: return "stale";
     case ORK_ORKPACK_CORRUPT: return "corrupt";
@@ -136,6 +145,8 @@ void ork_orkpack_caps_default(struct ork_orkpack_caps *c)
     c->soc = PACK_SOC_RK3588;
     c->layout = ORK_ORKPACK_LAYOUT_NPU_TILED;
     c->npu_max_m = 0;
+    c->w_encoding = c->w_levels = c->w_flags = 0;
+    c->w_max_rel_rmse = 0.0f;
     c->k_align = PACK_I8_K_ALIGN;
     c->n_align = PACK_I8_N_ALIGN;
 }
@@ -240,6 +251,10 @@ int ork_orkpack_writer_open(const char *path, const struct ork_orkpack_source *s
     put32(h + H_KALIGN, caps->k_align);
     put32(h + H_NALIGN, caps->n_align);
     put32(h + H_MAX_M, caps->npu_max_m);
+    put32(h + H_W_ENC, caps->w_encoding);
+    put32(h + H_W_LEVELS, caps->w_levels);
+    put32(h + H_W_FLAGS, caps->w_flags);
+    putf(h + H_W_MAX_ERR, caps->w_max_rel_rmse);
     put64(h + H_SRC_SIZE, src->size);
     put64(h + H_SRC_MTIME, (uint64_t)src->mtime_ns);
     put64(h + H_SRC_HASH, src->meta_hash);
@@ -266,6 +281,18 @@ int ork_orkpack_writer_add(struct ork_orkpack_writer *w, const char *name, uint3
 int ork_orkpack_writer_add_bytes(struct ork_orkpack_writer *w, const char *name, uint32_t n,
                                  uint32_t k, const void *q, uint64_t q_bytes, const float *scales)
 {
+    const struct ork_orkpack_coding raw = { .encoding = ORK_ORKPACK_ENC_RAW,
+                                            .grid = PACK_GRID_MAX };
+    return ork_orkpack_writer_add_coded(w, name, n, k, q, q_bytes, scales, &raw);
+}
+
+int ork_orkpack_writer_add_coded(struct ork_orkpack_writer *w, const char *name, uint32_t n,
+                                 uint32_t k, const void *q, uint64_t q_bytes, const float *scales,
+                                 const struct ork_orkpack_coding *c)
+{
+    if (c->encoding > ORK_ORKPACK_ENC_DCOMP || c->grid < 1 || c->grid > PACK_GRID_MAX)
+        return ork_errorf(ORK_EINVAL, "orkpack: tensor '%s': encoding %u / grid %u (must be "
+                          "0 or 1 / 1..%u)", name, c->encoding, c->grid, PACK_GRID_MAX);
     if (w->n_added >= w->n_tensors)
         return ork_errorf(ORK_EINVAL, "orkpack: more than the %u announced tensors", w->n_tensors);
     if (strlen(name) >= ORK_ORKPACK_NAME_MAX)
@@ -290,6 +317,9 @@ int ork_orkpack_writer_add_bytes(struct ork_orkpack_writer *w, const char *name,
     put64(e + E_S_OFF, s_off);
     put64(e + E_SUM, hasher_done(&hs));
     put64(e + E_Q_BYTES, q_bytes);
+    put32(e + E_ENC, c->encoding);
+    put32(e + E_GRID, c->grid);
+    putf(e + E_REL_RMSE, c->rel_rmse);
     w->n_added++;
     return 0;
 }
@@ -375,8 +405,28 @@ static const char *version_note(uint32_t ver)
     case 1: return " (int8 rows, not tiled for the NPU)";
     case 2: return " (one O projection; version 3 stores it as two halves by attention heads "
                    "for the decode overlap)";
+    case 3: return " (raw int8 only; version 4 records the --npu-weights setting and each "
+                   "tensor's encoding and grid)";
     default: return "";
     }
+}
+
+/* A pack's --npu-weights setting in words: "int8", "dcomp:31", "dcomp (rel-RMSE <= 0.03)",
+ * with its flags (ORK_NPU_WENC_* of ork-engine/engine.h) in hex when set. */
+static void weights_words(char *buf, size_t cap, uint32_t enc, uint32_t levels, uint32_t flags,
+                          float max_err)
+{
+    char fl[32] = "";
+    if (flags)
+        snprintf(fl, sizeof fl, ", flags 0x%x", flags);
+    if (enc == 0)
+        snprintf(buf, cap, "int8%s", fl);
+    else if (enc == 1 && levels)
+        snprintf(buf, cap, "dcomp:%u%s", levels, fl);
+    else if (enc == 1)
+        snprintf(buf, cap, "dcomp (rel-RMSE <= %g%s)", (double)max_err, fl);
+    else
+        snprintf(buf, cap, "encoding %u", enc);
 }
 
 static int check_pack(const char *path, const uint8_t *b, uint64_t size,
@@ -430,6 +480,18 @@ static int check_pack(const char *path, const uint8_t *b, uint64_t size,
                  get32(b + H_MAX_M), caps->npu_max_m);
         return fail(why, ORK_ORKPACK_OTHER_PLAN, ORK_ESTALE, path, msg);
     }
+    if (caps && (get32(b + H_W_ENC) != caps->w_encoding ||
+                 get32(b + H_W_LEVELS) != caps->w_levels ||
+                 get32(b + H_W_FLAGS) != caps->w_flags ||
+                 getf(b + H_W_MAX_ERR) != caps->w_max_rel_rmse)) {
+        char had[96], want[96];
+        weights_words(had, sizeof had, get32(b + H_W_ENC), get32(b + H_W_LEVELS),
+                      get32(b + H_W_FLAGS), getf(b + H_W_MAX_ERR));
+        weights_words(want, sizeof want, caps->w_encoding, caps->w_levels, caps->w_flags,
+                      caps->w_max_rel_rmse);
+        snprintf(msg, sizeof msg, "built with --npu-weights %s, this run wants %s", had, want);
+        return fail(why, ORK_ORKPACK_OTHER_WEIGHTS, ORK_ESTALE, path, msg);
+    }
     if (expect && (get64(b + H_SRC_SIZE) != expect->size ||
                    (int64_t)get64(b + H_SRC_MTIME) != expect->mtime_ns ||
                    get64(b + H_SRC_HASH) != expect->meta_hash)) {
@@ -444,7 +506,13 @@ static int check_pack(const char *path, const uint8_t *b, uint64_t size,
         const uint8_t *e = b + table_off + (size_t)i * PACK_ENTRY_BYTES;
         uint64_t tn = get32(e + E_N), tk = get32(e + E_K);
         uint64_t qo = get64(e + E_Q_OFF), so = get64(e + E_S_OFF), qb = get64(e + E_Q_BYTES);
+        uint32_t enc = get32(e + E_ENC), grid = get32(e + E_GRID);
         (void)tk;
+        if (enc > ORK_ORKPACK_ENC_DCOMP || grid < 1 || grid > PACK_GRID_MAX) {
+            snprintf(msg, sizeof msg, "tensor %u has encoding %u / grid %u (known: 0 raw, 1 "
+                     "dcomp / 1..%u)", i, enc, grid, PACK_GRID_MAX);
+            return fail(why, ORK_ORKPACK_CORRUPT, ORK_EFORMAT, path, msg);
+        }
         if (e[E_NAME + ORK_ORKPACK_NAME_MAX - 1] != 0 || qo > size || qb > size - qo ||
             so > size || tn * 4 > size - so) {
             snprintf(msg, sizeof msg, "tensor %u lies outside the file", i);
@@ -534,6 +602,9 @@ int ork_orkpack_tensor_at(const struct ork_orkpack *p, uint32_t i, struct ork_or
     out->q = (const int8_t *)(p->base + get64(e + E_Q_OFF));
     out->q_bytes = get64(e + E_Q_BYTES);
     out->scales = (const float *)(const void *)(p->base + get64(e + E_S_OFF));
+    out->coding.encoding = get32(e + E_ENC);
+    out->coding.grid = get32(e + E_GRID);
+    out->coding.rel_rmse = getf(e + E_REL_RMSE);
     return 0;
 }
 

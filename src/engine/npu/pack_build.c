@@ -52,11 +52,13 @@ void ork__npu_status(bool show, const char *fmt, ...)
  * cannot take is stored with 0 tiled bytes and runs on the CPU). */
 static int build_pack(const struct ork_model *m, const char *path,
                       const struct ork_orkpack_source *src_id, bool show, struct ork_npu *npu,
-                      uint32_t max_m)
+                      uint32_t max_m, const struct ork_npu_weights_opts *wo)
 {
     struct ork_orkpack_caps caps;
     ork_orkpack_caps_default(&caps);
     caps.npu_max_m = max_m;
+    ork__npu_wenc_caps(wo, &caps);
+    struct npu_wstats wst = { 0 };
     const struct npu_plan *pl = ork__npu_plan_pack();
     uint32_t nt = ork__npu_pack_n_tensors(pl, m), ns = ork__npu_plan_n_slots(pl, m);
     uint64_t total = 0, done = 0, tcap = 0;
@@ -86,7 +88,8 @@ static int build_pack(const struct ork_model *m, const char *path,
         if (!ps.ns)
             continue;
         uint32_t n = ps.n, k = ps.k;
-        if ((ret = ork__npu_quantize_sources(&ps, row, q, scales)) < 0) {
+        struct ork_orkpack_coding cd;
+        if ((ret = ork__npu_quantize_slot(wo, &ps, name, row, q, scales, &cd)) < 0) {
             char msg[384];
             snprintf(msg, sizeof msg, "%s", ork_error_message());
             ret = ork_errorf(ret, "tensor '%s' (%ux%u): %s", name, n, k, msg);
@@ -94,11 +97,13 @@ static int build_pack(const struct ork_model *m, const char *path,
         }
         struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8,
                                            .k = k, .n = n, .w = q, .scales = scales,
-                                           .max_m = max_m };
+                                           .max_m = max_m, .encoding = cd.encoding,
+                                           .grid_max_abs = cd.grid };
         struct ork_npu_weights *nw = NULL;
         uint64_t bytes = 0;
         if (ork_npu_weights_create(npu, &wd, &nw) == 0) {
             bytes = ork_npu_weights_bytes(nw);
+            ork__npu_wstats_add(&wst, ps.op, cd.grid, nw, n, k);
             if (bytes > tcap) {
                 ork_free(tiled);
                 tiled = ork_malloc(bytes);
@@ -109,12 +114,13 @@ static int build_pack(const struct ork_model *m, const char *path,
             if (ret < 0)
                 goto fail;
         }
-        if ((ret = ork_orkpack_writer_add_bytes(w, name, n, k, tiled, bytes, scales)) < 0)
+        if ((ret = ork_orkpack_writer_add_coded(w, name, n, k, tiled, bytes, scales, &cd)) < 0)
             goto fail;
         done += (uint64_t)n * k;
         ork__npu_progress(show, "packing NPU weights", done, total, &last);
     }
     ret = ork_orkpack_writer_commit(w);
+    ork__npu_wstats_log(&wst, wo, show && ret == 0);
     goto out;
 fail:
     ork_orkpack_writer_abort(w);
@@ -152,6 +158,7 @@ static int check_pack_tensors(const struct ork_model *m, const struct ork_orkpac
 
 int ork__npu_pack_ensure(const struct ork_model *m, const char *path, const char *pack_path,
                          uint32_t flags, struct ork_npu *npu, uint32_t max_m,
+                         const struct ork_npu_weights_opts *wo,
                          struct ork_orkpack **out, enum ork_orkpack_problem *found)
 {
     char pbuf[4096];
@@ -168,6 +175,7 @@ int ork__npu_pack_ensure(const struct ork_model *m, const char *path, const char
     struct ork_orkpack_caps caps;
     ork_orkpack_caps_default(&caps);
     caps.npu_max_m = max_m;
+    ork__npu_wenc_caps(wo, &caps);
     if ((ret = ork_orkpack_source_of(path, ork_gguf_data_offset(m->gguf), &sid)) < 0)
         return ret;
     enum ork_orkpack_problem why = ORK_ORKPACK_MISSING;
@@ -186,7 +194,7 @@ int ork__npu_pack_ensure(const struct ork_model *m, const char *path, const char
     if (found)
         *found = why;
     ork__npu_status(show, "building %s", pp);
-    if ((ret = build_pack(m, pp, &sid, show, npu, max_m)) < 0) {
+    if ((ret = build_pack(m, pp, &sid, show, npu, max_m, wo)) < 0) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", ork_error_message());
         return ork_errorf(ret, "cannot build the NPU pack '%s': %s", pp, msg);
@@ -194,7 +202,8 @@ int ork__npu_pack_ensure(const struct ork_model *m, const char *path, const char
     return ork_orkpack_open(pp, &sid, &caps, out, &why);
 }
 
-int ork_orkpack_check_for_model(const char *model_path, const char *pack_path)
+int ork_orkpack_check_for_model(const char *model_path, const char *pack_path,
+                                const struct ork_npu_weights_opts *wo)
 {
     struct ork_gguf *g;
     int ret = ork_gguf_open(model_path, &g);
@@ -214,6 +223,7 @@ int ork_orkpack_check_for_model(const char *model_path, const char *pack_path)
     struct ork_orkpack_caps caps;
     ork_orkpack_caps_default(&caps);
     caps.npu_max_m = NPU_DEFAULT_MAX_M;
+    ork__npu_wenc_caps(wo, &caps);
     struct ork_orkpack *pk;
     if ((ret = ork_orkpack_open(pack_path, &sid, &caps, &pk, NULL)) < 0)
         return ret;
@@ -232,9 +242,13 @@ int ork_orkpack_check_for_model(const char *model_path, const char *pack_path)
     return ret;
 }
 
-int ork_orkpack_build_for_model(const char *model_path, const char *pack_path, bool force,
-                                bool quiet, enum ork_orkpack_problem *found)
+int ork_orkpack_build_for_model(const char *model_path, const char *pack_path,
+                                const struct ork_npu_weights_opts *wo, bool force, bool quiet,
+                                enum ork_orkpack_problem *found)
 {
+    int ret;
+    if (wo && (ret = ork__npu_wenc_check(wo)) < 0)
+        return ret;
     /* The packer reads each matrix in the GGUF row layout: the CPU's 16-row interleaving
      * (model.c interleave(), only for a model read into memory) must not reach it, so the
      * model is mapped, never repacked. */
@@ -244,8 +258,7 @@ int ork_orkpack_build_for_model(const char *model_path, const char *pack_path, b
     mp.no_repack = true;
     mp.load = ORK_LOAD_MMAP;
     struct ork_model *m;
-    int ret = ork_model_load(model_path, &mp, &m);
-    if (ret < 0)
+    if ((ret = ork_model_load(model_path, &mp, &m)) < 0)
         return ret;
     /* the tiling comes from the NPU when there is one, else from the simulator (same layout) */
     struct ork_npu *npu = NULL;
@@ -258,8 +271,14 @@ int ork_orkpack_build_for_model(const char *model_path, const char *pack_path, b
         }
     }
     struct ork_orkpack *pk = NULL;
+    if ((ret = ork__npu_wenc_device_check(wo, npu)) < 0) {
+        ork_npu_close(npu);
+        ork_model_free(m);
+        return ret;
+    }
     uint32_t flags = (force ? ORK_NPU_EXEC_REBUILD_PACK : 0) | (quiet ? ORK_NPU_EXEC_QUIET : 0);
-    ret = ork__npu_pack_ensure(m, model_path, pack_path, flags, npu, NPU_DEFAULT_MAX_M, &pk, found);
+    ret = ork__npu_pack_ensure(m, model_path, pack_path, flags, npu, NPU_DEFAULT_MAX_M, wo, &pk,
+                               found);
     ork_orkpack_close(pk);
     ork_npu_close(npu);
     ork_model_free(m);

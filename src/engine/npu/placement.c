@@ -140,7 +140,9 @@ static int make_mat(struct ork__npu_exec *ex, struct npu_mat *mt, int dev, const
                     uint32_t k, uint32_t cores)
 {
     struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8, .k = k,
-                                       .n = n, .w = q, .scales = scales, .max_m = ex->max_m };
+                                       .n = n, .w = q, .scales = scales, .max_m = ex->max_m,
+                                       .encoding = ex->wcur.encoding,
+                                       .grid_max_abs = ex->wcur.grid };
     int ret = tiled ? ork_npu_weights_create_packed(ex->dev[dev], &wd, tiled, tiled_bytes, &mt->w)
                     : ork_npu_weights_create(ex->dev[dev], &wd, &mt->w);
     if (ret < 0)
@@ -148,6 +150,7 @@ static int make_mat(struct ork__npu_exec *ex, struct npu_mat *mt, int dev, const
     mt->n = n;
     mt->k = k;
     mt->dev = dev;
+    mt->grid = ex->wcur.grid;
     mt->scales = ork_npu_weights_scales(mt->w);
     ex->dev_bytes[dev] += ork_npu_weights_bytes(mt->w);
     ex->st.resident_bytes += ork_npu_weights_bytes(mt->w);
@@ -279,8 +282,10 @@ static int place_tensors(struct ork__npu_exec *ex, const struct ork_model *m, ui
             tiled = pt.q;
             tiled_bytes = pt.q_bytes;
             sc = pt.scales;
+            ex->wcur = pt.coding;
         } else {
-            if ((ret = ork__npu_quantize_sources(&ps, row, qbuf, sbuf)) < 0)
+            if ((ret = ork__npu_quantize_slot(&ex->wopts, &ps, name, row, qbuf, sbuf,
+                                              &ex->wcur)) < 0)
                 return ret;
             q = qbuf;
             sc = sbuf;
@@ -510,9 +515,14 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
     prog_sizes(ex, p->npu_prog_rows);
     ex->n_layers = m->cfg.n_layers;
     ex->twin = m->twin;
+    ex->wopts = p->npu_weights;
     bool show = !(ex->flags & ORK_NPU_EXEC_QUIET);
     struct place_src src = { 0 };
-    int ret = open_device(ex, dev_name, p);
+    int ret = ork__npu_wenc_check(&ex->wopts);
+    if (ret == 0)
+        ret = open_device(ex, dev_name, p);
+    if (ret == 0)
+        ret = ork__npu_wenc_device_check(&ex->wopts, ex->dev[0]);
     if (ret < 0) {
         if (soft && ret == ORK_ENOENT) {
             if (show)
@@ -530,7 +540,7 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
     /* weights: tiled from the pack (built or rebuilt when needed), or quantised and tiled here */
     if (ex->plan->pack && !(ex->flags & ORK_NPU_EXEC_NO_PACK) &&
         ork__npu_pack_ensure(m, path, p->npu_pack_path, ex->flags, ex->dev[0], ex->max_m,
-                             &src.pack, NULL) < 0) {
+                             &ex->wopts, &src.pack, NULL) < 0) {
         ORK_LOGW("%s; quantising for the NPU in memory", ork_error_message());
         src.pack = NULL;
     }
@@ -545,6 +555,7 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
                     "on the CPU; executor: %s", ex->st.backend, ex->st.n_npu_mats,
                     (double)ex->st.resident_bytes / (1 << 20), ex->n_dev,
                     ex->n_dev > 1 ? "s" : "", ex->st.n_cpu_mats, ex->plan->summary);
+    ork__npu_wstats_exec(ex, show);
     place_src_fini(&src);
     *out = ex;
     return 0;

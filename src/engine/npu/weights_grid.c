@@ -1,0 +1,267 @@
+/* weights_grid.c -- the NPU weights' encoding (ork_model_params.npu_weights, CLI --npu-weights
+ * int8|dcomp|dcomp:L; docs/dcomp.md "The executor"): checking the setting against the device,
+ * quantising each NPU tensor per output channel onto its grid (int8's +-127, or for dcomp the
+ * grid L fixed or picked per tensor as the coarsest whose rel-RMSE against the source weights
+ * is within the bound, ork/dcomp.h), and the per-model report of the bits per weight achieved
+ * and the grids chosen per tensor class (ORK_DEBUG=model: every tensor's errors per grid).
+ *
+ * The codes of a grid are plain int8: libork stores them as decompressor streams
+ * (ORK_NPU_WEIGHTS_DCOMP, lossless over the codes), or raw with ORK_NPU_WENC_RAW_CODES, which
+ * gives the same results bit for bit (tests/e2e/test_npu_dcomp.c). */
+#include "npu_priv.h"
+
+#include <ork-kernels/kernels.h>
+#include <ork/dcomp.h>
+#include <ork/debug.h>
+#include <ork/error.h>
+#include <ork/log.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The tensor classes of the report: the layer ops, then the LM head. */
+#define CLASS_NAME(id, name) name,
+static const char *const class_names[ORK__NPU_N_OPS] = { ORK__LAYER_OPS(CLASS_NAME) "output" };
+#undef CLASS_NAME
+
+/* int8's grid: codes in [-127, 127] (ork_npu_quantize_weights_i8). */
+#define INT8_GRID 127u
+
+static int grid_index(uint32_t levels)
+{
+    for (uint32_t g = 0; g < ORK_DCOMP_N_GRIDS; g++)
+        if (ork_dcomp_grids[g] == levels)
+            return (int)g;
+    return -1;
+}
+
+int ork__npu_wenc_check(const struct ork_npu_weights_opts *o)
+{
+    if (o->encoding != ORK_NPU_WENC_INT8 && o->encoding != ORK_NPU_WENC_DCOMP)
+        return ork_errorf(ORK_EINVAL, "NPU weights: unknown encoding %u (int8 or dcomp)",
+                          o->encoding);
+    if (o->encoding == ORK_NPU_WENC_INT8 && (o->levels || o->flags || o->max_rel_rmse != 0.0))
+        return ork_errorf(ORK_EINVAL, "NPU weights: a grid, bound or flags need dcomp "
+                          "(int8 is the +-127 grid)");
+    if (o->levels && grid_index(o->levels) < 0)
+        return ork_errorf(ORK_EINVAL, "NPU weights: grid %u is not one of 7, 15, 31, 63, 127",
+                          o->levels);
+    if (!(o->max_rel_rmse >= 0.0 && o->max_rel_rmse < 1.0))
+        return ork_errorf(ORK_EINVAL, "NPU weights: max rel-RMSE %g outside [0, 1)",
+                          o->max_rel_rmse);
+    return 0;
+}
+
+void ork__npu_wenc_caps(const struct ork_npu_weights_opts *o, struct ork_orkpack_caps *caps)
+{
+    caps->w_encoding = o ? o->encoding : 0;
+    caps->w_levels = o ? o->levels : 0;
+    caps->w_flags = o ? o->flags : 0;
+    caps->w_max_rel_rmse = 0.0f;
+    if (o && o->encoding == ORK_NPU_WENC_DCOMP && !o->levels)
+        caps->w_max_rel_rmse = (float)(o->max_rel_rmse > 0.0 ? o->max_rel_rmse
+                                                             : ORK_NPU_WENC_DEFAULT_MAX_ERR);
+}
+
+void ork__npu_wenc_name(const struct ork_npu_weights_opts *o, char *buf, size_t cap)
+{
+    if (!o || o->encoding == ORK_NPU_WENC_INT8) {
+        snprintf(buf, cap, "int8");
+        return;
+    }
+    const char *raw = o->flags & ORK_NPU_WENC_RAW_CODES ? ", codes stored raw" : "";
+    const char *clip = o->flags & ORK_NPU_WENC_NO_CLIP ? ", max-abs scales" : "";
+    if (o->levels)
+        snprintf(buf, cap, "dcomp:%u%s%s", o->levels, raw, clip);
+    else
+        snprintf(buf, cap, "dcomp (per tensor, rel-RMSE <= %g%s%s)",
+                 o->max_rel_rmse > 0.0 ? o->max_rel_rmse : ORK_NPU_WENC_DEFAULT_MAX_ERR, raw,
+                 clip);
+}
+
+uint32_t ork__npu_wenc_libork(const struct ork_npu_weights_opts *o)
+{
+    return o && o->encoding == ORK_NPU_WENC_DCOMP && !(o->flags & ORK_NPU_WENC_RAW_CODES)
+               ? ORK_NPU_WEIGHTS_DCOMP : ORK_NPU_WEIGHTS_RAW;
+}
+
+int ork__npu_wenc_device_check(const struct ork_npu_weights_opts *o, struct ork_npu *npu)
+{
+    if (ork__npu_wenc_libork(o) != ORK_NPU_WEIGHTS_DCOMP ||
+        (ork_npu_confirmed_forms(npu) & ORK_NPU_FORM_DCOMP))
+        return 0;
+    return ork_errorf(ORK_EUNSUPPORTED, "--npu-weights dcomp: the %s device has not confirmed "
+                      "ORK_NPU_FORM_DCOMP (the CNA weight decompressor, bit-exact): confirm it "
+                      "on the board with `ork selftest --confirm-forms` and pass the record it "
+                      "writes with --npu-caps FILE (or use --npu-weights int8)",
+                      ork_npu_backend(npu));
+}
+
+/* Row r of the stacked sources of ps, dequantised into row (one whole source row); returns
+ * its columns [c0, c0 + k). */
+static int source_row(const struct pack_src *ps, size_t r, float *row, const float **x)
+{
+    for (int i = 0; i < ps->ns; i++) {
+        const struct ork_mat *w = ps->src[i];
+        if (r < (size_t)w->n_rows) {
+            const uint8_t *p = (const uint8_t *)w->data + r * w->row_bytes;
+            int ret = ork_dequant_row(w->type, p, row, w->n_cols);
+            *x = row + ps->c0;
+            return ret;
+        }
+        r -= (size_t)w->n_rows;
+    }
+    return ork_errorf(ORK_ERANGE, "NPU weights: row past the tensor");
+}
+
+/* Quantise row x (k values) onto grid L into q, *scale; add its squared error and norm. */
+static int quant_row(const float *x, uint32_t k, uint32_t levels, uint32_t qflags, int8_t *q,
+                     float *scale, double *err2, double *ref2)
+{
+    int ret = ork_dcomp_quantize(x, 1, k, levels, qflags, q, scale);
+    if (ret < 0)
+        return ret;
+    double e = 0.0, n = 0.0;
+    for (uint32_t j = 0; j < k; j++) {
+        double d = (double)x[j] - (double)*scale * q[j];
+        e += d * d;
+        n += (double)x[j] * x[j];
+    }
+    *err2 += e;
+    *ref2 += n;
+    return 0;
+}
+
+static double rel_of(double err2, double ref2)
+{
+    return ref2 > 0.0 ? sqrt(err2 / ref2) : 0.0;
+}
+
+/* dcomp: every grid measured in one pass over the rows (the codes of the last, L = 127, left
+ * in q), the pick, and the rows quantised again on it unless it is the last. */
+static int quantize_grid(const struct ork_npu_weights_opts *o, const struct pack_src *ps,
+                         const char *name, float *row, int8_t *q, float *scales,
+                         struct ork_orkpack_coding *c)
+{
+    uint32_t qflags = o->flags & ORK_NPU_WENC_NO_CLIP ? 0 : ORK_DCOMP_QUANT_CLIP;
+    uint32_t g0 = 0, g1 = ORK_DCOMP_N_GRIDS;
+    if (o->levels) {
+        g0 = (uint32_t)grid_index(o->levels);
+        g1 = g0 + 1;
+    }
+    double err2[ORK_DCOMP_N_GRIDS] = { 0 }, ref2[ORK_DCOMP_N_GRIDS] = { 0 };
+    const size_t k = ps->k;
+    int ret;
+    for (size_t r = 0; r < ps->n; r++) {
+        const float *x = NULL;
+        if ((ret = source_row(ps, r, row, &x)) < 0)
+            return ret;
+        for (uint32_t g = g0; g < g1; g++)
+            if ((ret = quant_row(x, ps->k, ork_dcomp_grids[g], qflags, q + r * k, scales + r,
+                                 &err2[g], &ref2[g])) < 0)
+                return ork_errorf(ret, "row %zu: %s", r, ork_error_message());
+    }
+    double bound = o->max_rel_rmse > 0.0 ? o->max_rel_rmse : ORK_NPU_WENC_DEFAULT_MAX_ERR;
+    uint32_t pick = g1 - 1;
+    if (!o->levels)
+        for (uint32_t g = 0; g < ORK_DCOMP_N_GRIDS; g++)
+            if (rel_of(err2[g], ref2[g]) <= bound) {
+                pick = g;
+                break;
+            }
+    if (ork_debug(ORK_DBG_MODEL)) {
+        char line[256];
+        int at = 0;
+        for (uint32_t g = g0; g < g1 && at < (int)sizeof line; g++)
+            at += snprintf(line + at, sizeof line - (size_t)at, " L%u %.4f", ork_dcomp_grids[g],
+                           rel_of(err2[g], ref2[g]));
+        ORK_LOGI("NPU weights: %s (%ux%u): rel-RMSE%s -> L%u", name, ps->n, ps->k, line,
+                 ork_dcomp_grids[pick]);
+    }
+    if (pick != g1 - 1)
+        for (size_t r = 0; r < ps->n; r++) {
+            const float *x = NULL;
+            double e = 0.0, n = 0.0;
+            if ((ret = source_row(ps, r, row, &x)) < 0 ||
+                (ret = quant_row(x, ps->k, ork_dcomp_grids[pick], qflags, q + r * k,
+                                 scales + r, &e, &n)) < 0)
+                return ret;
+        }
+    c->encoding = ork__npu_wenc_libork(o);
+    c->grid = ork_dcomp_grids[pick];
+    c->rel_rmse = (float)rel_of(err2[pick], ref2[pick]);
+    return 0;
+}
+
+int ork__npu_quantize_slot(const struct ork_npu_weights_opts *o, const struct pack_src *ps,
+                           const char *name, float *row, int8_t *q, float *scales,
+                           struct ork_orkpack_coding *c)
+{
+    if (!o || o->encoding == ORK_NPU_WENC_INT8) {
+        c->encoding = ORK_NPU_WEIGHTS_RAW;
+        c->grid = INT8_GRID;
+        c->rel_rmse = 0.0f;
+        return ork__npu_quantize_sources(ps, row, q, scales);
+    }
+    return quantize_grid(o, ps, name, row, q, scales, c);
+}
+
+/* ---- the report ------------------------------------------------------------------------ */
+
+void ork__npu_wstats_add(struct npu_wstats *s, enum ork__npu_op op, uint32_t grid,
+                         const struct ork_npu_weights *w, uint32_t n, uint32_t k)
+{
+    struct ork_npu_weights_dcomp_info di;
+    ork_npu_weights_get_dcomp_info(w, &di);
+    s->weights += (uint64_t)n * k;
+    s->stored_bytes += di.stored_bytes;
+    s->raw_bytes += di.raw_bytes;
+    s->n_tensors++;
+    s->n_compressed += di.compressed;
+    int g = grid_index(grid);
+    if (g >= 0 && (unsigned)op < ORK__NPU_N_OPS)
+        s->grid_count[op][g]++;
+}
+
+void ork__npu_wstats_log(const struct npu_wstats *s, const struct ork_npu_weights_opts *o,
+                         bool show)
+{
+    if (!show || !s->n_tensors)
+        return;
+    char name[128], grids[512];
+    ork__npu_wenc_name(o, name, sizeof name);
+    int at = 0;
+    for (int op = 0; op < ORK__NPU_N_OPS; op++) {
+        bool any = false;
+        for (uint32_t g = 0; g < ORK_DCOMP_N_GRIDS; g++) {
+            if (!s->grid_count[op][g] || at >= (int)sizeof grids)
+                continue;
+            at += snprintf(grids + at, sizeof grids - (size_t)at, "%s%s L%u x%u",
+                           any ? "," : at ? "; " : "", any ? "" : class_names[op],
+                           ork_dcomp_grids[g], s->grid_count[op][g]);
+            any = true;
+        }
+    }
+    double bpw = s->weights ? 8.0 * (double)s->stored_bytes / (double)s->weights : 0.0;
+    ork__npu_status(show, "NPU weights %s: %.3f bits per weight stored (%.1f of %.1f MiB raw, "
+                    "%u of %u tensors compressed); grids: %s", name, bpw,
+                    (double)s->stored_bytes / (1 << 20), (double)s->raw_bytes / (1 << 20),
+                    s->n_compressed, s->n_tensors, at ? grids : "-");
+}
+
+void ork__npu_wstats_exec(const struct ork__npu_exec *ex, bool show)
+{
+    struct npu_wstats s = { 0 };
+    uint32_t nt = (uint32_t)ex->n_layers * ORK__OPS_PER_LAYER + 1;
+    for (uint32_t t = 0; t < nt; t++) {
+        enum ork__npu_op op = t + 1 == nt ? ORK__NPU_LM_HEAD
+                                          : (enum ork__npu_op)(t % ORK__OPS_PER_LAYER);
+        for (int i = 0; i < 3; i++) {
+            const struct npu_mat *mt = &ex->ops[t].mat[i];
+            if (mt->w)
+                ork__npu_wstats_add(&s, op, mt->grid, mt->w, mt->n, mt->k);
+        }
+    }
+    ork__npu_wstats_log(&s, &ex->wopts, show);
+}
