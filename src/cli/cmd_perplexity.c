@@ -28,6 +28,9 @@ static void usage(FILE *out)
                  "options:\n"
                  "  -f, --file FILE           text to score [required]\n"
                  "  --chunks N                score at most N chunks (default: all)\n"
+                 "  --ref-device DEV          evaluate every chunk on DEV too (e.g. cpu) and\n"
+                 "                            report DEV's perplexity and the teacher-forced\n"
+                 "                            top-1 agreement of the two (same model, flags)\n"
                  "  (-c defaults to 512 here)\n");
     ork_cli_gen_help(out, false);
 }
@@ -67,6 +70,14 @@ static char *read_all(const char *path, size_t *len)
     return buf;
 }
 
+static int32_t argmax_of(const float *logits, int32_t n_vocab)
+{
+    int32_t best = 0;
+    for (int32_t i = 1; i < n_vocab; i++)
+        best = logits[i] > logits[best] ? i : best;
+    return best;
+}
+
 /* -log softmax(logits)[target], in double. */
 static double nll_of(const float *logits, int32_t n_vocab, int32_t target)
 {
@@ -92,6 +103,7 @@ int ork_cmd_perplexity(int argc, char **argv)
     ork_cli_gen_opts_default(&o);
     const char *file = NULL;
     long long max_chunks = -1;
+    const char *ref_dev = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -106,6 +118,14 @@ int ork_cmd_perplexity(int argc, char **argv)
         if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
             if (!(file = ork_cli_value(CMD, argc, argv, &i)))
                 return ORK_EXIT_USAGE;
+        } else if (!strcmp(a, "--ref-device")) {
+            if (!(ref_dev = ork_cli_value(CMD, argc, argv, &i)))
+                return ORK_EXIT_USAGE;
+            if (!ork_cli_device_valid(ref_dev)) {
+                fprintf(stderr, "ork %s: invalid value '%s' for --ref-device: must be a device "
+                        "of --device (see ork %s --help)\n", CMD, ref_dev, CMD);
+                return ORK_EXIT_USAGE;
+            }
         } else if (!strcmp(a, "--chunks")) {
             const char *v = ork_cli_value(CMD, argc, argv, &i);
             if (!v || !ork_cli_parse_int(CMD, a, v, 1, INT32_MAX, &max_chunks))
@@ -141,12 +161,27 @@ int ork_cmd_perplexity(int argc, char **argv)
         ork_free(text);
         return rc;
     }
+    /* the reference: the same model and flags on ref_dev (its own session) */
+    struct ork_model *rm = NULL;
+    struct ork_session *rs = NULL;
+    if (ref_dev) {
+        struct ork_cli_gen_opts ro = o;
+        ro.model_params.device = ref_dev;
+        ro.model_params.npu_weights = (struct ork_npu_weights_opts){ 0 };
+        ro.model_params.load = ORK_LOAD_AUTO;
+        if ((rc = ork_cli_gen_setup(CMD, &ro, &rm, &rs, NULL)) != 0) {
+            ork_session_free(s);
+            ork_model_free(m);
+            ork_free(text);
+            return rc;
+        }
+    }
     const struct ork_tokenizer *tok = ork_model_tokenizer(m);
     int32_t n_vocab = ork_model_config(m)->n_vocab;
     bool add_bos = !o.no_bos && ork_tokenizer_add_bos(tok) && ork_tokenizer_bos(tok) >= 0;
     size_t n_tok = 0;
     int32_t *ids = NULL;
-    float *logits = NULL;
+    float *logits = NULL, *rlogits = NULL;
     size_t cap = text_len + 2;   /* a token covers at least one byte, plus BOS */
     int ret;
     if (!(ids = ork_malloc(cap * sizeof(int32_t)))) {
@@ -175,15 +210,16 @@ int ork_cmd_perplexity(int argc, char **argv)
     if (max_chunks > 0 && max_chunks < n_chunks)
         n_chunks = (int32_t)max_chunks;
     int32_t first = n_ctx / 2;
-    if (!(logits = ork_malloc((size_t)(n_ctx - first) * (size_t)n_vocab * sizeof(float)))) {
+    size_t lbytes = (size_t)(n_ctx - first) * (size_t)n_vocab * sizeof(float);
+    if (!(logits = ork_malloc(lbytes)) || (rs && !(rlogits = ork_malloc(lbytes)))) {
         ret = ORK_ENOMEM;
         goto err;
     }
     fprintf(stderr, "perplexity: %zu tokens, %d chunks of %d, batch %d, scoring tokens %d..%d of "
             "each chunk\n", n_tok, n_chunks, n_ctx, ork_session_n_batch(s), n_ctx / 2, n_ctx - 1);
 
-    double nll = 0, nll2 = 0;
-    long long count = 0;
+    double nll = 0, nll2 = 0, rnll = 0;
+    long long count = 0, agree = 0;
     double t0 = now_s();
     for (int32_t c = 0; c < n_chunks; c++) {
         int32_t *chunk = ids + (size_t)c * (size_t)n_ctx;
@@ -196,9 +232,22 @@ int ork_cmd_perplexity(int argc, char **argv)
         if (ret == 0)
             ret = ork_model_eval(s, chunk + first, n_ctx - first, first, logits,
                                  ORK_EVAL_ALL_LOGITS);
+        if (ret == 0 && rs) {
+            ork_session_reset(rs);
+            ret = ork_model_eval(rs, chunk, first, 0, NULL, ORK_EVAL_LAST_LOGITS);
+            if (ret == 0)
+                ret = ork_model_eval(rs, chunk + first, n_ctx - first, first, rlogits,
+                                     ORK_EVAL_ALL_LOGITS);
+        }
         chunk[0] = saved;
         if (ret < 0)
             goto err;
+        for (int32_t j = first; rs && j < n_ctx - 1; j++) {
+            const float *a = logits + (size_t)(j - first) * (size_t)n_vocab;
+            const float *b = rlogits + (size_t)(j - first) * (size_t)n_vocab;
+            agree += argmax_of(a, n_vocab) == argmax_of(b, n_vocab);
+            rnll += nll_of(b, n_vocab, chunk[j + 1]);
+        }
         for (int32_t j = first; j < n_ctx - 1; j++) {
             double v = nll_of(logits + (size_t)(j - first) * (size_t)n_vocab, n_vocab, chunk[j + 1]);
             nll += v;
@@ -215,6 +264,10 @@ int ork_cmd_perplexity(int argc, char **argv)
     double var = nll2 / (double)count - mean * mean;
     double err = var > 0 && count > 1 ? sqrt(var / (double)(count - 1)) * ppl : 0.0;
     printf("PPL = %.4f +/- %.5f\n", ppl, err);
+    if (rs)
+        printf("reference (%s): PPL = %.4f; top-1 agreement %.2f %% (%lld of %lld tokens)\n",
+               ref_dev, exp(rnll / (double)count), 100.0 * (double)agree / (double)count, agree,
+               count);
     if (o.profile)
         ork_cli_npu_report(stderr, m);
     fprintf(stderr, "perplexity: %lld tokens scored in %.2f s (%.0f tok/s evaluated)\n", count, secs,
@@ -225,9 +278,12 @@ err:
     rc = ORK_EXIT_ERROR;
 out:
     ork_free(logits);
+    ork_free(rlogits);
     ork_free(ids);
     ork_session_free(s);
     ork_model_free(m);
+    ork_session_free(rs);
+    ork_model_free(rm);
     ork_free(text);
     return rc;
 }

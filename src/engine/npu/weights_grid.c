@@ -227,8 +227,8 @@ void ork__npu_wstats_add(struct npu_wstats *s, enum ork__npu_op op, uint32_t gri
 void ork__npu_wstats_log(const struct npu_wstats *s, const struct ork_npu_weights_opts *o,
                          bool show)
 {
-    if (!show || !s->n_tensors)
-        return;
+    if (!show || !s->n_tensors || !o || o->encoding == ORK_NPU_WENC_INT8)
+        return;                 /* int8: 8 bits a weight plus padding, as before */
     char name[128], grids[512];
     ork__npu_wenc_name(o, name, sizeof name);
     int at = 0;
