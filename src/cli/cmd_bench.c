@@ -645,8 +645,9 @@ int ork_cmd_bench(int argc, char **argv)
         status = ORK_EXIT_ERROR;
         goto out;
     }
-    fprintf(stderr, "ork bench: CPU kernels path: %s, activations %s, KV cache %s\n",
-            ork_kernels_path(), o.f32_act ? "f32 (--no-act-quant)" : "quantized for quantized weights",
+    fprintf(stderr, "ork bench: CPU kernels path: %s (cpu: %s), activations %s, KV cache %s\n",
+            ork_kernels_path(), ork_kernels_cpu_caps(),
+            o.f32_act ? "f32 (--no-act-quant)" : "quantized for quantized weights",
             ork_cli_bench_kv_name(&o));
     if (o.membw)
         for (int ti = 0; ti < o.t.n; ti++) {

@@ -8,6 +8,7 @@
 #include <ork-engine/grammar.h>
 #include <ork-engine/speculative.h>
 
+#include <ork-kernels/kernels.h>
 #include <ork-kernels/pool.h>
 #include <ork/alloc.h>
 #include <ork/error.h>
@@ -594,6 +595,9 @@ int ork_cli_gen_setup(const char *cmd, const struct ork_cli_gen_opts *o, struct 
                 ork_session_ctx_size(*s), ork_session_n_batch(*s),
                 o->session.kv_type == ORK_KV_F16 ? "f16" : "f32",
                 o->session.act_quant ? "quantized" : "f32");
+    if (o->verbose)
+        fprintf(stderr, "CPU kernels path: %s (cpu: %s)\n", ork_kernels_path(),
+                ork_kernels_cpu_caps());
     return 0;
 err:
     ork_cli_error(cmd, ret);
