@@ -143,7 +143,14 @@ struct ork_model_params {
                                  * docs/npu.md "Bounded waits"); 0: libork's default */
     bool npu_blocking_submits;  /* submit every job blocking, bounded only by the kernel's
                                  * own timeout (ork_npu_opts.blocking_submits) */
+    int32_t npu_spin_us;        /* libork's per-core workers poll this long between runs
+                                 * before sleeping (ork_npu_opts.worker_spin_us; the twin
+                                 * charges it, docs/twin.md "Spinning workers"); 0:
+                                 * ORK_NPU_WORKER_SPIN_US_DEFAULT, < 0: never spin */
     struct ork_npu_weights_opts npu_weights; /* the weights' grid and storage (int8 default) */
+    int32_t npu_decode_kslice;  /* enum ork_npu_decode_kslice: decode on the prefill weights'
+                                 * K-slicing or on a decode-only copy of one K-slice
+                                 * (docs/npu-inference.md "Decode copies") */
     /* The board twin (docs/twin.md "In the engine"): every forward batch recorded as one twin
      * step on the board's model clock. Always on with device "sim"; `twin` turns it on for
      * the CPU (every phase, the matmuls included, charged on the A76 cores). */
@@ -151,6 +158,16 @@ struct ork_model_params {
     const char *twin_calibration;   /* twin constants file (ork_twin_calib_load); NULL: the
                                      * defaults of include/ork/twin.h */
     uint32_t twin_flags;            /* ORK_TWIN_REC_* */
+};
+
+/* How decode (M = 1) runs matrices whose K the prefill plans slice more finely than M = 1
+ * needs (M = 1 takes any K <= 8192 in one program, spec §5.1; prefill weights are sliced for
+ * npu_max_m rows, e.g. Qwen3-1.7B's down projection, K = 6144, in two). */
+enum ork_npu_decode_kslice {
+    ORK_NPU_DECODE_KSLICE_DEFAULT = 0,  /* the measured default (docs/npu-inference.md) */
+    ORK_NPU_DECODE_KSLICE_SHARED,       /* decode runs on the prefill weights' K-slices */
+    ORK_NPU_DECODE_KSLICE_SINGLE,       /* a decode-only copy, one K-slice per 8192 of K, at
+                                         * the copy's device memory */
 };
 
 enum ork_twin_rec_flags {
@@ -206,6 +223,12 @@ struct ork_npu_exec_stats {
     uint64_t prog_regcmd_bytes[8];
     uint32_t prog_missing;      /* plans of those sizes that did not fit their domain */
     double prog_extra_load_ms;
+    /* Decode copies (npu_decode_kslice single): matrices holding one, their device bytes
+     * (weights and plans), the host wall time making them, and the runs they took */
+    uint32_t n_decode_copies;
+    uint64_t decode_copy_bytes;
+    double decode_copy_load_ms;
+    uint64_t decode_copy_runs;
 };
 /* 0 and the counters, or ORK_ENOENT when the model runs on the CPU. */
 int ork_model_npu_stats(const struct ork_model *m, struct ork_npu_exec_stats *out);
@@ -330,6 +353,17 @@ int ork_model_eval(struct ork_session *s, const int32_t *tokens, int32_t n, int3
  * ORK_ECONTEXT when a session is full (nothing is evaluated). */
 int ork_model_eval_multi(struct ork_session *const *sessions, const int32_t *tokens,
                          int32_t n_seq, float *logits);
+
+/* The general form: for each of n_seq sessions, n_tok[i] consecutive tokens (>= 1; n_tok
+ * NULL: one each), all in one forward pass. tokens holds them session after session; session
+ * i's go at positions n_past .. n_past + n_tok[i] - 1 with causal attention over its cache and
+ * its own earlier new rows (a speculative verify of k+1 rows beside the one row of a plain
+ * decode). logits receives one row per token, (sum n_tok, n_vocab), in the order of tokens.
+ * Each row equals what ork_model_eval of the session's tokens gives. The rows run in passes of
+ * at most session 0's n_batch (and 256) rows, split between sessions; a session with more rows
+ * than that is ORK_EINVAL. Other errors as ork_model_eval_multi (nothing is evaluated). */
+int ork_model_eval_multi_rows(struct ork_session *const *sessions, const int32_t *n_tok,
+                              const int32_t *tokens, int32_t n_seq, float *logits);
 
 /* ---- generation -------------------------------------------------------------------------- */
 

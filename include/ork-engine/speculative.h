@@ -85,6 +85,18 @@ int ork_spec_vocab_check(const struct ork_model *target, const struct ork_model 
  * (ORK_ECONTEXT when id has no room) and the sampler's. */
 int ork_spec_step(struct ork_spec *sp, struct ork_session *s, struct ork_sampler *smp, int32_t id,
                   int32_t max_new, bool ignore_eos, int32_t *out, int32_t *n_out);
+/* ork_spec_step in two halves around the caller's forward, so that several sequences' verify
+ * rows share one forward (ork_model_eval_multi_rows: the server's slots). ork_spec_draft drafts
+ * as ork_spec_step does and gives the rows to evaluate at s's n_past: *rows (id then the
+ * drafts, valid until the next draft), *n_rows = k + 1. The caller evaluates them into s (all
+ * rows' logits) and writes the logits to ork_spec_rows_logits(sp) ((draft_max + 1, n_vocab)
+ * floats), then ork_spec_verify judges them as ork_spec_step does (out, *n_out, the rollback,
+ * the counters). Errors: ork_spec_step's; verify without the rows in the cache: ORK_EINVAL. */
+int ork_spec_draft(struct ork_spec *sp, struct ork_session *s, struct ork_sampler *smp, int32_t id,
+                   int32_t max_new, const int32_t **rows, int32_t *n_rows);
+float *ork_spec_rows_logits(struct ork_spec *sp);
+int ork_spec_verify(struct ork_spec *sp, struct ork_session *s, struct ork_sampler *smp,
+                    bool ignore_eos, int32_t *out, int32_t *n_out);
 /* A new generation: the draft's sampler restarts its random stream, so that a generation is
  * reproducible from its seed whatever sp drafted before (ork_generate_tokens calls it). */
 void ork_spec_restart(struct ork_spec *sp);

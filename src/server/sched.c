@@ -6,7 +6,9 @@
  * them, keeping the shared prefix; sample one token for every generating slot (text through the
  * streaming detokenizer and stop-string filter into the task's output); then evaluate all the
  * sampled tokens together with ork_model_eval_multi (one forward pass, M = generating slots), or
- * slot by slot when batching is off. A request that arrives mid-step joins at the next step.
+ * slot by slot when batching is off. A speculating slot drafts first and its verify rows (its
+ * pending token and the drafts) join the same forward (ork_model_eval_multi_rows: M = every
+ * row), then it judges them. A request that arrives mid-step joins at the next step.
  *
  * Embeddings and /slots actions are tasks too: they wait for their slot like a generation,
  * then run in one go on this thread (which alone touches the sessions). Log-probabilities are
@@ -496,42 +498,58 @@ static bool sample_step(struct ork_server *srv, struct srv_slot *sl)
     return true;
 }
 
-/* A speculating slot's step: draft, verify its pending token and the drafts in one forward of
- * their own, emit what was accepted. The pending token is then the last one chosen (emitted,
- * not evaluated); a stop inside the step rolls the cache back to where plain decoding's would
- * end. */
-static void spec_decode(struct ork_server *srv, struct srv_slot *sl)
+/* The decoder's counters a step of slot sl added (since sl->spec_before), into the server's
+ * metrics and the task's counts. */
+static void spec_account(struct ork_server *srv, struct srv_slot *sl)
 {
     struct srv_task *t = sl->task;
-    int32_t base = ork_session_n_past(sl->sess), n = 0;
-    int32_t left = t->rq->n_predict < 0 ? ORK_SPEC_M_HIST : t->rq->n_predict - sl->n_gen;
-    struct ork_spec_stats before = *ork_spec_stats(sl->spec);
-    int ret = ork_spec_step(sl->spec, sl->sess, t->smp, sl->pending_tok,
-                            left < ORK_SPEC_M_HIST ? left : ORK_SPEC_M_HIST, t->rq->ignore_eos,
-                            sl->spec_out, &n);
-    sl->pending_tok = -1;
-    if (ret < 0) {
-        pthread_mutex_lock(&srv->mu);
-        finish_locked(srv, sl, SRV_STOP_ERROR, ork_error_describe(ret));
-        pthread_mutex_unlock(&srv->mu);
-        return;
-    }
-    const struct ork_spec_stats *after = ork_spec_stats(sl->spec);
-    struct ork_spec_stats d = { .n_steps = after->n_steps - before.n_steps };
-    d.n_verify = after->n_verify - before.n_verify;
-    d.n_drafted = after->n_drafted - before.n_drafted;
-    d.n_accepted = after->n_accepted - before.n_accepted;
-    d.n_tokens = after->n_tokens - before.n_tokens;
+    const struct ork_spec_stats *after = ork_spec_stats(sl->spec), *before = &sl->spec_before;
+    struct ork_spec_stats d = { .n_steps = after->n_steps - before->n_steps };
+    d.n_verify = after->n_verify - before->n_verify;
+    d.n_drafted = after->n_drafted - before->n_drafted;
+    d.n_accepted = after->n_accepted - before->n_accepted;
+    d.n_tokens = after->n_tokens - before->n_tokens;
     for (int i = 0; i < ORK_SPEC_M_HIST; i++)
-        d.m_hist[i] = after->m_hist[i] - before.m_hist[i];
-    d.draft_ms = after->draft_ms - before.draft_ms;
-    d.verify_ms = after->verify_ms - before.verify_ms;
+        d.m_hist[i] = after->m_hist[i] - before->m_hist[i];
+    d.draft_ms = after->draft_ms - before->draft_ms;
+    d.verify_ms = after->verify_ms - before->verify_ms;
     pthread_mutex_lock(&srv->mu);
     ork_spec_stats_add(&srv->met.spec, &d);
     t->n_spec_steps++;
     t->n_drafted += (int32_t)d.n_drafted;
     t->n_accepted += (int32_t)d.n_accepted;
     pthread_mutex_unlock(&srv->mu);
+}
+
+static void slot_error(struct ork_server *srv, struct srv_slot *sl, int ret)
+{
+    pthread_mutex_lock(&srv->mu);
+    finish_locked(srv, sl, SRV_STOP_ERROR, ork_error_describe(ret));
+    pthread_mutex_unlock(&srv->mu);
+}
+
+/* The tokens a speculating slot may still produce in one step. */
+static int32_t spec_left(const struct srv_slot *sl)
+{
+    const struct srv_task *t = sl->task;
+    int32_t left = t->rq->n_predict < 0 ? ORK_SPEC_M_HIST : t->rq->n_predict - sl->n_gen;
+    return left < ORK_SPEC_M_HIST ? left : ORK_SPEC_M_HIST;
+}
+
+/* The end of a speculating slot's step (ret: the step's result; n tokens in sl->spec_out):
+ * emit what was accepted. The pending token is then the last one chosen (emitted, not
+ * evaluated); a stop inside the step rolls the cache back to where plain decoding's would end. */
+static void spec_emit(struct ork_server *srv, struct srv_slot *sl, int ret, int32_t n)
+{
+    struct srv_task *t = sl->task;
+    int32_t base = ork_session_n_past(sl->sess) - (n > 0 ? n : 0);
+    sl->pending_tok = -1;
+    sl->spec_rows = 0;
+    if (ret < 0) {
+        slot_error(srv, sl, ret);
+        return;
+    }
+    spec_account(srv, sl);
     bool mask = t->rq->ignore_eos && !t->rq->grammar;
     for (int32_t j = 0; j < n; j++) {
         const float *lg = NULL;
@@ -550,6 +568,28 @@ static void spec_decode(struct ork_server *srv, struct srv_slot *sl)
         }
     }
     sl->pending_tok = sl->spec_out[n - 1];
+}
+
+/* A speculating slot's step on its own: draft, verify its pending token and the drafts in one
+ * forward of their own, emit what was accepted. */
+static void spec_decode(struct ork_server *srv, struct srv_slot *sl)
+{
+    struct srv_task *t = sl->task;
+    int32_t n = 0;
+    sl->spec_before = *ork_spec_stats(sl->spec);
+    int ret = ork_spec_step(sl->spec, sl->sess, t->smp, sl->pending_tok, spec_left(sl),
+                            t->rq->ignore_eos, sl->spec_out, &n);
+    spec_emit(srv, sl, ret, n);
+}
+
+/* The judging half of a speculating slot's step whose rows were evaluated (their logits in
+ * the decoder's buffer). */
+static void spec_judge(struct ork_server *srv, struct srv_slot *sl)
+{
+    int32_t n = 0;
+    int ret = ork_spec_verify(sl->spec, sl->sess, sl->task->smp, sl->task->rq->ignore_eos,
+                              sl->spec_out, &n);
+    spec_emit(srv, sl, ret, n);
 }
 
 /* Evaluate the pending token of every listed slot: one batched forward pass, or one by one. */
@@ -573,15 +613,94 @@ static void decode(struct ork_server *srv, struct srv_slot **rows, int32_t n)
             struct srv_slot *sl = rows[i];
             int r = ork_model_eval(sl->sess, &sl->pending_tok, 1, ork_session_n_past(sl->sess),
                                    sl->logits, ORK_EVAL_LAST_LOGITS);
-            if (r < 0) {
-                pthread_mutex_lock(&srv->mu);
-                finish_locked(srv, sl, SRV_STOP_ERROR, ork_error_describe(r));
-                pthread_mutex_unlock(&srv->mu);
-            }
+            if (r < 0)
+                slot_error(srv, sl, r);
         }
     }
     for (int32_t i = 0; i < n; i++)
         rows[i]->pending_tok = -1;
+}
+
+/* Room for `rows` rows of logits in srv->mrow_logits (grown on the scheduler's thread). */
+static int mrow_reserve(struct ork_server *srv, int32_t rows)
+{
+    if (rows <= srv->mrow_cap)
+        return 0;
+    float *p = ork_realloc(srv->mrow_logits, (size_t)rows * (size_t)srv->n_vocab * sizeof(float));
+    if (!p)
+        return ork_errorf(ORK_ENOMEM, "server: no memory for the logits of %d verify rows", rows);
+    srv->mrow_logits = p;
+    srv->mrow_cap = rows;
+    return 0;
+}
+
+/* The plain slots' pending tokens and the speculating slots' verify rows (drafted here) in one
+ * forward pass (ork_model_eval_multi_rows: M = every row, the weights streamed once), then the
+ * speculating slots judge their rows. When the batched pass refuses, every slot runs alone. */
+static void decode_with_verify(struct ork_server *srv, struct srv_slot **rows, int32_t n_rows,
+                               struct srv_slot **spec, int32_t n_spec)
+{
+    int32_t n_seq = 0, total = 0;
+    for (int32_t i = 0; i < n_rows; i++) {
+        srv->batch_sess[n_seq] = rows[i]->sess;
+        srv->mrow_n[n_seq++] = 1;
+        srv->mrow_tok[total++] = rows[i]->pending_tok;
+    }
+    for (int32_t i = 0; i < n_spec; i++) {
+        struct srv_slot *sl = spec[i];
+        const int32_t *tok;
+        int32_t nr = 0;
+        sl->spec_before = *ork_spec_stats(sl->spec);
+        int ret = ork_spec_draft(sl->spec, sl->sess, sl->task->smp, sl->pending_tok,
+                                 spec_left(sl), &tok, &nr);
+        sl->spec_rows = ret < 0 ? 0 : nr;
+        if (ret < 0) {
+            sl->pending_tok = -1;
+            slot_error(srv, sl, ret);
+            continue;
+        }
+        srv->batch_sess[n_seq] = sl->sess;
+        srv->mrow_n[n_seq++] = nr;
+        memcpy(srv->mrow_tok + total, tok, (size_t)nr * sizeof(int32_t));
+        total += nr;
+    }
+    int ret = n_seq > 0 ? mrow_reserve(srv, total) : 0;
+    if (ret == 0 && n_seq > 0)
+        ret = ork_model_eval_multi_rows(srv->batch_sess, srv->mrow_n, srv->mrow_tok, n_seq,
+                                        srv->mrow_logits);
+    size_t nv = (size_t)srv->n_vocab;
+    const float *lg = srv->mrow_logits;
+    for (int32_t i = 0; i < n_rows; i++, lg += nv) {
+        struct srv_slot *sl = rows[i];
+        int r = ret;
+        if (r == 0)
+            memcpy(sl->logits, lg, nv * sizeof(float));
+        else
+            r = ork_model_eval(sl->sess, &sl->pending_tok, 1, ork_session_n_past(sl->sess),
+                               sl->logits, ORK_EVAL_LAST_LOGITS);
+        sl->pending_tok = -1;
+        if (r < 0)
+            slot_error(srv, sl, r);
+    }
+    for (int32_t i = 0, at = n_rows; i < n_spec; i++) {
+        struct srv_slot *sl = spec[i];
+        int32_t nr = sl->spec_rows;
+        if (nr == 0)
+            continue;   /* its draft failed */
+        float *dst = ork_spec_rows_logits(sl->spec);
+        int r = ret;
+        if (r == 0)
+            memcpy(dst, lg, (size_t)nr * nv * sizeof(float));
+        else
+            r = ork_model_eval(sl->sess, srv->mrow_tok + at, nr, ork_session_n_past(sl->sess),
+                               dst, nr > 1 ? ORK_EVAL_ALL_LOGITS : ORK_EVAL_LAST_LOGITS);
+        lg += (size_t)nr * nv;
+        at += nr;
+        if (r < 0)
+            spec_emit(srv, sl, r, 0);
+        else
+            spec_judge(srv, sl);
+    }
 }
 
 /* ---- the scheduler thread ---------------------------------------------------------------- */
@@ -593,8 +712,10 @@ static void *sched_main(void *arg)
     struct srv_slot **rows = ork_calloc((size_t)np, sizeof(*rows));
     struct srv_slot **fresh = ork_calloc((size_t)np, sizeof(*fresh));
     struct srv_slot **spec_rows = ork_calloc((size_t)np, sizeof(*spec_rows));
+    srv->mrow_n = ork_calloc((size_t)np, sizeof(*srv->mrow_n));
+    srv->mrow_tok = ork_calloc((size_t)np * ORK_SPEC_M_HIST, sizeof(*srv->mrow_tok));
     pthread_mutex_lock(&srv->mu);
-    while (rows && fresh && spec_rows) {
+    while (rows && fresh && spec_rows && srv->mrow_n && srv->mrow_tok) {
         /* 1. free the slots of cancelled tasks; end everything when stopping */
         for (int32_t i = 0; i < np; i++) {
             struct srv_slot *sl = &srv->slots[i];
@@ -643,8 +764,8 @@ static void *sched_main(void *arg)
         }
 
         /* 4. sample one token per generating slot (a speculating slot may hold one from its
-         * last step); 5. evaluate them together, the speculating slots each in its own verify
-         * forward */
+         * last step); 5. evaluate them together, the speculating slots' verify rows in the
+         * same forward */
         double t0 = now_ms();
         int32_t n_rows = 0, n_spec = 0;
         for (int32_t i = 0; i < np; i++) {
@@ -658,10 +779,14 @@ static void *sched_main(void *arg)
                 rows[n_rows++] = sl;
         }
         double t_dec = now_ms();
-        if (n_rows > 0)
-            decode(srv, rows, n_rows);
-        for (int32_t i = 0; i < n_spec; i++)
-            spec_decode(srv, spec_rows[i]);
+        if (srv->p.batched && n_spec > 0 && n_rows + n_spec > 1) {
+            decode_with_verify(srv, rows, n_rows, spec_rows, n_spec);
+        } else {
+            if (n_rows > 0)
+                decode(srv, rows, n_rows);
+            for (int32_t i = 0; i < n_spec; i++)
+                spec_decode(srv, spec_rows[i]);
+        }
         n_rows += n_spec;
         double t1 = now_ms(), dt = t1 - t0;
 
@@ -683,6 +808,12 @@ static void *sched_main(void *arg)
     ork_free(rows);
     ork_free(fresh);
     ork_free(spec_rows);
+    ork_free(srv->mrow_n);
+    ork_free(srv->mrow_tok);
+    ork_free(srv->mrow_logits);
+    srv->mrow_n = srv->mrow_tok = NULL;
+    srv->mrow_logits = NULL;
+    srv->mrow_cap = 0;
     return NULL;
 }
 

@@ -255,6 +255,8 @@ struct srv_slot {
     struct ork_spec *spec;
     bool spec_on;
     int32_t spec_out[ORK_SPEC_M_HIST + 1];
+    struct ork_spec_stats spec_before;  /* the decoder's counters before the current step */
+    int32_t spec_rows;              /* rows of the current step's verify (drafted, not judged) */
 };
 
 struct srv_metrics {
@@ -313,6 +315,12 @@ struct ork_server {
     float *batch_logits;            /* (n_parallel, n_vocab) for the batched decode */
     struct ork_session **batch_sess;
     int32_t *batch_tok;
+    /* The scheduler's batched step with verify rows (sched.c, its thread alone): per slot row
+     * counts and every row's token ((n_parallel, ORK_SPEC_M_HIST)), and the rows' logits
+     * (mrow_cap rows, grown when a step needs more). */
+    int32_t *mrow_n, *mrow_tok;
+    float *mrow_logits;
+    int32_t mrow_cap;
 
     /* n_probs off the scheduler's path (probs.c): the scheduler copies a token's logits into
      * a free snapshot and queues it; one worker thread computes the top-N and the logprob. */

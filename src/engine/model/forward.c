@@ -1,8 +1,12 @@
-/* forward.c -- the transformer forward pass on the CPU, for a batch of M tokens at consecutive
- * positions (prefill: M up to n_batch; decode: M = 1). Every projection is one ork_matmul over
- * the M rows (ork_matmul_act: f32 activations, or rounded like the reference engines with
- * act_quant), so a weight matrix streams once per batch. Attention is causal over the KV cache
- * (kv.c) and split over the thread pool by (token, KV head).
+/* forward.c -- the transformer forward pass on the CPU, for a batch of M token rows (struct
+ * fwd_rows): consecutive positions of one session (prefill: M up to n_batch; decode: M = 1), or
+ * one or more consecutive positions of each of several sessions (batch_eval.c). Every
+ * projection is one ork_matmul over the M rows (ork_matmul_act: f32 activations, or rounded
+ * like the reference engines with act_quant), so a weight matrix streams once per batch.
+ * Attention is causal over the KV cache (kv.c) and split over the thread pool by (row block,
+ * KV head); its queries go through the KV kernels two at a time (two heads of a GQA group, or
+ * the same head of two consecutive rows when the group is odd), each with the bits it has
+ * alone.
  *
  * Per layer, as the architecture's descriptor says (model/arch.c, ork-engine/arch.h: biases
  * and q/k norms when bound, the RoPE style and per-layer base, the FFN activation; settings
@@ -28,9 +32,6 @@
 #include <stdatomic.h>
 #include <string.h>
 
-/* Rows of one multi-session pass (stack arrays); larger requests run in several passes. */
-#define ORK_EVAL_MULTI_MAX 64
-
 /* Below this many multiply-adds an operation runs on the calling thread: waking the pool and
  * waiting for it costs on the order of 10 us (more when the cores are shared), which is about
  * 64K multiply-adds of the SIMD dot products (measurement: docs/engine.md "Threading"). */
@@ -50,7 +51,7 @@
     } while (0)
 
 /* Number of arena allocations per batch (for the alignment slack in the size estimate). */
-#define FWD_N_BUFFERS 22
+#define FWD_N_BUFFERS 23
 #define FWD_ALIGN 64    /* arena.c aligns every allocation to 64 bytes */
 
 size_t ork__forward_scratch_bytes(const struct ork_model_config *c, int32_t n_batch, int32_t ctx,
@@ -63,7 +64,8 @@ size_t ork__forward_scratch_bytes(const struct ork_model_config *c, int32_t n_ba
                          + 2 * q_dim             /* q, att */
                          + 2 * kv_dim            /* k, v */
                          + 2 * (size_t)c->ffn_dim) /* hb, hb2 */
-                    + (size_t)n_threads * FWD_ATTN_PAIR * (size_t)ctx;  /* attention scores */
+                    + (size_t)n_threads * FWD_ATTN_PAIR * (size_t)ctx   /* attention scores */
+                    + m + 1;                                            /* row blocks */
     if (c->n_expert > 0) {
         size_t k = (size_t)c->n_expert_used, f = (size_t)c->expert_ffn_dim;
         floats += m * ((size_t)c->n_expert   /* router probabilities */
@@ -90,28 +92,6 @@ static inline void phase_end(const struct ork_session *s, int64_t t0, int64_t *a
 
 /* ---- attention over the pool ------------------------------------------------------------- */
 
-/* The rows of one forward batch: M tokens, each with the KV cache it attends to and writes,
- * and its position. A prefill batch is M consecutive positions of one session; a multi-session
- * decode batch is one token from each of M sessions. */
-struct fwd_rows {
-    int32_t n;
-    const int32_t *tokens;                  /* (n) */
-    struct ork_kv_cache *kv0;               /* every row's cache when kv == NULL */
-    struct ork_kv_cache *const *kv;         /* (n) per-row caches, or NULL */
-    int32_t pos0;                           /* row i is at pos0 + i when pos == NULL */
-    const int32_t *pos;                     /* (n) per-row positions, or NULL */
-};
-
-static inline struct ork_kv_cache *row_kv(const struct fwd_rows *r, int32_t i)
-{
-    return r->kv ? r->kv[i] : r->kv0;
-}
-
-static inline int32_t row_pos(const struct fwd_rows *r, int32_t i)
-{
-    return r->pos ? r->pos[i] : r->pos0 + i;
-}
-
 struct attn_job {
     const struct fwd_rows *rows;
     int32_t layer;
@@ -128,7 +108,9 @@ struct attn_job {
     const float *rope_freqs;
     int32_t window;
     float softcap;
-    atomic_int next;        /* next (row, KV head) item to take */
+    const int32_t *blk;     /* (n_blk + 1) row blocks: block b is rows [blk[b], blk[b+1]) */
+    int32_t n_blk;
+    atomic_int next;        /* next (row block, KV head) item to take */
     /* prep: each item first norms and rotates its KV head's k and its query heads' q and
      * stores the row's k and v for that head (only when no other item reads them: see
      * attn_prep_in_items); else the caller has done it for all rows and heads */
@@ -140,10 +122,48 @@ struct attn_job {
 
 static void norm_rope_one(float *v, const float *norm, const struct attn_job *j, int32_t pos);
 
-/* Threads take (row, KV head) items from j->next (ork_pool_run_shared): an item computes the
- * query heads of [h0, h1) that share that KV head (GQA), one after the other, so the head's
- * keys and values come from memory once and from cache for the others. Each head's bits do not
- * depend on which thread computes it or with which others. */
+/* The causal key range of a query row at position pos: [*t_begin, pos + 1); a local layer's
+ * key p0 is seen iff pos - p0 < window (llama-hparams.h:388-392). */
+static int32_t row_keys(const struct attn_job *j, int32_t pos, int32_t *t_begin)
+{
+    int32_t n_pos = pos + 1;
+    *t_begin = j->window > 0 && n_pos > j->window ? n_pos - j->window : 0;
+    return n_pos;
+}
+
+/* The queries qs[0..nq) (nq <= FWD_ATTN_PAIR) of one KV head, each at its own key range
+ * [tb[u], np[u]), in one pass over the keys and values of the ranges' union: the keys are read
+ * once for the pair. Scores past a query's own range are computed and then given weight 0, so
+ * each output has the bits of the query alone: its own scores are the same dot products, its
+ * softmax runs over its own range, and a zero weight adds +-0 to the weighted sum (finite V). */
+static void attn_queries(const struct attn_job *j, struct ork_kv_cache *kv, int32_t kvh,
+                         const float *const *qs, float *const *ss, float *const *os, int nq,
+                         const int32_t *tb, const int32_t *np)
+{
+    int32_t lo = tb[0], hi = np[0];
+    for (int u = 1; u < nq; u++) {
+        lo = tb[u] < lo ? tb[u] : lo;
+        hi = np[u] > hi ? np[u] : hi;
+    }
+    ork__kv_scores(kv, j->layer, kvh, qs, nq, j->scale, lo, hi, ss);
+    for (int u = 0; u < nq; u++) {
+        if (j->softcap > 0.0f)
+            ork__softcap(ss[u] + tb[u], np[u] - tb[u], j->softcap);
+        ork_softmax(ss[u] + tb[u], np[u] - tb[u]);
+        for (int32_t t = lo; t < tb[u]; t++)
+            ss[u][t] = 0.0f;
+        for (int32_t t = np[u]; t < hi; t++)
+            ss[u][t] = 0.0f;
+    }
+    ork__kv_weighted_sum(kv, j->layer, kvh, (const float *const *)ss, nq, lo, hi, os);
+}
+
+/* Threads take (row block, KV head) items from j->next (ork_pool_run_shared): an item computes
+ * the queries (row, head) of its rows and of the heads of [h0, h1) that share that KV head
+ * (GQA), in pairs, so the head's keys and values come from memory once per pair and from cache
+ * for the others. A block is one row, or consecutive rows of one sequence when the group's
+ * heads alone leave a query unpaired (attn_blocks). Each head's bits do not depend on which
+ * thread computes it or with which others. */
 static void attn_worker(void *ctx, int ith, int nth)
 {
     struct attn_job *j = ctx;
@@ -152,23 +172,21 @@ static void attn_worker(void *ctx, int ith, int nth)
     float *sc = j->scores + (size_t)ith * FWD_ATTN_PAIR * (size_t)j->ctx;
     int32_t g0 = j->h0 / group, g1 = (j->h1 + group - 1) / group;     /* KV heads touched */
     int32_t ng = g1 - g0;
-    int32_t n_items = j->rows->n * ng;
+    int32_t n_items = j->n_blk * ng;
     for (int32_t it; (it = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) <
                      n_items;) {
-        int32_t i = it / ng, kvh = g0 + it % ng;
-        struct ork_kv_cache *kv = row_kv(j->rows, i);
+        int32_t b = it / ng, kvh = g0 + it % ng;
+        int32_t r0 = j->blk[b], r1 = j->blk[b + 1];
+        struct ork_kv_cache *kv = row_kv(j->rows, r0);
         if (it + nth < n_items) {   /* likely this thread's next item: its runs' first rows */
-            int32_t i2 = (it + nth) / ng;
-            ork__kv_prefetch_head(row_kv(j->rows, i2), j->layer, g0 + (it + nth) % ng,
-                                  row_pos(j->rows, i2) + 1);
+            int32_t b2 = (it + nth) / ng;
+            ork__kv_prefetch_head(row_kv(j->rows, j->blk[b2]), j->layer, g0 + (it + nth) % ng,
+                                  row_pos(j->rows, j->blk[b2 + 1] - 1) + 1);
         }
-        int32_t n_pos = row_pos(j->rows, i) + 1;            /* causal: keys 0 .. pos */
-        /* a local layer: key p0 is seen iff pos - p0 < window (llama-hparams.h:388-392) */
-        int32_t t_begin = j->window > 0 && n_pos > j->window ? n_pos - j->window : 0;
         int32_t ha = kvh * group > j->h0 ? kvh * group : j->h0;
         int32_t hb = (kvh + 1) * group < j->h1 ? (kvh + 1) * group : j->h1;
-        if (j->prep) {
-            int32_t pos = n_pos - 1;
+        for (int32_t i = r0; j->prep && i < r1; i++) {
+            int32_t pos = row_pos(j->rows, i);
             size_t kv_at = ((size_t)i * j->n_kv_heads + kvh) * j->head_dim;
             norm_rope_one(j->k + kv_at, j->k_norm, j, pos);
             ork__kv_store_head(kv, j->layer, pos, kvh, j->k + kv_at, j->v + kv_at);
@@ -176,24 +194,22 @@ static void attn_worker(void *ctx, int ith, int nth)
                 norm_rope_one(j->q + (size_t)i * q_dim + (size_t)h * j->head_dim, j->q_norm,
                               j, pos);
         }
-        for (int32_t h = ha, nq; h < hb; h += nq) {
-            nq = hb - h < FWD_ATTN_PAIR ? (int)(hb - h) : FWD_ATTN_PAIR;
+        /* the block's queries, row-major: query e is row r0 + e / nh, head ha + e % nh */
+        int32_t nh = hb - ha, n_q = (r1 - r0) * nh;
+        for (int32_t e = 0, nq; e < n_q; e += nq) {
+            nq = n_q - e < FWD_ATTN_PAIR ? (int)(n_q - e) : FWD_ATTN_PAIR;
             const float *qs[FWD_ATTN_PAIR];
             float *ss[FWD_ATTN_PAIR], *os[FWD_ATTN_PAIR];
+            int32_t tb[FWD_ATTN_PAIR], np[FWD_ATTN_PAIR];
             for (int u = 0; u < nq; u++) {
-                size_t at = (size_t)i * q_dim + (size_t)(h + u) * j->head_dim;
+                int32_t i = r0 + (e + u) / nh, h = ha + (e + u) % nh;
+                size_t at = (size_t)i * q_dim + (size_t)h * j->head_dim;
                 qs[u] = j->q + at;
                 ss[u] = sc + (size_t)u * (size_t)j->ctx;
                 os[u] = j->out + at;
+                np[u] = row_keys(j, row_pos(j->rows, i), &tb[u]);
             }
-            ork__kv_scores(kv, j->layer, kvh, qs, nq, j->scale, t_begin, n_pos, ss);
-            for (int u = 0; u < nq; u++) {
-                if (j->softcap > 0.0f)
-                    ork__softcap(ss[u] + t_begin, n_pos - t_begin, j->softcap);
-                ork_softmax(ss[u] + t_begin, n_pos - t_begin);
-            }
-            ork__kv_weighted_sum(kv, j->layer, kvh, (const float *const *)ss, nq, t_begin, n_pos,
-                                 os);
+            attn_queries(j, kv, kvh, qs, ss, os, nq, tb, np);
         }
     }
 }
@@ -255,12 +271,12 @@ static void norm_rope_heads(float *x, int32_t n_h, int32_t h0, int32_t h1, const
 /* Whether the attention items may do the rows' q/k norms, RoPE and KV stores themselves
  * (attn_job.prep): when every row has a cache of its own (one row, or one token from each of
  * several sessions), item (row, KV head) is the only one that writes that row's K and V of the
- * head and the only one that reads them; rows of one sequence (prefill) read each other's, so
- * the stores must all come first. Doing it in the items runs it on every thread and on the
+ * head and the only one that reads them; rows of one sequence (prefill, or a session's several
+ * rows in a multi-session batch) read each other's, so the stores must all come first. Doing it in the items runs it on every thread and on the
  * core that reads it next, instead of on the caller alone between two pool runs. */
 static bool attn_prep_in_items(const struct fwd_rows *r)
 {
-    return r->n == 1 || r->kv != NULL;
+    return r->n == 1 || (r->kv != NULL && !r->shared);
 }
 
 /* The pool for an operation of `macs` multiply-adds, or NULL (calling thread) when small. */
@@ -363,6 +379,25 @@ static int exec_proj(const struct fwd *f, enum ork__npu_op op, int32_t layer, co
     return ret;
 }
 
+/* The row blocks of attention's items (attn_job.blk, n_blocks + 1 entries): one row each, or,
+ * when a KV head's query heads are odd in number (GQA group 1, 7, ...; their pairs leave one
+ * over), FWD_ATTN_PAIR consecutive rows of one cache, so that the leftover queries of the
+ * rows pair up and read the keys once for two. Returns the number of blocks. */
+static int32_t attn_blocks(const struct ork_model_config *c, const struct fwd_rows *r,
+                           int32_t *blk)
+{
+    int32_t per = (c->n_heads / c->n_kv_heads) % FWD_ATTN_PAIR ? FWD_ATTN_PAIR : 1;
+    int32_t nb = 0;
+    for (int32_t i = 0, e; i < r->n; i = e) {
+        blk[nb++] = i;
+        for (e = i + 1; e < r->n && e - i < per && row_kv(r, e) == row_kv(r, i) &&
+                        row_pos(r, e) == row_pos(r, e - 1) + 1; e++)
+            ;
+    }
+    blk[nb] = r->n;
+    return nb;
+}
+
 static int fwd_init(struct fwd *f, struct ork_session *s, const struct fwd_rows *r, bool to_head)
 {
     const struct ork_model_config *c = &s->m->cfg;
@@ -388,6 +423,9 @@ static int fwd_init(struct fwd *f, struct ork_session *s, const struct fwd_rows 
         (ret = alloc_f(s, (size_t)ork_pool_threads(s->pool) * FWD_ATTN_PAIR * s->kv.ctx,
                        "scores", &f->scores)) < 0)
         return ret;
+    float *blk;
+    if ((ret = alloc_f(s, n + 1, "row blocks", &blk)) < 0)
+        return ret;
     if (c->n_expert > 0) {
         size_t k = (size_t)c->n_expert_used, fe = (size_t)c->expert_ffn_dim;
         float *ids, *row, *rank;
@@ -410,7 +448,8 @@ static int fwd_init(struct fwd *f, struct ork_session *s, const struct fwd_rows 
         .rows = r, .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads,
         .head_dim = c->head_dim, .q = f->q, .out = f->att, .scores = f->scores,
         .ctx = s->kv.ctx, .scale = c->attn_scale, .k = f->k, .v = f->v,
-        .md = f->md,
+        .md = f->md, .blk = (const int32_t *)(void *)blk,
+        .n_blk = attn_blocks(c, r, (int32_t *)(void *)blk),    /* int32 and float: 4 bytes */
     };
     /* attention: rows x n_heads x (pos + 1 keys) x head_dim, twice (scores, weighted sum) */
     double keys = 0;
@@ -423,8 +462,11 @@ static int fwd_init(struct fwd *f, struct ork_session *s, const struct fwd_rows 
         f->attn_wide = 2.0 * keys * c->n_heads * c->head_dim >= (double)FWD_MIN_PARALLEL_MACS;
         f->attn_pairs = (uint64_t)keys;
         /* one sequence's rows read one cache (its keys once); rows of several sessions each
-         * read their own */
-        f->attn_keys = r->kv ? (uint64_t)keys : (uint64_t)row_pos(r, r->n - 1) + 1;
+         * read their own, a session's keys once for its rows */
+        f->attn_keys = 0;
+        for (int32_t i = 0; i < r->n; i++)
+            if (i == r->n - 1 || row_kv(r, i + 1) != row_kv(r, i))
+                f->attn_keys += (uint64_t)row_pos(r, i) + 1;
         f->kv_el = s->kv.type == ORK_KV_F16 ? 2 : 4;
     }
     return 0;
@@ -694,7 +736,7 @@ static int forward_rows_run(struct ork_session *s, const struct fwd_rows *r, flo
 }
 
 /* forward_rows_run bracketed for the NPU executor's counters (no-op on the CPU). */
-static int forward_rows(struct ork_session *s, const struct fwd_rows *r, float *logits, bool all)
+int ork__forward_rows(struct ork_session *s, const struct fwd_rows *r, float *logits, bool all)
 {
     ork__npu_exec_batch_begin(s->m->npu);
     ork__twin_begin(s->m->twin);
@@ -715,7 +757,7 @@ int ork__forward_batch(struct ork_session *s, const int32_t *tokens, int32_t n, 
                        float *logits, bool all)
 {
     struct fwd_rows r = { .n = n, .tokens = tokens, .kv0 = &s->kv, .pos0 = pos };
-    int ret = forward_rows(s, &r, logits, all);
+    int ret = ork__forward_rows(s, &r, logits, all);
     if (ret == 0 && pos + n - 1 > s->kv.hi)
         s->kv.hi = pos + n - 1;
     return ret;
@@ -724,7 +766,7 @@ int ork__forward_batch(struct ork_session *s, const int32_t *tokens, int32_t n, 
 /* Before a batch at pos < the cache's highest position (a rewind): when a sliding-window ring
  * no longer holds the window's keys, evaluate the session's first pos tokens again from 0
  * (their keys in every layer; no logits). */
-static int rewind_rings(struct ork_session *s, int32_t pos)
+int ork__rewind_rings(struct ork_session *s, int32_t pos)
 {
     if (ork__kv_window_valid(&s->kv, pos, s->m->cfg.swa_window))
         return 0;
@@ -758,7 +800,7 @@ int ork_model_eval(struct ork_session *s, const int32_t *tokens, int32_t n, int3
                               "(%d tokens)", tokens[i], i, c->n_vocab);
     bool all = (flags & ORK_EVAL_ALL_LOGITS) != 0;
     s->n_past = pos;
-    int rret = rewind_rings(s, pos);
+    int rret = ork__rewind_rings(s, pos);
     if (rret < 0)
         return rret;
     int32_t nb = s->p.n_batch;
@@ -775,61 +817,6 @@ int ork_model_eval(struct ork_session *s, const int32_t *tokens, int32_t n, int3
             return ret;
         memcpy(s->tokens + pos + done, tokens + done, (size_t)m * sizeof(int32_t));
         s->n_past = pos + done + m;
-    }
-    return 0;
-}
-
-int ork__forward_multi(struct ork_session *const *sessions, const int32_t *tokens, int32_t n,
-                       float *logits)
-{
-    if (!sessions || !tokens || !logits || n < 1)
-        return ork_errorf(ORK_EINVAL, "ork_model_eval_multi: sessions, tokens and logits are "
-                          "required (n = %d)", n);
-    struct ork_session *s0 = sessions[0];
-    const struct ork_model *md = s0->m;
-    const struct ork_model_config *c = &md->cfg;
-    for (int32_t i = 0; i < n; i++) {
-        const struct ork_session *si = sessions[i];
-        if (si->m != md)
-            return ork_errorf(ORK_EINVAL, "ork_model_eval_multi: session %d uses another model", i);
-        if (si->kv.ctx > s0->kv.ctx)
-            return ork_errorf(ORK_EINVAL, "ork_model_eval_multi: session %d has ctx_size %d > "
-                              "session 0's %d", i, si->kv.ctx, s0->kv.ctx);
-        for (int32_t k = 0; k < i; k++)
-            if (sessions[k] == si)
-                return ork_errorf(ORK_EINVAL, "ork_model_eval_multi: session %d appears twice", i);
-        if (si->n_past + 1 > si->kv.ctx)
-            return ork_errorf(ORK_ECONTEXT, "context full: %d tokens > ctx_size %d (session %d)",
-                              si->n_past + 1, si->kv.ctx, i);
-        if (tokens[i] < 0 || tokens[i] >= c->n_vocab)
-            return ork_errorf(ORK_EINVAL, "token id %d for session %d is outside the vocabulary "
-                              "(%d tokens)", tokens[i], i, c->n_vocab);
-    }
-    for (int32_t i = 0; i < n; i++) {
-        int ret = rewind_rings(sessions[i], sessions[i]->n_past);
-        if (ret < 0)
-            return ret;
-    }
-    /* Rows per pass: the scratch of session 0 holds n_batch rows. */
-    struct ork_kv_cache *kvs[ORK_EVAL_MULTI_MAX];
-    int32_t pos[ORK_EVAL_MULTI_MAX];
-    int32_t step = s0->p.n_batch < ORK_EVAL_MULTI_MAX ? s0->p.n_batch : ORK_EVAL_MULTI_MAX;
-    for (int32_t done = 0; done < n; done += step) {
-        int32_t m = n - done < step ? n - done : step;
-        for (int32_t i = 0; i < m; i++) {
-            kvs[i] = &sessions[done + i]->kv;
-            pos[i] = sessions[done + i]->n_past;
-        }
-        struct fwd_rows r = { .n = m, .tokens = tokens + done, .kv = kvs, .pos = pos };
-        int ret = forward_rows(s0, &r, logits + (size_t)done * (size_t)c->n_vocab, true);
-        if (ret < 0)
-            return ret;
-        for (int32_t i = 0; i < m; i++) {
-            struct ork_session *si = sessions[done + i];
-            if (si->n_past > si->kv.hi)
-                si->kv.hi = si->n_past;
-            si->tokens[si->n_past++] = tokens[done + i];
-        }
     }
     return 0;
 }

@@ -259,10 +259,44 @@ size_t ork__forward_scratch_bytes(const struct ork_model_config *c, int32_t n_ba
 int ork__forward_batch(struct ork_session *s, const int32_t *tokens, int32_t n, int32_t pos,
                        float *logits, bool all);
 
+/* The rows of one forward batch: M tokens, each with the KV cache it attends to and writes,
+ * and its position. A prefill batch is M consecutive positions of one session; a multi-session
+ * batch is, for each of several sessions, one or more consecutive positions (a session's rows
+ * adjacent, in position order). */
+struct fwd_rows {
+    int32_t n;
+    const int32_t *tokens;                  /* (n) */
+    struct ork_kv_cache *kv0;               /* every row's cache when kv == NULL */
+    struct ork_kv_cache *const *kv;         /* (n) per-row caches, or NULL */
+    int32_t pos0;                           /* row i is at pos0 + i when pos == NULL */
+    const int32_t *pos;                     /* (n) per-row positions, or NULL */
+    bool shared;                            /* kv: some cache has several rows (they read
+                                             * each other's keys) */
+};
+
+static inline struct ork_kv_cache *row_kv(const struct fwd_rows *r, int32_t i)
+{
+    return r->kv ? r->kv[i] : r->kv0;
+}
+
+static inline int32_t row_pos(const struct fwd_rows *r, int32_t i)
+{
+    return r->pos ? r->pos[i] : r->pos0 + i;
+}
+
+/* One forward batch of rows r (r->n <= s->p.n_batch) with session s's pool, arena and
+ * options: every row's K/V appended to its cache, logits of all rows (all) or of the last one
+ * (NULL: none). The caller updates the caches' highest positions and token lists. */
+int ork__forward_rows(struct ork_session *s, const struct fwd_rows *r, float *logits, bool all);
+/* Before a batch of s at pos < its cache's highest position: re-evaluates s's first pos tokens
+ * when a sliding-window ring no longer holds the window's keys. */
+int ork__rewind_rings(struct ork_session *s, int32_t pos);
+
 /* ork_model_eval_multi (engine.h) through the same layer code as ork_model_eval: one token for
  * each of n distinct sessions of one model, each row at its session's n_past, attending to its
  * own cache; logits (n, n_vocab). Handles RoPE scaling and act_quant like every other batch,
- * and any n (passes of up to n_batch rows). Same errors as ork_model_eval_multi. */
+ * and any n (passes of up to n_batch rows). Same errors as ork_model_eval_multi. The one-row
+ * case of ork_model_eval_multi_rows (batch_eval.c). */
 int ork__forward_multi(struct ork_session *const *sessions, const int32_t *tokens, int32_t n,
                        float *logits);
 

@@ -42,6 +42,10 @@ struct ork_spec {
     float *mbuf;                /* (n_vocab) a row with the end-of-generation ids masked */
     int32_t *eog;               /* end-of-generation ids of the target's vocabulary */
     int32_t n_eog;
+    /* the step between ork_spec_draft and ork_spec_verify: the drafts, the position of id
+     * (-1: no step drafted), the drafting's start and end */
+    int32_t k, pos;
+    int64_t t_draft0, t_draft1;
     struct ork_spec_stats st;
 };
 
@@ -174,6 +178,7 @@ int ork_spec_create(struct ork_model *target, const struct ork_spec_params *p,
         ret = ORK_ENOMEM;
         goto err;
     }
+    sp->pos = -1;
     for (int32_t i = 0; i < sp->n_vocab; i++)
         if (ork_tokenizer_is_eog(target->tok, i))
             sp->eog[sp->n_eog++] = i;
@@ -380,10 +385,10 @@ static void mask_eog(const struct ork_spec *sp, float *lg)
         lg[sp->eog[i]] = -INFINITY;
 }
 
-int ork_spec_step(struct ork_spec *sp, struct ork_session *s, struct ork_sampler *smp, int32_t id,
-                  int32_t max_new, bool ignore_eos, int32_t *out, int32_t *n_out)
+int ork_spec_draft(struct ork_spec *sp, struct ork_session *s, struct ork_sampler *smp, int32_t id,
+                   int32_t max_new, const int32_t **rows, int32_t *n_rows)
 {
-    *n_out = 0;
+    *n_rows = 0;
     if (max_new < 1)
         return ork_errorf(ORK_EINVAL, "speculative: max_new %d must be >= 1", max_new);
     if (s->m != sp->target)
@@ -396,7 +401,7 @@ int ork_spec_step(struct ork_spec *sp, struct ork_session *s, struct ork_sampler
     kmax = kmax < s->p.ctx_size - pos - 1 ? kmax : s->p.ctx_size - pos - 1;
     int32_t k = 0;
     int ret = 0;
-    int64_t t0 = ork__now_ns();
+    sp->t_draft0 = ork__now_ns();
     sp->q_valid = false;
     if (kmax > 0 && pos + 1 <= sp->ctx) {
         memcpy(sp->hist, s->tokens, (size_t)pos * sizeof(int32_t));
@@ -415,17 +420,35 @@ int ork_spec_step(struct ork_spec *sp, struct ork_session *s, struct ork_sampler
         if (k < sp->p.draft_min)
             k = 0;
     }
-    int64_t t1 = ork__now_ns();
-
-    /* id and the drafts at positions pos .. pos+k, every row's logits */
-    size_t nv = (size_t)sp->n_vocab;
-    memcpy(sp->hist, &id, sizeof id);   /* hist is scratch now: the forward's tokens */
+    sp->t_draft1 = ork__now_ns();
+    /* id and the drafts at positions pos .. pos+k (hist is scratch now: the forward's tokens) */
+    sp->hist[0] = id;
     memcpy(sp->hist + 1, sp->draft, (size_t)k * sizeof(int32_t));
-    if ((ret = ork_model_eval(s, sp->hist, k + 1, pos, sp->logits,
-                              k ? ORK_EVAL_ALL_LOGITS : ORK_EVAL_LAST_LOGITS)) < 0)
-        return ret;
+    sp->k = k;
+    sp->pos = pos;
+    *rows = sp->hist;
+    *n_rows = k + 1;
+    return 0;
+}
+
+float *ork_spec_rows_logits(struct ork_spec *sp)
+{
+    return sp->logits;
+}
+
+int ork_spec_verify(struct ork_spec *sp, struct ork_session *s, struct ork_sampler *smp,
+                    bool ignore_eos, int32_t *out, int32_t *n_out)
+{
+    *n_out = 0;
+    int32_t k = sp->k, pos = sp->pos;
+    if (sp->pos < 0 || s->n_past != pos + k + 1)
+        return ork_errorf(ORK_EINVAL, "speculative: verify without the %d drafted rows evaluated "
+                          "(the cache holds %d tokens)", k + 1, s->n_past);
+    sp->pos = -1;
+    size_t nv = (size_t)sp->n_vocab;
     bool mask = ignore_eos && !ork_sampler_get_params(smp)->grammar;
     int32_t n = 0, acc = 0;
+    int ret;
     for (int32_t j = 0; j <= k; j++) {
         const float *lg = sp->logits + (size_t)j * nv;
         if (mask) {   /* on a copy: ork_spec_logits stays unmasked */
@@ -466,7 +489,24 @@ int ork_spec_step(struct ork_spec *sp, struct ork_session *s, struct ork_sampler
     sp->st.n_accepted += (uint64_t)acc;
     sp->st.n_tokens += (uint64_t)n;
     sp->st.m_hist[k < ORK_SPEC_M_HIST ? k : ORK_SPEC_M_HIST - 1]++;
-    sp->st.draft_ms += (double)(t1 - t0) / 1e6;
-    sp->st.verify_ms += (double)(t2 - t1) / 1e6;
+    sp->st.draft_ms += (double)(sp->t_draft1 - sp->t_draft0) / 1e6;
+    sp->st.verify_ms += (double)(t2 - sp->t_draft1) / 1e6;
     return 0;
+}
+
+int ork_spec_step(struct ork_spec *sp, struct ork_session *s, struct ork_sampler *smp, int32_t id,
+                  int32_t max_new, bool ignore_eos, int32_t *out, int32_t *n_out)
+{
+    *n_out = 0;
+    const int32_t *rows;
+    int32_t n_rows;
+    int ret = ork_spec_draft(sp, s, smp, id, max_new, &rows, &n_rows);
+    if (ret < 0)
+        return ret;
+    if ((ret = ork_model_eval(s, rows, n_rows, sp->pos, sp->logits,
+                              n_rows > 1 ? ORK_EVAL_ALL_LOGITS : ORK_EVAL_LAST_LOGITS)) < 0) {
+        sp->pos = -1;
+        return ret;
+    }
+    return ork_spec_verify(sp, s, smp, ignore_eos, out, n_out);
 }
