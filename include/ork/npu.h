@@ -74,7 +74,20 @@ struct ork_npu_opts {
     bool blocking_submits;          /* submit every job blocking and rely on the kernel's
                                      * timeout (the behaviour before bounded waits; for
                                      * bisecting driver problems) */
+    /* Between runs, the persistent per-core submit workers (docs/scheduling.md) poll for the
+     * next run for up to this long before they sleep on their condition variable, and a
+     * submitter polls as long for the workers' end before it sleeps: within a decode step a
+     * hand-off is then a cache-line transfer instead of a futex wake-up (~25 us each, anchors
+     * §2), at the price of a busy A76 core per spinning worker (docs/twin.md "Spinning
+     * workers"). 0 = never spin (sleep at once); at most ORK_NPU_WORKER_SPIN_US_MAX. */
+    uint32_t worker_spin_us;
 };
+
+/* Most worker_spin_us accepted: a sanity bound (an idle worker must fall asleep soon). */
+#define ORK_NPU_WORKER_SPIN_US_MAX 100000u
+/* The engine's default worker_spin_us (ork_model_params.npu_spin_us = 0; docs/twin.md
+ * "Spinning workers" has the measurements it was chosen from). */
+#define ORK_NPU_WORKER_SPIN_US_DEFAULT 200u
 
 /* Default host bound on one NPU job: 2x the mainline driver's 500 ms job timeout (spec §11.3),
  * which every job of the same programs must meet on rocket; the longest job the executor

@@ -259,7 +259,7 @@ enum ork_twin_phase {
     X(RESIDUAL, "residual") X(KSLICE, "kslice_sum") X(GATHER, "gather")                         \
     X(CPU_MATMUL, "cpu_matmul") X(LM_HEAD, "lm_head") X(SAMPLE, "sample") X(IOCTL, "ioctl")     \
     X(CACHE_SYNC, "cache_sync") X(WAKE, "wake") X(HANDOFF, "handoff") X(NPU_MATMUL, "npu_matmul") \
-    X(DOMAIN_SWITCH, "domain_switch")
+    X(DOMAIN_SWITCH, "domain_switch") X(SPIN, "spin")
 #define ORK_TWIN_PHASE_ENUM_(id, name) ORK_TWIN_PHASE_##id,
     ORK_TWIN_PHASES(ORK_TWIN_PHASE_ENUM_)
 #undef ORK_TWIN_PHASE_ENUM_
@@ -270,6 +270,26 @@ const char *ork_twin_phase_name(enum ork_twin_phase p);
 enum ork_twin_res { ORK_TWIN_CPU, ORK_TWIN_NPU };
 
 #define ORK_TWIN_OP_IDLE 0x1u   /* holds its cores (ordering) but is not counted as busy */
+/* A spinning thread (CPU, one core): it busy-polls its core for at most work.fixed_ns (its spin
+ * window) and ends earlier when an op that names it with ORK_TWIN_OP_RELEASE becomes ready, or
+ * when every op of the step that is not a spin has ended (the poll goes on into the next step:
+ * ork_twin_op_times says how long it ran). Its core counts as busy; it is not CPU work, so it
+ * counts neither in cpu_active_ns nor in the hidden time. While spins hold cores, a k-core op
+ * (k > 1) runs on k less the cores they hold (at least one). */
+#define ORK_TWIN_OP_SPIN 0x2u
+/* With spin.op: end that spin when this op becomes ready and run on its core (a hand-off). */
+#define ORK_TWIN_OP_RELEASE 0x4u
+
+/* An op whose cost depends on a spinning thread: when the op becomes ready, if the spin op
+ * (spin.op - 1) is still polling (or has not started yet), the op runs its own work; if the
+ * spin window has expired (the thread went to sleep) it runs `cold` with cold_flags and
+ * cold_phase instead (e.g. the wake-up of a sleeping thread, ORK_TWIN_OP_IDLE). */
+struct ork_twin_spin_ref {
+    uint32_t op;                 /* the spin op's id + 1; 0 = none */
+    struct ork_twin_work cold;
+    uint32_t cold_flags;
+    enum ork_twin_phase cold_phase;
+};
 
 struct ork_twin_op_desc {
     enum ork_twin_res res;
@@ -279,6 +299,7 @@ struct ork_twin_op_desc {
     uint32_t flags;              /* ORK_TWIN_OP_* */
     struct ork_twin_work work;
     const char *label;           /* trace name; NULL = phase name; borrowed until step_begin */
+    struct ork_twin_spin_ref spin;  /* zero: none */
 };
 
 struct ork_twin_result {

@@ -90,6 +90,14 @@ int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct or
         mp->npu_wait_ms = (uint32_t)ms;
         return 1;
     }
+    if (!strcmp(a, "--npu-spin-us")) {
+        long long us;
+        if (!(v = ork_cli_value(cmd, argc, argv, i)) ||
+            !ork_cli_parse_int(cmd, a, v, 0, ORK_NPU_WORKER_SPIN_US_MAX, &us))
+            return -1;
+        mp->npu_spin_us = us ? (int32_t)us : -1;      /* 0 on the command line: never spin */
+        return 1;
+    }
     if (!strcmp(a, "--blocking-submits")) {
         mp->npu_blocking_submits = true;
         return 1;
@@ -241,7 +249,11 @@ void ork_cli_device_help(FILE *out)
             "                            confirmed may be used (docs/board.md)\n"
             "  --npu-wait-ms MS          host bound on one NPU job before it is reset\n"
             "                            (default: 1000; docs/npu.md \"Bounded waits\")\n"
-            "  --blocking-submits        submit NPU jobs blocking (only the kernel's timeout)\n");
+            "  --blocking-submits        submit NPU jobs blocking (only the kernel's timeout)\n"
+            "  --npu-spin-us US          libork's per-core NPU submit workers poll US us for\n"
+            "                            the next run before sleeping (default: %u; 0: sleep\n"
+            "                            at once; docs/twin.md \"Spinning workers\")\n",
+            ORK_NPU_WORKER_SPIN_US_DEFAULT);
     ork_cli_npu_weights_help(out);
 }
 

@@ -32,6 +32,9 @@ int ork_npu_open(const struct ork_npu_opts *opts, struct ork_npu **out)
         strcmp(dev, "sim-rocket"))
         return ork_errorf(ORK_EINVAL, "npu open: unknown device '%s' (auto, rknpu, rocket, sim, "
                           "sim-rocket)", dev);
+    if (o.worker_spin_us > ORK_NPU_WORKER_SPIN_US_MAX)
+        return ork_errorf(ORK_ERANGE, "npu open: worker_spin_us %u above %u", o.worker_spin_us,
+                          ORK_NPU_WORKER_SPIN_US_MAX);
     uint32_t forms = o.confirmed_forms;
     if (o.capabilities) {
         struct ork_twin_caps caps;
@@ -58,6 +61,7 @@ int ork_npu_open(const struct ork_npu_opts *opts, struct ork_npu **out)
     pthread_mutex_init(&npu->sched_lock, NULL);
     npu->domain = o.domain;
     npu->wait_ms = o.wait_timeout_ms ? o.wait_timeout_ms : ORK_NPU_WAIT_TIMEOUT_MS;
+    npu->worker_spin_us = o.worker_spin_us;
     npu->max_tasks = DEFAULT_MAX_TASKS;
     npu->n_cores = 1;
     uint64_t v;

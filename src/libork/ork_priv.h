@@ -34,6 +34,7 @@ struct ork_npu {
     bool one_job_logged;        /* the one-job fallback was logged */
     uint32_t wait_ms;           /* host bound on one job (ork_npu_opts.wait_timeout_ms) */
     bool nonblock;              /* single-core jobs go NONBLOCK with a doorbell (spec §8.6) */
+    uint32_t worker_spin_us;    /* per-core workers poll before sleeping (ork_npu_opts) */
 };
 
 struct ork_npu_weights {

@@ -1,6 +1,9 @@
 /* sched.c -- the per-device pool of persistent per-core submit workers (condvar-fed, created once
- * on first use, stopped at device close), the stream mode built on it, and recovery of failed
- * submits (reset, report, stay usable). Which cores a plan uses is budget.c; what a core runs is
+ * on first use, stopped at device close; between runs a worker polls for up to
+ * ork_npu_opts.worker_spin_us before it sleeps, and the submitter polls for the workers' end as
+ * long before it sleeps: a hand-off inside a decode step is then a cache line, not a futex
+ * wake), the stream mode built on it, and recovery of failed submits (reset, report, stay
+ * usable). Which cores a plan uses is budget.c; what a core runs is
  * matmul.c; the async worker is async.c. */
 #include "ork_priv.h"
 
@@ -9,16 +12,24 @@
 #include <ork/log.h>
 #include <ork/trace.h>
 
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define MSG_MAX 512             /* a worker's error message carried back to the caller */
+/* Polls between two clock reads while spinning: each poll is a pause (x86 PAUSE, A76 YIELD)
+ * and a load of a line that stays in the L1 until it is written, so the clock is read once
+ * per few microseconds at most. */
+#define SPIN_POLLS_PER_CLOCK 64
 
 /* One fan-out in progress: the caller's stack object every worker reports to. */
 struct pool_batch {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    uint32_t pending;
+    atomic_uint pending;        /* written under mu; the submitter polls it while it spins */
+    bool asleep;                /* the submitter waits on cv (under mu) */
     int (*fn)(void *arg, uint32_t i);
     void *arg;
     int ret;                    /* first failure */
@@ -36,6 +47,7 @@ struct pool_worker {
     pthread_t th;
     bool started;
     struct pool_item *head, *tail;
+    atomic_uint posts;          /* bumped (under the pool's mu) for every item and at stop */
 };
 
 struct ork__pool {
@@ -43,9 +55,44 @@ struct ork__pool {
     pthread_cond_t cv;          /* work posted or stop */
     bool stop;
     uint32_t n;                 /* workers 1..n-1 exist (index 0 is the caller) */
+    uint32_t asleep;            /* workers waiting on cv (under mu) */
+    int64_t spin_ns;            /* poll this long before sleeping; 0: sleep at once */
     struct pool_worker w[ORK_MM_MAX_CORES];
 };
 
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void spin_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+/* Poll *word until it differs from `from` or spin_ns has passed; true when it changed. */
+static bool spin_until_changed(atomic_uint *word, unsigned from, int64_t spin_ns)
+{
+    if (spin_ns <= 0)
+        return false;
+    const int64_t t0 = mono_ns();
+    for (unsigned k = 1;; k++) {
+        if (atomic_load_explicit(word, memory_order_acquire) != from)
+            return true;
+        spin_pause();
+        if (k % SPIN_POLLS_PER_CLOCK == 0 && mono_ns() - t0 >= spin_ns)
+            return false;
+    }
+}
+
+/* The worker's last touch of b is under b->mu: the submitter takes b->mu once before b goes
+ * out of scope, so a submitter that saw pending reach 0 while polling cannot free it early. */
 static void batch_done(struct pool_batch *b, int ret)
 {
     pthread_mutex_lock(&b->mu);
@@ -53,7 +100,7 @@ static void batch_done(struct pool_batch *b, int ret)
         b->ret = ret;
         snprintf(b->msg, sizeof b->msg, "%s", ork_error_describe(ret));
     }
-    if (--b->pending == 0)
+    if (atomic_fetch_sub_explicit(&b->pending, 1, memory_order_release) == 1 && b->asleep)
         pthread_cond_signal(&b->cv);
     pthread_mutex_unlock(&b->mu);
 }
@@ -71,8 +118,17 @@ static void *pool_main(void *arg)
     struct pool_worker *w = &p->w[self->idx];
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!w->head && !p->stop)
+        if (!w->head && !p->stop && p->spin_ns > 0) {
+            unsigned seen = atomic_load_explicit(&w->posts, memory_order_relaxed);
+            pthread_mutex_unlock(&p->mu);
+            spin_until_changed(&w->posts, seen, p->spin_ns);
+            pthread_mutex_lock(&p->mu);
+        }
+        while (!w->head && !p->stop) {
+            p->asleep++;
             pthread_cond_wait(&p->cv, &p->mu);
+            p->asleep--;
+        }
         if (!w->head)
             break;                              /* stop, and nothing queued */
         struct pool_item *it = w->head;
@@ -98,6 +154,7 @@ static int pool_start(struct ork_npu *npu)
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     p->n = npu->n_cores;
+    p->spin_ns = (int64_t)npu->worker_spin_us * 1000;
     for (uint32_t i = 1; i < p->n; i++) {
         struct pool_self *self = ork_calloc(1, sizeof *self);
         if (!self)
@@ -125,6 +182,8 @@ void ork__sched_shutdown(struct ork_npu *npu)
         return;
     pthread_mutex_lock(&p->mu);
     p->stop = true;
+    for (uint32_t i = 1; i < ORK_MM_MAX_CORES; i++)
+        atomic_fetch_add_explicit(&p->w[i].posts, 1, memory_order_release);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     for (uint32_t i = 1; i < ORK_MM_MAX_CORES; i++)
@@ -148,7 +207,8 @@ int ork__pool_run(struct ork_npu *npu, uint32_t n, int (*fn)(void *arg, uint32_t
     struct ork__pool *p = npu->pool;
     if (n > p->n)
         return ork_errorf(ORK_ERANGE, "npu scheduler: %u-way fan-out on %u cores", n, p->n);
-    struct pool_batch b = { .pending = n - 1, .fn = fn, .arg = arg };
+    struct pool_batch b = { .fn = fn, .arg = arg };
+    atomic_init(&b.pending, n - 1);
     struct pool_item items[ORK_MM_MAX_CORES];
     pthread_mutex_init(&b.mu, NULL);
     pthread_cond_init(&b.cv, NULL);
@@ -161,16 +221,24 @@ int ork__pool_run(struct ork_npu *npu, uint32_t n, int (*fn)(void *arg, uint32_t
         else
             w->head = &items[i];
         w->tail = &items[i];
+        atomic_fetch_add_explicit(&w->posts, 1, memory_order_release);
     }
-    pthread_cond_broadcast(&p->cv);
+    if (p->asleep)              /* spinning workers see their posts word change */
+        pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     int r0 = fn(arg, 0);
     char msg0[MSG_MAX];
     if (r0 < 0)
         snprintf(msg0, sizeof msg0, "%s", ork_error_describe(r0));
+    /* poll while the other cores keep ending within the spin bound, then sleep */
+    for (unsigned left; (left = atomic_load_explicit(&b.pending, memory_order_acquire)) &&
+                        spin_until_changed(&b.pending, left, p->spin_ns);)
+        ;
     pthread_mutex_lock(&b.mu);
-    while (b.pending)
+    b.asleep = true;
+    while (atomic_load_explicit(&b.pending, memory_order_relaxed))
         pthread_cond_wait(&b.cv, &b.mu);
+    b.asleep = false;
     pthread_mutex_unlock(&b.mu);
     pthread_cond_destroy(&b.cv);
     pthread_mutex_destroy(&b.mu);

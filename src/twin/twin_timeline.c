@@ -107,8 +107,19 @@ int ork_twin_op_add(struct ork_twin *tw, const struct ork_twin_op_desc *d, const
     if ((d->res == ORK_TWIN_NPU && k != 1) || (uint32_t)__builtin_popcount(mask) < k)
         return ork_errorf(ORK_EINVAL, "twin op %u: %u cores wanted, mask 0x%x allows %d", tw->n_ops,
                           k, d->core_mask, __builtin_popcount(mask));
-    if (!work_ok(&d->work))
+    if (!work_ok(&d->work) || !work_ok(&d->spin.cold))
         return ork_errorf(ORK_EINVAL, "twin op %u: work must be finite and >= 0", tw->n_ops);
+    if ((d->flags & ORK_TWIN_OP_SPIN) && (d->res != ORK_TWIN_CPU || k != 1 || d->spin.op))
+        return ork_errorf(ORK_EINVAL, "twin op %u: a spin is one CPU core and names no spin",
+                          tw->n_ops);
+    if (d->spin.op && (d->spin.op > tw->n_ops ||
+                       !(tw->ops[d->spin.op - 1].d.flags & ORK_TWIN_OP_SPIN) ||
+                       (unsigned)d->spin.cold_phase >= ORK_TWIN_PHASE_COUNT))
+        return ork_errorf(ORK_EINVAL, "twin op %u: spin reference %u is not an earlier spin op "
+                          "(or its cold phase is bad)", tw->n_ops, d->spin.op);
+    if ((d->flags & ORK_TWIN_OP_RELEASE) && (!d->spin.op || d->res != ORK_TWIN_CPU || k != 1))
+        return ork_errorf(ORK_EINVAL, "twin op %u: a release is one CPU core naming a spin",
+                          tw->n_ops);
     for (uint32_t i = 0; i < n_deps; i++)
         if (deps[i] < 0 || (uint32_t)deps[i] >= tw->n_ops)
             return ork_errorf(ORK_EINVAL, "twin op %u: dependency %d is not an earlier op",
@@ -146,6 +157,8 @@ struct sim {
     struct ork_twin *tw;
     double t;                       /* model clock, ns */
     uint32_t free[2];               /* free core masks: [ORK_TWIN_CPU], [ORK_TWIN_NPU] */
+    uint32_t spin_held;             /* CPU cores held by running spins */
+    uint32_t n_work, n_work_done;   /* ops that are not spins, and those done */
     uint32_t run[ORK_TWIN_MAX_CPU + ORK_TWIN_MAX_NPU], n_run;
     uint32_t n_ready, n_done;
     double bw_core[2], bw_group[2], bw_total;   /* B/ns */
@@ -155,13 +168,13 @@ struct sim {
 /* Time of a k-core body's compute (ns): the single-core issue time split over its cores. */
 static double body_ns(const struct ork__twin_op *op)
 {
-    return op->d.work.issue_ns / op->d.n_cores;
+    return op->w.issue_ns / op->k;
 }
 
 /* Enter stage `s` or the first later one with work; STG_END when none is left. */
 static void enter_stage(struct ork__twin_op *op, int s)
 {
-    const struct ork_twin_work *w = &op->d.work;
+    const struct ork_twin_work *w = &op->w;
     for (;; s++) {
         op->stage = (uint8_t)s;
         switch (s) {
@@ -188,7 +201,7 @@ static void enter_stage(struct ork__twin_op *op, int s)
 
 static bool streaming(const struct ork__twin_op *op)
 {
-    return op->stage == STG_STREAM || (op->stage == STG_BODY && op->d.work.bytes > 0);
+    return op->stage == STG_STREAM || (op->stage == STG_BODY && op->w.bytes > 0);
 }
 
 /* Max-min fair shares (B/ns) for every streaming op, by progressive filling (docs/twin.md). */
@@ -203,11 +216,11 @@ static void share_dram(struct sim *s)
         op->rate = 0;
         if (!streaming(op))
             continue;
-        w[n] = op->d.n_cores;
+        w[n] = op->k;
         cap[n] = w[n] * s->bw_core[op->d.res];
         double t = body_ns(op);
-        if (op->stage == STG_BODY && t > 0 && op->d.work.bytes / t < cap[n])
-            cap[n] = op->d.work.bytes / t;          /* beyond this it is issue-bound */
+        if (op->stage == STG_BODY && t > 0 && op->w.bytes / t < cap[n])
+            cap[n] = op->w.bytes / t;               /* beyond this it is issue-bound */
         act[n] = true;
         idx[n++] = s->run[i];
     }
@@ -252,7 +265,7 @@ static void share_dram(struct sim *s)
 /* Time (ns) until `op` finishes its current stage at its current rate. */
 static double stage_left(const struct ork__twin_op *op)
 {
-    const struct ork_twin_work *w = &op->d.work;
+    const struct ork_twin_work *w = &op->w;
     switch (op->stage) {
     case STG_FIXED:
     case STG_COMPUTE:
@@ -270,7 +283,7 @@ static double stage_left(const struct ork__twin_op *op)
 
 static void advance(struct ork__twin_op *op, double dt)
 {
-    const struct ork_twin_work *w = &op->d.work;
+    const struct ork_twin_work *w = &op->w;
     switch (op->stage) {
     case STG_FIXED:
     case STG_COMPUTE:
@@ -287,8 +300,32 @@ static void advance(struct ork__twin_op *op, double dt)
     }
 }
 
+/* An op naming a spin, now ready: the hot work while the spin polls (a release ends it and
+ * takes its core), else the cold work (the thread is asleep). */
+static void resolve_spin(struct ork__twin_op *op, struct ork__twin_op *sp)
+{
+    if (sp->state == ST_DONE) {
+        op->w = op->d.spin.cold;
+        op->flags = op->d.spin.cold_flags | (op->d.flags & ~ORK_TWIN_OP_RELEASE);
+        op->phase = op->d.spin.cold_phase;
+        return;
+    }
+    if (!(op->d.flags & ORK_TWIN_OP_RELEASE))
+        return;
+    if (sp->state == ST_RUN) {
+        sp->stage = STG_END;                    /* removed and finished by the caller's loop */
+        sp->handed = true;
+        op->given = sp->taken;
+    } else {
+        sp->w.fixed_ns = 0;                     /* it never got to poll: it ends as it starts */
+    }
+}
+
 static void ready_insert(struct sim *s, uint32_t id)
 {
+    struct ork__twin_op *op = &s->tw->ops[id];
+    if (op->d.spin.op)
+        resolve_spin(op, &s->tw->ops[op->d.spin.op - 1]);
     uint32_t *rd = s->tw->ready, i = s->n_ready++;
     while (i > 0 && rd[i - 1] > id) {
         rd[i] = rd[i - 1];
@@ -304,13 +341,18 @@ static void finish(struct sim *s, uint32_t id)
     struct ork__twin_op *op = &tw->ops[id];
     op->state = ST_DONE;
     op->end = s->t;
-    s->free[op->d.res] |= op->taken;
+    if (!op->handed)
+        s->free[op->d.res] |= op->taken;
+    if (op->flags & ORK_TWIN_OP_SPIN)
+        s->spin_held &= ~op->taken;
+    else
+        s->n_work_done++;
     s->n_done++;
     double dur = op->end - op->start;
     struct ork_twin_result *r = s->res;
-    r->phase_ns[op->d.phase] += dur;
-    r->phase_core_ns[op->d.phase] += dur * op->d.n_cores;
-    if (!(op->d.flags & ORK_TWIN_OP_IDLE))
+    r->phase_ns[op->phase] += dur;
+    r->phase_core_ns[op->phase] += dur * op->k;
+    if (!(op->flags & ORK_TWIN_OP_IDLE))
         for (int c = 0; c < ORK_TWIN_MAX_CPU; c++)
             if (op->taken & (1u << c)) {
                 if (op->d.res == ORK_TWIN_CPU)
@@ -346,17 +388,27 @@ static void start_ready(struct sim *s)
         for (uint32_t i = 0; i < s->n_ready; i++) {
             uint32_t id = tw->ready[i];
             struct ork__twin_op *op = &tw->ops[id];
-            uint32_t got = pick(s->free[op->d.res] & op->d.core_mask, op->d.n_cores);
+            uint32_t k = op->d.n_cores;
+            if (op->d.res == ORK_TWIN_CPU && k > 1) {
+                /* the cores spinning threads hold are not the op's */
+                int other = __builtin_popcount(op->d.core_mask & ~s->spin_held);
+                k = other < 1 ? 1 : (uint32_t)other < k ? (uint32_t)other : k;
+            }
+            uint32_t got = op->given ? op->given
+                                     : pick(s->free[op->d.res] & op->d.core_mask, k);
             if (!got) {
                 tw->ready[keep++] = id;
                 continue;
             }
             s->free[op->d.res] &= ~got;
             op->taken = got;
+            op->k = k;
+            if (op->flags & ORK_TWIN_OP_SPIN)
+                s->spin_held |= got;
             op->start = s->t;
             op->state = ST_RUN;
-            op->fixed_ns = op->d.work.fixed_ns +
-                           (op->d.res == ORK_TWIN_CPU ? ork_twin_host_barrier(&tw->c, op->d.n_cores).fixed_ns : 0);
+            op->fixed_ns = op->w.fixed_ns +
+                           (op->d.res == ORK_TWIN_CPU ? ork_twin_host_barrier(&tw->c, k).fixed_ns : 0);
             enter_stage(op, STG_FIXED);
             s->run[s->n_run++] = id;
         }
@@ -375,6 +427,25 @@ static void start_ready(struct sim *s)
     }
 }
 
+/* Every op but the spins has ended: the spins still polling end now (the poll goes on into the
+ * next step, which the caller carries over), those that never started end as they start. */
+static void cut_spins(struct sim *s)
+{
+    struct ork_twin *tw = s->tw;
+    for (uint32_t i = 0; i < s->n_run; i++)
+        finish(s, s->run[i]);
+    s->n_run = 0;
+    for (uint32_t i = 0; i < tw->n_ops; i++) {
+        struct ork__twin_op *op = &tw->ops[i];
+        if (op->state != ST_DONE) {
+            op->start = s->t;
+            op->taken = 0;
+            finish(s, i);
+        }
+    }
+    s->n_ready = 0;
+}
+
 static int build_graph(struct ork_twin *tw)
 {
     int ret;
@@ -388,6 +459,13 @@ static int build_graph(struct ork_twin *tw)
         op->n_succ = 0;
         op->pending = op->n_deps;
         op->state = ST_WAIT;
+        op->w = op->d.work;
+        op->k = op->d.n_cores;
+        op->flags = op->d.flags;
+        op->phase = op->d.phase;
+        op->handed = false;
+        op->given = 0;
+        op->taken = 0;
     }
     for (uint32_t i = 0; i < tw->n_deps; i++)
         tw->ops[tw->deps[i]].n_succ++;
@@ -424,10 +502,16 @@ int ork_twin_step_run(struct ork_twin *tw, struct ork_twin_result *out)
     s.bw_group[ORK_TWIN_NPU] = c->npu_bw_all * 1e-9;
     s.bw_total = c->dram_bw_total * 1e-9;
     for (uint32_t i = 0; i < tw->n_ops; i++)
+        s.n_work += !(tw->ops[i].d.flags & ORK_TWIN_OP_SPIN);
+    for (uint32_t i = 0; i < tw->n_ops; i++)
         if (tw->ops[i].pending == 0)
             ready_insert(&s, i);
     for (;;) {
         start_ready(&s);
+        if (s.n_work_done == s.n_work) {
+            cut_spins(&s);
+            break;
+        }
         if (s.n_run == 0)
             break;
         share_dram(&s);
@@ -439,7 +523,7 @@ int ork_twin_step_run(struct ork_twin *tw, struct ork_twin_result *out)
             double left = stage_left(op);
             if (left < dt)
                 dt = left, first = i;
-            if (!(op->d.flags & ORK_TWIN_OP_IDLE)) {
+            if (!(op->flags & (ORK_TWIN_OP_IDLE | ORK_TWIN_OP_SPIN))) {
                 cpu = cpu || op->d.res == ORK_TWIN_CPU;
                 npu = npu || op->d.res == ORK_TWIN_NPU;
             }
@@ -476,7 +560,7 @@ int ork_twin_step_run(struct ork_twin *tw, struct ork_twin_result *out)
     r.end_ns = s.t;
     r.n_ops = tw->n_ops;
     for (uint32_t i = 0; i < tw->n_ops; i++)
-        r.dram_bytes += tw->ops[i].d.work.bytes;
+        r.dram_bytes += tw->ops[i].w.bytes;
     r.dram_util = r.end_ns > 0 ? r.dram_bytes / (r.end_ns * 1e-9 * c->dram_bw_total) : 0;
     r.hidden_share = r.cpu_active_ns > 0 ? r.hidden_ns / r.cpu_active_ns : 0;
     tw->ran = true;

@@ -12,6 +12,13 @@ struct ork__twin_op {
     uint32_t pending;               /* dependencies not yet done */
     uint32_t taken;                 /* cores it holds while running */
     uint8_t state, stage;
+    /* what the run uses (set per run from d: the spin reference may pick d.spin's cold work,
+     * spins held may lower a k-core op's cores) */
+    struct ork_twin_work w;
+    uint32_t k, flags;
+    enum ork_twin_phase phase;
+    bool handed;                    /* a released spin: its core went to the releasing op */
+    uint32_t given;                 /* a release: the cores it takes over from its spin */
     double fixed_ns;                /* work.fixed_ns + the k-core barrier */
     double rem, len;                /* left / initial amount of the current stage */
     double rate;                    /* DRAM share while streaming, B/ns */

@@ -54,7 +54,7 @@ int ork_twin_trace_step(const struct ork_twin *tw, FILE *f, double offset_ns)
         return ork_errorf(ORK_EINVAL, "twin trace: no step has been run");
     for (uint32_t id = 0; id < tw->n_ops; id++) {
         const struct ork__twin_op *op = &tw->ops[id];
-        const char *label = op->d.label ? op->d.label : ork_twin_phase_name(op->d.phase);
+        const char *label = op->d.label ? op->d.label : ork_twin_phase_name(op->phase);
         int pid = op->d.res == ORK_TWIN_NPU ? TWIN_PID_NPU : TWIN_PID_CPU;
         for (int c = 0; c < ORK_TWIN_MAX_CPU; c++) {
             if (!(op->taken & (1u << c)))
@@ -63,9 +63,9 @@ int ork_twin_trace_step(const struct ork_twin *tw, FILE *f, double offset_ns)
             ork_json_put_str(f, label);
             fprintf(f, "\",\"cat\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
                     "\"args\":{\"op\":%u,\"cores\":%u,\"bytes\":%.0f,\"idle\":%d}}",
-                    ork_twin_phase_name(op->d.phase), pid, c, (offset_ns + op->start) / 1e3,
-                    (op->end - op->start) / 1e3, id, op->d.n_cores, op->d.work.bytes,
-                    (op->d.flags & ORK_TWIN_OP_IDLE) ? 1 : 0);
+                    ork_twin_phase_name(op->phase), pid, c, (offset_ns + op->start) / 1e3,
+                    (op->end - op->start) / 1e3, id, op->k, op->w.bytes,
+                    (op->flags & ORK_TWIN_OP_IDLE) ? 1 : 0);
         }
     }
     return ferror(f) ? ork_errorf(ORK_EIO, "twin trace: write error") : 0;

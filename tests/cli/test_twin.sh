@@ -4,7 +4,8 @@
 # calibration that doubles npu_bw_core lowers the modelled NPU time; a bad calibration file is
 # refused naming the file; the per-matmul baselines are slower than the fused executor on a
 # one-layer synthetic model; every CPU phase the forward runs appears with nonzero time; the
-# trace is valid JSON with NPU and A76 tracks. No host timing is asserted.
+# trace is valid JSON with NPU and A76 tracks; spinning per-core workers are charged their
+# hand-offs and polls. No host timing is asserted.
 # usage: bash test_twin.sh ORK_BINARY FIXTURES_DIR   (exit 77 = skipped: no fixtures)
 set -u
 ORK=$1
@@ -143,6 +144,34 @@ check "per-matmul slower than fused" python3 -c "import sys; sys.exit(0 if $pm >
 check "per-matmul-mc between fused and per-matmul" \
     python3 -c "import sys; sys.exit(0 if $fused < $mc < $pm else 1)"
 check "host floor adds time" python3 -c "import sys; sys.exit(0 if $floor > $pm else 1)"
+
+# libork's spinning per-core workers (docs/twin.md "Spinning workers"): with a spin, every
+# multi-core run's hand-offs are charged as line transfers (8 per run: the post, two per
+# worker, each worker's done, the submitter's last poll) and the polls as busy A76 time; the
+# wake-ups they replace are gone; without one they are charged as before
+spin_json() {   # spin_json US: the twin object of a 1-layer decode at --npu-spin-us US
+    "$ORK" bench -m "$tmp/l1.gguf" -p 0 -n 4 -r 1 -t 1 -o json --device sim --sim-timing only \
+        --no-pack --npu-spin-us "$1" 2>/dev/null |
+        python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["results"][0]["twin"]))'
+}
+spin_json 0 >"$tmp/spin0.json"; spin_json 1000 >"$tmp/spin1.json"
+check "spin: hand-offs charged as line transfers, polls as busy cores, fewer wakes" python3 -c '
+import json, sys
+off, on = (json.load(open(f)) for f in sys.argv[1:3])
+po, pn = off["phase_ms_per_token"], on["phase_ms_per_token"]
+line_ms = 60e-6                      # cpu_line_transfer_ns, the default table
+runs = 5                             # QKV, O, gate_up, down, LM head: all split over 3 cores
+want = runs * 8 * line_ms
+assert abs(pn.get("handoff", 0) - want) < 1e-9, (pn.get("handoff"), want)
+assert pn.get("spin", 0) > 0 and "spin" not in po, (pn, po)
+assert sum(on["cpu_busy_pct"]) > sum(off["cpu_busy_pct"]), (on["cpu_busy_pct"], off["cpu_busy_pct"])
+assert pn.get("wake", 0) < po["wake"] - runs * 2 * 0.025, (pn.get("wake"), po["wake"])
+assert on["ms_per_token"] < off["ms_per_token"], (on["ms_per_token"], off["ms_per_token"])
+' "$tmp/spin0.json" "$tmp/spin1.json"
+"$ORK" bench -m "$MODEL" -p 0 -n 1 -r 1 --device sim --npu-spin-us 100001 >/dev/null \
+    2>"$tmp/spin.err"; rc=$?
+check "spin above the bound: exit 2 naming the option" \
+    bash -c "test $rc -eq 2 && grep -q npu-spin-us '$tmp/spin.err'"
 
 # the modelled timeline
 "$ORK" bench -m "$MODEL" -p 0 -n 4 -r 1 --device sim --no-pack --trace "$tmp/t.json" \

@@ -35,6 +35,8 @@ struct twin_slot {
                                      * done[1..] the per-core workers' completion signals */
     int done[ORK_TWIN_MAX_NPU];     /* sync: its NPU ops; async: the worker's completion op */
     uint32_t n_done;
+    bool spin_done;                 /* per-core with spinning workers: done[1..] are the NPU
+                                     * ops, the workers' signals are added by the wait */
     uint64_t c_bytes, c_bo_bytes;   /* C rows gathered (m * n * 4); the C buffer synced */
     uint64_t c_elems;
     uint32_t kslices;
@@ -50,6 +52,13 @@ struct ork__twin_rec {
     int last_dev;                   /* device (IOMMU domain) of the last submit */
     int err;                        /* first recording error of the step (sticky) */
     struct twin_slot slot[TWIN_SLOTS];
+    /* libork's per-core workers 1..npu_cores-1 between runs (docs/twin.md "Spinning workers"):
+     * spin_ns their poll before sleeping (0: they sleep at once), wspin[k] worker k's spin op
+     * of this step (-1: asleep), wwin[k] its window, wcarry[k] the poll left at the end of the
+     * last step (it goes on into this one) */
+    double spin_ns;
+    int wspin[ORK_TWIN_MAX_NPU];
+    double wwin[ORK_TWIN_MAX_NPU], wcarry[ORK_TWIN_MAX_NPU];
     struct ork_model_twin_stats st;
     FILE *trace;
     char trace_path[256];
@@ -92,6 +101,10 @@ int ork__twin_rec_create(const struct ork_model_params *p, struct ork__twin_rec 
     }
     r->c = ork_twin_consts_of(r->tw);
     r->flags = p->twin_flags;
+    /* the engine's workers' spin (placement.c passes the same to ork_npu_opts) */
+    uint32_t spin_us = p->npu_spin_us < 0 ? 0 : p->npu_spin_us ? (uint32_t)p->npu_spin_us
+                                                               : ORK_NPU_WORKER_SPIN_US_DEFAULT;
+    r->spin_ns = sim ? spin_us * 1e3 : 0;
     r->st.cpu_cores = (uint32_t)r->c->cpu_cores;
     r->st.npu_cores = (uint32_t)r->c->npu_cores;
     pthread_mutex_init(&r->lock, NULL);
@@ -128,6 +141,8 @@ uint32_t ork__twin_cores(const struct ork__twin_rec *r, bool pool)
     return pool ? (uint32_t)r->c->cpu_cores : 1;
 }
 
+static int spin_op(struct ork__twin_rec *r, int dep, double window_ns, const char *label);
+
 void ork__twin_begin(struct ork__twin_rec *r)
 {
     if (!r)
@@ -138,6 +153,13 @@ void ork__twin_begin(struct ork__twin_rec *r)
     r->last_dev = -1;
     r->err = 0;
     memset(r->slot, 0, sizeof r->slot);
+    for (uint32_t k = 0; k < ORK_TWIN_MAX_NPU; k++) {
+        r->wspin[k] = -1;
+        if (r->wcarry[k] > 0)
+            r->wspin[k] = spin_op(r, -1, r->wcarry[k], "per-core worker polls");
+        r->wwin[k] = r->wcarry[k];
+        r->wcarry[k] = 0;
+    }
 }
 
 /* Add an op after deps (negative entries skipped); the id, or -1 after an error (sticky). */
@@ -157,6 +179,15 @@ static int add(struct ork__twin_rec *r, const struct ork_twin_op_desc *d, const 
         return -1;
     }
     return id;
+}
+
+/* A spinning thread's poll after dep (< 0: none), at most window_ns; the id. */
+static int spin_op(struct ork__twin_rec *r, int dep, double window_ns, const char *label)
+{
+    struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = 1,
+                                  .phase = ORK_TWIN_PHASE_SPIN, .flags = ORK_TWIN_OP_SPIN,
+                                  .work = { .fixed_ns = window_ns }, .label = label };
+    return add(r, &d, &dep, 1);
 }
 
 /* A CPU op on `cores` cores after dep; the id. */
@@ -194,7 +225,10 @@ static void host_op(struct ork__twin_rec *r, int *chain, enum ork_twin_phase ph,
  * variable until the last one signals, a wake-up on its core. The floor mode charges nothing
  * here (the open runtime's floor holds its host work). Returns the op that ends the wait,
  * after chain and sl's ops. */
-static int wait_ops(struct ork__twin_rec *r, int chain, const struct twin_slot *sl, bool floor,
+static int wait_spinning(struct ork__twin_rec *r, int bell, struct twin_slot *sl,
+                         const char *label);
+
+static int wait_ops(struct ork__twin_rec *r, int chain, struct twin_slot *sl, bool floor,
                     const char *label)
 {
     const struct ork_twin_consts *c = r->c;
@@ -216,6 +250,8 @@ static int wait_ops(struct ork__twin_rec *r, int chain, const struct twin_slot *
                                   .phase = ORK_TWIN_PHASE_IOCTL, .work = poll,
                                   .label = "doorbell (core 0)" };
     int id = add(r, &d, deps, nd);
+    if (sl->spin_done)
+        return wait_spinning(r, id, sl, label);
     nd = 0;
     deps[nd++] = id;
     for (uint32_t k = 1; k < sl->n_done; k++)
@@ -223,6 +259,45 @@ static int wait_ops(struct ork__twin_rec *r, int chain, const struct twin_slot *
     struct ork_twin_op_desc w = { .res = ORK_TWIN_CPU, .n_cores = 1,
                                   .phase = ORK_TWIN_PHASE_WAKE, .flags = ORK_TWIN_OP_IDLE,
                                   .work = ork_twin_host_wake(c), .label = label };
+    return add(r, &w, deps, nd);
+}
+
+/* wait_ops with spinning workers, after the submitter's doorbell op `bell`: the submitter polls
+ * the run's pending count for up to spin_ns (a busy core); each worker, when its core is done,
+ * decrements it (one line; a futex wake too if the submitter went to sleep) and polls for its
+ * next run; the submitter sees the last decrement (one line) or, past its poll, sleeps and is
+ * woken (thread_wake_ns). */
+static int wait_spinning(struct ork__twin_rec *r, int bell, struct twin_slot *sl,
+                         const char *label)
+{
+    const struct ork_twin_consts *c = r->c;
+    struct ork_twin_work line = { .fixed_ns = c->cpu_line_transfer_ns };
+    int sp = spin_op(r, bell, r->spin_ns, "submitter polls the workers");
+    int deps[ORK_TWIN_MAX_NPU + 1];
+    uint32_t nd = 0;
+    deps[nd++] = bell;
+    for (uint32_t k = 1; k < sl->n_done; k++) {
+        struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = 1,
+                                      .phase = ORK_TWIN_PHASE_HANDOFF, .work = line,
+                                      .label = "per-core worker done",
+                                      .spin = { .op = (uint32_t)sp + 1,
+                                                .cold = ork_twin_host_futex(c),
+                                                .cold_phase = ORK_TWIN_PHASE_WAKE } };
+        int id = add(r, &d, &sl->done[k], 1);
+        deps[nd++] = id;
+        if (k < ORK_TWIN_MAX_NPU) {
+            r->wspin[k] = spin_op(r, id, r->spin_ns, "per-core worker polls");
+            r->wwin[k] = r->spin_ns;
+        }
+    }
+    sl->spin_done = false;
+    struct ork_twin_op_desc w = { .res = ORK_TWIN_CPU, .n_cores = 1,
+                                  .phase = ORK_TWIN_PHASE_HANDOFF, .flags = ORK_TWIN_OP_RELEASE,
+                                  .work = line, .label = label,
+                                  .spin = { .op = (uint32_t)sp + 1,
+                                            .cold = ork_twin_host_wake(c),
+                                            .cold_flags = ORK_TWIN_OP_IDLE,
+                                            .cold_phase = ORK_TWIN_PHASE_WAKE } };
     return add(r, &w, deps, nd);
 }
 
@@ -258,6 +333,51 @@ static void run_shape(const struct ork_npu_matmul_info *in, uint32_t m, struct r
     s->w_core = kp * np / cores * s->mtiles;
     s->macs_core = hw_rows * kp * np / cores;
     s->out_core = hw_rows * np / cores * 4 * ks;
+}
+
+/* The submitter hands a run to the per-core workers 1..cores-1 (sched.c): it posts the items
+ * and, when a worker sleeps, broadcasts the condition variable (a futex); a sleeping worker
+ * wakes on an A76 of its own (thread_wake_ns, IDLE), a polling one sees its line change (a
+ * spinning hand-off: two line transfers, on the core it polls on). Each then submits its
+ * core; sub[k] gets worker k's SUBMIT. */
+static void fan_out(struct ork__twin_rec *r, int *chain, uint32_t cores, int *sub)
+{
+    const struct ork_twin_consts *c = r->c;
+    struct ork_twin_work line = { .fixed_ns = c->cpu_line_transfer_ns };
+    struct ork_twin_op_desc sig = { .res = ORK_TWIN_CPU, .n_cores = 1,
+                                    .phase = ORK_TWIN_PHASE_WAKE, .work = ork_twin_host_futex(c),
+                                    .label = "signal per-core workers" };
+    if (r->wspin[1] >= 0)       /* the items' line only, unless the worker went to sleep */
+        sig = (struct ork_twin_op_desc){ .res = ORK_TWIN_CPU, .n_cores = 1,
+                                         .phase = ORK_TWIN_PHASE_HANDOFF, .work = line,
+                                         .label = "post to per-core workers",
+                                         .spin = { .op = (uint32_t)r->wspin[1] + 1,
+                                                   .cold = ork_twin_host_futex(c),
+                                                   .cold_phase = ORK_TWIN_PHASE_WAKE } };
+    int id = add(r, &sig, chain, 1);
+    if (id >= 0)
+        *chain = id;
+    for (uint32_t k = 1; k < cores && k < ORK_TWIN_MAX_NPU; k++) {
+        struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = 1,
+                                      .phase = ORK_TWIN_PHASE_WAKE, .flags = ORK_TWIN_OP_IDLE,
+                                      .work = ork_twin_host_wake(c),
+                                      .label = "per-core worker wake" };
+        if (r->wspin[k] >= 0) {
+            d = (struct ork_twin_op_desc){ .res = ORK_TWIN_CPU, .n_cores = 1,
+                                           .phase = ORK_TWIN_PHASE_HANDOFF,
+                                           .flags = ORK_TWIN_OP_RELEASE,
+                                           .work = ork_twin_host_handoff(c),
+                                           .label = "per-core worker hand-off",
+                                           .spin = { .op = (uint32_t)r->wspin[k] + 1,
+                                                     .cold = ork_twin_host_wake(c),
+                                                     .cold_flags = ORK_TWIN_OP_IDLE,
+                                                     .cold_phase = ORK_TWIN_PHASE_WAKE } };
+            r->wspin[k] = -1;   /* released (or found asleep): no poll to carry over */
+        }
+        sub[k] = add(r, &d, chain, 1);
+        sub[k] = cpu_after(r, sub[k], ORK_TWIN_PHASE_IOCTL, 1, ork_twin_host_ioctl(c),
+                           "SUBMIT (per-core worker)");
+    }
 }
 
 int ork__twin_npu_submit(struct ork__twin_rec *r, const struct ork_npu_matmul_info *in,
@@ -299,18 +419,8 @@ int ork__twin_npu_submit(struct ork__twin_rec *r, const struct ork_npu_matmul_in
      * variable broadcast); each wakes on its own A76 and submits its core */
     bool percore = s.cores > 1 && !floor;
     int sub[ORK_TWIN_MAX_NPU];
-    if (percore) {
-        host_op(r, chain, ORK_TWIN_PHASE_WAKE, ork_twin_host_futex(c), "signal per-core workers");
-        for (uint32_t k = 1; k < s.cores && k < ORK_TWIN_MAX_NPU; k++) {
-            struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = 1,
-                                          .phase = ORK_TWIN_PHASE_WAKE, .flags = ORK_TWIN_OP_IDLE,
-                                          .work = ork_twin_host_wake(c),
-                                          .label = "per-core worker wake" };
-            sub[k] = add(r, &d, chain, 1);
-            sub[k] = cpu_after(r, sub[k], ORK_TWIN_PHASE_IOCTL, 1, ork_twin_host_ioctl(c),
-                               "SUBMIT (per-core worker)");
-        }
-    }
+    if (percore)
+        fan_out(r, chain, s.cores, sub);
     if (floor) {
         /* the open runtime's per-submit floor includes the launch the NPU op pays */
         double f = c->host_submit_floor_ns - c->npu_launch_ns;
@@ -324,6 +434,7 @@ int ork__twin_npu_submit(struct ork__twin_rec *r, const struct ork_npu_matmul_in
     sl->used = true;
     sl->async = async;
     sl->percore = percore;
+    sl->spin_done = percore && r->spin_ns > 0;
     sl->c_bytes = s.c_bytes;
     sl->c_bo_bytes = s.c_bo_bytes;
     sl->c_elems = (uint64_t)m * in->n;
@@ -339,8 +450,9 @@ int ork__twin_npu_submit(struct ork__twin_rec *r, const struct ork_npu_matmul_in
                                       .phase = ORK_TWIN_PHASE_NPU_MATMUL, .work = w,
                                       .label = label };
         int id = add(r, &d, &sub[percore ? k : 0], 1);
-        /* a per-core worker polls its doorbell and signals the submitter */
-        if (percore && k > 0)
+        /* a per-core worker polls its doorbell and signals the submitter (with spinning
+         * workers the signal is recorded by the wait, after the submitter's poll) */
+        if (percore && k > 0 && !sl->spin_done)
             id = cpu_after(r, id, ORK_TWIN_PHASE_WAKE, 1, ork_twin_host_futex(c),
                            "per-core worker done");
         sl->done[sl->n_done++] = id;
@@ -411,6 +523,13 @@ static int step_finish(struct ork__twin_rec *r, uint64_t rows, bool sample)
     struct ork_twin_result res;
     if (ret == 0 && (ret = ork_twin_step_run(r->tw, &res)) == 0) {
         ork_twin_result_accumulate(&r->st.total, &res, r->c);
+        /* a worker's poll cut at the step's end goes on into the next step */
+        for (uint32_t k = 0; k < ORK_TWIN_MAX_NPU; k++) {
+            double t0, t1;
+            if (r->wspin[k] >= 0 && ork_twin_op_times(r->tw, r->wspin[k], &t0, &t1) == 0 &&
+                r->wwin[k] - (t1 - t0) > 0)
+                r->wcarry[k] = r->wwin[k] - (t1 - t0);
+        }
         if (sample)
             r->st.n_samples++;
         else

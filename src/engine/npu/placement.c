@@ -93,7 +93,10 @@ static int open_device(struct ork__npu_exec *ex, const char *device,
                               .domain = (uint32_t)ex->n_dev,
                               .capabilities = p->npu_capabilities,
                               .wait_timeout_ms = p->npu_wait_ms,
-                              .blocking_submits = p->npu_blocking_submits };
+                              .blocking_submits = p->npu_blocking_submits,
+                              .worker_spin_us = p->npu_spin_us < 0 ? 0
+                                                : p->npu_spin_us ? (uint32_t)p->npu_spin_us
+                                                : ORK_NPU_WORKER_SPIN_US_DEFAULT };
     int ret = ork_npu_open(&o, &ex->dev[ex->n_dev]);
     if (ret < 0)
         return ret;
