@@ -36,10 +36,15 @@
 # FP/ASIMD pipelines, longer FP latencies; lower bounds here) otherwise. The table's header
 # names the model used. ORK_A76_MCA and ORK_A76_MCPU override both choices.
 #
-# Usage: tools/a76_cost.sh [--tsv FILE] [--md]
+# Usage: tools/a76_cost.sh [--tsv FILE] [--md] [--i8mm [--i8mm-mcpu CPU]]
 #   --tsv FILE   also write the table as tab-separated values (tools/a76_cost.tsv: the twin's CPU
 #                cost model reads it; docs/kernels.md "A76 cost table" describes the columns)
 #   --md         print the table as Markdown (default: aligned text)
+#   --i8mm       instead, the table of the smmla tiles (neon-i8mm path) beside the sdot tiles
+#                they replace, on a model of a core that has i8mm (the A76 has none): LLVM's
+#                Neoverse N2 (--i8mm-mcpu, default neoverse-n2); smmla is 32 multiply-adds
+#                (2 X rows x 2 weight rows x 8 elements), 1 per 32-weight block and X row;
+#                docs/kernels.md "i8mm tiles". Never write these rows into tools/a76_cost.tsv.
 # Needs: aarch64-linux-gnu-gcc (or clang; scripts/setup-deps --aarch64) and llvm-mca: llvm-19
 # for the Neoverse N1 model (`apt-get install llvm-19`), else the llvm of setup-deps (A57).
 set -euo pipefail
@@ -47,11 +52,15 @@ cd "$(dirname "$0")/.."
 
 TSV=""
 MD=0
+I8MM=0
+I8MM_MCPU=neoverse-n2
 while [ $# -gt 0 ]; do
     case "$1" in
     --tsv) TSV=$2; shift 2 ;;
     --md) MD=1; shift ;;
-    -h | --help) sed -n '2,44p' "$0"; exit 0 ;;
+    --i8mm) I8MM=1; shift ;;
+    --i8mm-mcpu) I8MM_MCPU=$2; shift 2 ;;
+    -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
     *) echo "a76_cost: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -120,6 +129,28 @@ RoPE NEOX pairs|F32|rope|src/kernels/arm/ops_neon.c|rope_neox_neon|1|fmul|16|128
 RoPE normal pairs|F32|rope|src/kernels/arm/ops_neon.c|rope_norm_neon|1|fmul|16|128
 '
 
+# The i8mm section (--i8mm): the smmla tiles the neon-i8mm path runs (even X row counts: an odd
+# one pairs its last row with itself) and, on the same model, the dotprod path's sdot tiles.
+I8MM_KERNELS='
+x16 Q8_0 tile, 6 X rows, smmla|Q8_0|tile|src/kernels/arm/rows16_q8_0_q4_0_i8mm.c|xi_q8_m6|6|smmla|1|34
+x16 Q8_0 tile, 4 X rows, smmla|Q8_0|tile|src/kernels/arm/rows16_q8_0_q4_0_i8mm.c|xi_q8_m4|4|smmla|1|34
+x16 Q8_0 tile, 6 X rows, sdot|Q8_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g1m6|6|sdot|2|34
+x16 Q8_0 tile, 4 X rows, sdot|Q8_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g1m4|4|sdot|2|34
+x16 Q8_0 tile, 2 X rows, sdot|Q8_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g1m2|2|sdot|2|34
+x16 Q4_0 tile, 6 X rows, smmla|Q4_0|tile|src/kernels/arm/rows16_q8_0_q4_0_i8mm.c|xi_q4_m6|6|smmla|1|18
+x16 Q4_0 tile, 4 X rows, smmla|Q4_0|tile|src/kernels/arm/rows16_q8_0_q4_0_i8mm.c|xi_q4_m4|4|smmla|1|18
+x16 Q4_0 tile, 2 X rows, smmla|Q4_0|tile|src/kernels/arm/rows16_q8_0_q4_0_i8mm.c|xi_q4_m2|2|smmla|1|18
+x16 Q4_0 tile, 6 X rows, sdot|Q4_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g1m6|6|sdot|2|18
+x16 Q4_0 tile, 4 X rows, sdot|Q4_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g1m4|4|sdot|2|18
+x16 Q4_0 tile, 2 X rows, sdot|Q4_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_g1m2|2|sdot|2|18
+'
+if [ $I8MM -eq 1 ]; then
+    KERNELS=$I8MM_KERNELS
+    MCPU=$I8MM_MCPU
+    [ -z "$TSV" ] || [ "$(basename "$TSV")" != a76_cost.tsv ] ||
+        { echo "a76_cost: --i8mm rows do not go into a76_cost.tsv (the twin reads it)" >&2; exit 2; }
+fi
+
 # Branch mnemonics (GCC writes b.ne as bne).
 BRANCH_RE='^(b|b\.[a-z]+|b(eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le)|cbz|cbnz|tbz|tbnz)$'
 
@@ -178,6 +209,7 @@ model=$(mca_model "$MCA" "$MCPU")
 case "$model" in
 A57*) model_note="LLVM's Cortex-A57 model (LLVM has no Cortex-A76 model; llvm-19 adds Neoverse N1)" ;;
 N1*) model_note="LLVM's Neoverse N1 model, the A76's twin core (LLVM has no Cortex-A76 model)" ;;
+N2*) model_note="LLVM's Neoverse N2 model, a core with i8mm (the A76 has none)" ;;
 *) model_note="unit names ${model%Unit*}" ;;
 esac
 mca_ver=$("$MCA" --version 2>/dev/null | awk '/LLVM version/ { print $NF; exit }')
@@ -226,7 +258,9 @@ if [ -n "$TSV" ]; then
     } > "$TSV"
 fi
 
-echo "A76 cost: $cc_ver -O2; llvm-mca $mca_ver -mcpu=$MCPU: $model_note; ${CLOCK_GHZ} GHz"
+title="A76 cost"
+[ $I8MM -eq 0 ] || title="i8mm tiles (not an A76 figure)"
+echo "$title: $cc_ver -O2; llvm-mca $mca_ver -mcpu=$MCPU: $model_note; ${CLOCK_GHZ} GHz"
 if [ $MD -eq 1 ]; then
     echo
     echo "| kernel | X rows | cycles / block (mca) | GB/s / core (mca) | cycles / block (issue bound) | GB/s / core (issue bound) | GOP/s (mca) | % of op bound (mca / issue) |"
