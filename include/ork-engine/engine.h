@@ -147,10 +147,6 @@ struct ork_model_params {
                                  * before sleeping (ork_npu_opts.worker_spin_us; the twin
                                  * charges it, docs/twin.md "Spinning workers"); 0:
                                  * ORK_NPU_WORKER_SPIN_US_DEFAULT, < 0: never spin */
-    int32_t npu_spin_us;        /* libork's per-core workers poll this long between runs
-                                 * before sleeping (ork_npu_opts.worker_spin_us; the twin
-                                 * charges it, docs/twin.md "Spinning workers"); 0:
-                                 * ORK_NPU_WORKER_SPIN_US_DEFAULT, < 0: never spin */
     struct ork_npu_weights_opts npu_weights; /* the weights' grid and storage (int8 default) */
     int32_t npu_decode_kslice;  /* enum ork_npu_decode_kslice: decode on the prefill weights'
                                  * K-slicing or on a decode-only copy of one K-slice
