@@ -204,8 +204,8 @@ int ork_cli_npu_weights_opt(const char *cmd, int argc, char **argv, int *i,
         wo->flags |= ORK_NPU_WENC_RAW_CODES;
         return 1;
     }
-    if (!strcmp(a, "--npu-weights-no-clip")) {
-        wo->flags |= ORK_NPU_WENC_NO_CLIP;
+    if (!strcmp(a, "--npu-weights-clip")) {
+        wo->flags |= ORK_NPU_WENC_CLIP;
         return 1;
     }
     return 0;
@@ -225,6 +225,6 @@ void ork_cli_npu_weights_help(FILE *out)
             ORK_STR(ORK_NPU_WENC_DEFAULT_MAX_ERR) ")\n"
             "  --npu-weights-raw         dcomp: the same grid codes stored raw (no\n"
             "                            decompressor; identical results)\n"
-            "  --npu-weights-no-clip     dcomp: max-abs scales (default: per channel the\n"
-            "                            clipping with the least squared error)\n");
+            "  --npu-weights-clip        dcomp: per channel the clipped scale with the least\n"
+            "                            squared error (default: max-abs scales)\n");
 }

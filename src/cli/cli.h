@@ -49,7 +49,7 @@ bool ork_cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t
 bool ork_cli_parse_kv_type(const char *cmd, const char *s, enum ork_kv_type *out);
 
 /* --npu-weights int8|dcomp|dcomp:L, --npu-weights-max-err E, --npu-weights-raw,
- * --npu-weights-no-clip into *wo (docs/dcomp.md): 1 consumed (and *i advanced past a value), 0
+ * --npu-weights-clip into *wo (docs/dcomp.md): 1 consumed (and *i advanced past a value), 0
  * not one of them, -1 a bad value (printed, naming the value and the choices). The help lines
  * of the four. */
 int ork_cli_npu_weights_opt(const char *cmd, int argc, char **argv, int *i,

@@ -71,7 +71,7 @@ void ork__npu_wenc_name(const struct ork_npu_weights_opts *o, char *buf, size_t 
         return;
     }
     const char *raw = o->flags & ORK_NPU_WENC_RAW_CODES ? ", codes stored raw" : "";
-    const char *clip = o->flags & ORK_NPU_WENC_NO_CLIP ? ", max-abs scales" : "";
+    const char *clip = o->flags & ORK_NPU_WENC_CLIP ? ", clipped scales" : "";
     if (o->levels)
         snprintf(buf, cap, "dcomp:%u%s%s", o->levels, raw, clip);
     else
@@ -144,7 +144,7 @@ static int quantize_grid(const struct ork_npu_weights_opts *o, const struct pack
                          const char *name, float *row, int8_t *q, float *scales,
                          struct ork_orkpack_coding *c)
 {
-    uint32_t qflags = o->flags & ORK_NPU_WENC_NO_CLIP ? 0 : ORK_DCOMP_QUANT_CLIP;
+    uint32_t qflags = o->flags & ORK_NPU_WENC_CLIP ? ORK_DCOMP_QUANT_CLIP : 0;
     uint32_t g0 = 0, g1 = ORK_DCOMP_N_GRIDS;
     if (o->levels) {
         g0 = (uint32_t)grid_index(o->levels);
