@@ -5,6 +5,9 @@
 # ..._SRC per constant) that the constants table of src/twin/twin_consts.c expands
 # (docs/twin.md "CPU matmuls from the kernels' cost table"). The twin reads no file at run
 # time; a changed table re-runs the configure step (CMAKE_CONFIGURE_DEPENDS) and rebuilds it.
+# The Q6_K constants (interleaved Q6_K: M = 1 the 4-stream decode, M > 1 tiles of up to 6 X
+# rows) are defined for the twin's Q6_K matmul charge; a definition no table entry of
+# src/twin/twin_consts.c expands is unused.
 #
 # Columns are found by their header names, so added columns do not matter; a kernel the twin
 # needs that is missing from the table stops the configure step naming it.
@@ -18,6 +21,7 @@ set(_ork_a76_map
     "Q8_0_M1|xn_q8_g4m1" "Q8_0_M2|xn_q8_g1m2" "Q8_0_M4|xn_q8_g1m4" "Q8_0_M6|xn_q8_g1m6"
     "Q4_0_M1|xn_q4_g4m1" "Q4_0_M2|xn_q4_g1m2" "Q4_0_M4|xn_q4_g1m4" "Q4_0_M6|xn_q4_g1m6"
     "Q4_K_M1|xkn_g4m1" "Q4_K_M4|xkn_g1m4"
+    "Q6_K_M1|x6n_g4m1" "Q6_K_M2|x6n_g1m2" "Q6_K_M4|x6n_g1m4" "Q6_K_M6|x6n_g1m6"
     "ROWS_M1|q8_blocks_neon_dot")
 
 file(STRINGS ${ORK_A76_COST_TSV} _ork_a76_lines)

@@ -14,7 +14,9 @@
 # The work of one loop iteration is counted from its sdot instructions, each of which is 16
 # multiply-adds (4 rows x 4 elements; ARM ARM, SDOT (by element)): a 32-weight block of one row
 # against one X row is 2 sdot for Q8_0 / Q4_0 and 2.125 for Q4_K (64 quant sdot and 4 min sdot
-# per 4 rows and 256 weights); the tool checks that the count comes out whole (or in quarters).
+# per 4 rows and 256 weights); for Q6_K 2 + 0.5 / (X rows) (64 quant sdot per X row and 16 that
+# sign-extend the scales, shared by the X rows, per 4 rows and 256 weights); the tool checks
+# that the count comes out whole (or in quarters).
 # The f32 kernels count 4-lane instructions: attention scores 8 fmla per 32 key elements and
 # query, the weighted sum 8 fmul per 32 value elements and weight vector, RoPE 16 fmul per 32
 # elements (16 pairs); their "block" is 32 elements of one KV row (or of the rotated row).
@@ -102,7 +104,7 @@ trap 'rm -rf "$TMP"' EXIT
 
 # kernel table: label | type | kind | source | function | X rows | work op | work ops per
 # 32-weight block and X row | weight bytes per 32-weight block (GGUF block sizes: Q8_0 34 B / 32,
-# Q4_0 18 B / 32, Q4_K 144 B / 256; KV rows F32 128 B, F16 64 B per 32 elements)
+# Q4_0 18 B / 32, Q4_K 144 B / 256, Q6_K 210 B / 256; KV rows F32 128 B, F16 64 B per 32 elements)
 KERNELS='
 x16 Q8_0 decode, 4 streams|Q8_0|decode|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g4m1|1|sdot|2|34
 x16 Q8_0 decode, 1 stream|Q8_0|decode|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q8_g1m1|1|sdot|2|34
@@ -117,6 +119,11 @@ x16 Q4_0 tile, 2 X rows|Q4_0|tile|src/kernels/arm/rows16_q8_0_q4_0_neon.c|xn_q4_
 x16 Q4_K decode, 4 streams|Q4_K|decode|src/kernels/arm/rows16_q4_k_neon.c|xkn_g4m1|1|sdot|2.125|18
 x16 Q4_K decode, 1 stream|Q4_K|decode|src/kernels/arm/rows16_q4_k_neon.c|xkn_g1m1|1|sdot|2.125|18
 x16 Q4_K tile, 4 X rows|Q4_K|tile|src/kernels/arm/rows16_q4_k_neon.c|xkn_g1m4|4|sdot|2.125|18
+x16 Q6_K decode, 4 streams|Q6_K|decode|src/kernels/arm/rows16_q6_k_neon.c|x6n_g4m1|1|sdot|2.5|26.25
+x16 Q6_K decode, 1 stream|Q6_K|decode|src/kernels/arm/rows16_q6_k_neon.c|x6n_g1m1|1|sdot|2.5|26.25
+x16 Q6_K tile, 6 X rows|Q6_K|tile|src/kernels/arm/rows16_q6_k_neon.c|x6n_g1m6|6|sdot|2.083333|26.25
+x16 Q6_K tile, 4 X rows|Q6_K|tile|src/kernels/arm/rows16_q6_k_neon.c|x6n_g1m4|4|sdot|2.125|26.25
+x16 Q6_K tile, 2 X rows|Q6_K|tile|src/kernels/arm/rows16_q6_k_neon.c|x6n_g1m2|2|sdot|2.25|26.25
 rows Q8_0/Q4_0 one-row dot|Q8_0|decode|src/kernels/arm/qdot_neon.c|q8_blocks_neon_dot|1|sdot|2|34
 attn scores, one F32 row (ork_vec_dot)|F32|attn|src/kernels/arm/dot_neon.c|acc_step_neon|1|fmla|8|128
 attn scores, 4 F32 keys x 2 queries|F32|attn|src/kernels/arm/kv_rows_neon.c|kvn_dot_f32_q2|2|fmla|8|128

@@ -133,6 +133,7 @@ static const fill_fn path_fills[KISA_COUNT][FILLS_MAX] = {
                         ork__fill_qdot_neon,
                         ork__fill_qdot_neon_dot, ork__fill_quant_act_neon,
                         ork__fill_rows16_q8_0_q4_0_neon_dot, ork__fill_rows16_q4_k_neon_dot,
+                        ork__fill_rows16_q6_k_neon_dot,
                         ork__fill_ops_neon, ork__fill_read_sum_neon },
     /* the neon-dotprod table (path_base) with the smmla tiles over it */
     [KISA_NEON_I8MM] = { ork__fill_rows16_q8_0_q4_0_neon_i8mm },

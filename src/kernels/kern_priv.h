@@ -181,7 +181,7 @@ static inline void ork__mad_tail(float *y, const uint8_t *v, uint32_t type, floa
         y[i] = ork__mad_elem(y[i], v, type, a, i);
 }
 
-/* ---- rows16: Q8_0 / Q4_0 / Q4_K rows interleaved by 16 (ORK_LAYOUT_X16; rows16.c) ---- */
+/* ---- rows16: Q8_0 / Q4_0 / Q4_K / Q6_K rows interleaved by 16 (ORK_LAYOUT_X16; rows16.c) ---- */
 
 #define ORK_X16_ROWS 16         /* rows per group, one per 32-bit lane of a 512-bit vector */
 #define ORK_X16_XBLOCK 48       /* bytes of one X block in the interleaved kernels' X form */
@@ -324,7 +324,7 @@ struct ork__type_kern {
     void (*q8k_rows)(uint32_t type, const uint8_t *w, const uint8_t *xq, size_t x_stride,
                      int nr, int64_t nb, float *out);
 
-    /* -- rows16 (ORK_LAYOUT_X16: Q8_0, Q4_0, Q4_K) -- */
+    /* -- rows16 (ORK_LAYOUT_X16: Q8_0, Q4_0, Q4_K, Q6_K) -- */
     /* the kernel reading n groups side by side (tile: one group against n X rows) (optional;
      * NULL: the path has no interleaved kernels, rows are read back one at a time) */
     ork__x16_fn (*x16_fn)(bool tile, int n);
@@ -430,6 +430,7 @@ void ork__fill_qdot_neon(struct ork__kern *t);
 void ork__fill_qdot_neon_dot(struct ork__kern *t);
 void ork__fill_rows16_q8_0_q4_0_neon_dot(struct ork__kern *t);
 void ork__fill_rows16_q4_k_neon_dot(struct ork__kern *t);
+void ork__fill_rows16_q6_k_neon_dot(struct ork__kern *t);
 void ork__fill_rows16_q8_0_q4_0_neon_i8mm(struct ork__kern *t);
 void ork__fill_quant_act_neon(struct ork__kern *t);
 void ork__fill_ops_neon(struct ork__kern *t);

@@ -27,7 +27,7 @@
  *         unchanged, on AArch64 xor 0x88 (X16_Q4_0_XOR below).
  *   Q4_K: f16 dmin[16], then its scale bytes and quant bytes in 64-byte chunks of words the
  *         same way (rows16_q4_k_*.c; x16_types below cuts every type's blocks).
- *   Q6_K: f16 d[16], the int8 scales by quarters, the 6-bit values re-encoded so that six bit
+ *   Q6_K: f16 d[16], the int8 scales in 4 chunks of words, the 6-bit values re-encoded so that six bit
  *         operations make sdot's operands (rows16_q6_k.h); it takes the Q4_K X form.
  * Same bytes per block as the plain layout (16 * 34 = 32 + 512, 16 * 18 = 32 + 256,
  * 16 * 144 = 64 + 192 + 2048, 16 * 210 = 32 + 256 + 3072).
@@ -105,7 +105,7 @@ static const struct x16_type x16_types[] = {
     /* d, dmin, scales[12] as 3 words, qs[128] as 32 words (rows16_q4_k_*.c) */
     { ORK_TYPE_Q4_K, Q4_K_BYTES, 4,
       { { 0, 2, 1, 0 }, { 2, 2, 1, 0 }, { 4, 4, 3, 0 }, { 16, 4, 32, 0 } }, NULL, NULL },
-    /* d, the scales by quarters, the 6-bit values re-encoded (rows16_q6_k.h) */
+    /* d, the scales as 4 words, the 6-bit values re-encoded (rows16_q6_k.h) */
     { ORK_TYPE_Q6_K, Q6_K_BYTES, 0, { { 0, 0, 0, 0 } }, ork__x16q6_pack, ork__x16q6_row },
 };
 

@@ -64,7 +64,7 @@ static size_t xq6_qpos(int k, int j, int i, int b)
 
 static size_t xq6_scpos(int k, int i)
 {
-    return XQ6_SC + (size_t)(i / 4) * XQ6_CHUNK + 4 * (size_t)k + (size_t)(i % 4);
+    return XQ6_SC + (size_t)(k / 4) * XQ6_CHUNK + 4 * (size_t)i + (size_t)(k % 4);
 }
 
 /* The low-bit field of s (the fourth element's value) that chunk j carries. */

@@ -4,10 +4,10 @@
  *
  * Group block (16 x 210 = 3360 bytes, the plain rows' size):
  *   XQ6_D   f16 d[16], row i's at 2i;
- *   XQ6_SC  4 quarters of 64 bytes: quarter r (rows 4r .. 4r + 3) holds in byte 4k + i the
- *           int8 scale of sub-block k (elements 16k .. 16k + 15) of row 4r + i, so one register
- *           of a quarter is 4 sub-blocks' scales of 4 rows, widened to int32 lanes by two
- *           sign-extending steps;
+ *   XQ6_SC  4 chunks of 64 bytes: chunk m holds in bytes 4i .. 4i + 3 the int8 scales of
+ *           sub-blocks 4m .. 4m + 3 (elements 16k .. 16k + 15 each) of row i, so one register
+ *           (a quarter of a chunk) is 4 sub-blocks' scales of 4 rows, and one sdot against a
+ *           unit vector sign-extends one sub-block's into the rows' int32 lanes;
  *   XQ6_QS  per sub-block k three chunks R_0, R_1, R_2 of 64 bytes (4 bytes of each of 16 rows,
  *           row i's at 4i). With s(e) = q(e) xor 32 (the 6-bit value q in 0..63 of element e,
  *           as a 6-bit two's complement number: q - 32), byte b of row i in R_j is
@@ -39,7 +39,7 @@
 
 _Static_assert(XQ6_QS + XQ6_SUB * XQ6_CHUNKS_PER_SUB * XQ6_CHUNK == XQ6_GROUP_BYTES,
                "group block layout");
-_Static_assert(XQ6_SC + 4 * XQ6_CHUNK == XQ6_QS, "scale quarters");
+_Static_assert(XQ6_SC + 4 * XQ6_CHUNK == XQ6_QS, "scale chunks");
 
 /* Packing 16 plain rows (src, row_bytes apart: whole blocks) into one group (dst), reading
  * row i of a group back into its plain bytes (rows16.c calls both through its type table). */

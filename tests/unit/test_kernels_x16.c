@@ -190,7 +190,7 @@ static int check_y_or_bits(const struct xmat *m, const float *x, int64_t mrows, 
 }
 
 /* The Q6_K group block as rows16_q6_k.h defines it, from the plain rows' fields: the int8
- * scales by quarters, and every element's 6-bit value q at its place (4 (q - 32) in the top
+ * scales by words (4 sub-blocks of a row each), and every element's 6-bit value q at its place (4 (q - 32) in the top
  * six bits of R_j, elements 12..15 of a sub-block in the low bits of R_0..R_2). */
 static void check_q6k_layout(const struct xmat *m)
 {
@@ -199,7 +199,7 @@ static void check_q6k_layout(const struct xmat *m)
         const uint8_t *row = m->plain + (size_t)i * m->p.row_bytes;
         const uint8_t *g = m->packed;               /* group 0, block 0 */
         for (int k = 0; k < 16; k++)
-            bad += g[32 + 64 * (i / 4) + 4 * k + i % 4] != row[192 + k];
+            bad += g[32 + 64 * (k / 4) + 4 * i + k % 4] != row[192 + k];
         for (int e = 0; e < 256; e++) {
             const int h = e / 128, t = e % 128 / 32, l = e % 32;
             const int lo = (row[64 * h + 32 * (t % 2) + l] >> (t < 2 ? 0 : 4)) & 15;
@@ -436,6 +436,8 @@ static void test_shapes(void)
     check_shape(ORK_TYPE_Q6_K, 1, 80, 256 * 9);     /* 5 groups: 4 streams and 1 */
     check_shape(ORK_TYPE_Q6_K, 6, 32, 2048);
     check_shape(ORK_TYPE_Q6_K, 67, 32, 256 * 3);    /* M beyond one tile, ragged last tile */
+    for (int64_t mr = 2; mr <= 12; mr += 2)         /* every tile width (NEON: 6 and 2 .. 6) */
+        check_shape(ORK_TYPE_Q6_K, mr + (mr > 6), 16, 512);
     for (int trial = 0; trial < 6; trial++)
         check_shape(ORK_TYPE_Q6_K, 1 + (int64_t)(rnd() % 9), 16 * (1 + (int64_t)(rnd() % 6)),
                     256 * (1 + (int64_t)(rnd() % 12)));
@@ -609,7 +611,7 @@ static void test_corruption_is_seen(void)
     xmat_free(&m);
 
     /* Q6_K: one row's low bits in R_1 of sub-block 5 (the element 16 * 5 + 12 + 2), then its
-     * scale of sub-block 9 (row 21: quarter 1, lane 1) */
+     * scale of sub-block 9 (chunk 2, byte 1 of row 21's word) */
     xmat_make(&m, ORK_TYPE_Q6_K, N, K);
     REQUIRE(ork_matmul_act(pools[0], &m.x, x, 1, y0, ORK_ACT_QUANT) == 0);
     uint8_t *gb = m.packed + 16 * m.x.row_bytes;
@@ -620,7 +622,7 @@ static void test_corruption_is_seen(void)
         moved += (y0[r] != y1[r]) << (r == row ? 8 : 0);
     CHECK_EQ_INT(moved, 1 << 8);
     memcpy(y0, y1, sizeof y0);
-    gb[32 + 64 * (row % 16 / 4) + 4 * 9 + row % 4] ^= 0x10;
+    gb[32 + 64 * (9 / 4) + 4 * (row % 16) + 9 % 4] ^= 0x10;
     REQUIRE(ork_matmul_act(pools[0], &m.x, x, 1, y1, ORK_ACT_QUANT) == 0);
     moved = 0;
     for (int r = 0; r < N; r++)

@@ -10,9 +10,10 @@
  *   R_j & 0xfc (`and`) for elements 16k + 4j ..;  ((R_2 << 2) with R_1 << 4 and R_0 << 6
  *   inserted (`shl`, `sli`, `sli`)) for elements 16k + 12 ..;
  * against lanes 0..3 of the X register of the sub-block (the Q8_K quants 16k .. 16k + 15): the
- * chain is 4 x the sub-block's integer dot sum (q - 32) x. Its int8 scale (two sign-extending
- * `sxtl` steps per register of four sub-blocks' scales, rows16_q6_k.h) times the chain (`mla`)
- * is added to 4 S: |4 S| <= 4 x 16 x 128 x 16 x 32 x 127 < 2^31. The conversion with two
+ * chain is 4 x the sub-block's integer dot sum (q - 32) x. Its int8 scale, sign-extended into
+ * the rows' int32 lanes by one sdot of the quarter's scale register against a unit vector
+ * (lane k % 4 of x6n_unit: byte k % 4 of each row's word times 1, the others times 0; rows16_q6_k.h),
+ * times the chain (`mla`) is added to 4 S: |4 S| <= 4 x 16 x 128 x 16 x 32 x 127 < 2^31. The conversion with two
  * fraction bits (`scvtf #2`) gives (float) S exactly (S is an integer: one rounding, the
  * same as (float) S's), and the f32 steps are qk_block.h q6k_block_sum's in the same order
  * (dd = dx * d, dd * S, added to the sum): every output has the bits of ork__q8k_blocks
@@ -40,26 +41,40 @@
 #define X6N_QUARTER 16          /* a register: 4 bytes of each of 4 rows of a chunk */
 #define X6N_QUARTERS 4
 #define X6N_D_QUARTER 8         /* bytes of a quarter's 4 f16 scales */
-#define X6N_SC_REGS 4           /* registers of a quarter's scales: 4 sub-blocks each */
+#define X6N_SC_REGS 4           /* scale chunks: 4 sub-blocks each */
 #define X6N_SUB_PER_REG 4
 #define X6N_X_SUB 16            /* X quants per sub-block: one register */
 #define X6N_FRAC_BITS 2         /* the chains hold 4 x the integer dots */
 /* Groups the decode kernels read side by side: as the Q4_K kernels (ORK_X16K_STREAMS; a
  * matrix call mixing the two types reads one type's streams at a time). */
 #define X6N_STREAMS ORK_X16K_STREAMS
-#define X6N_TILE_MX ORK_X16_MX
+/* X rows per M > 1 tile call (x16_tile_mx): the operands and scales made per sub-block are
+ * shared by six; 6 sums, 4 operands, 4 scales and the X register and chain of the row in work
+ * fit the 32 vector registers. */
+#define X6N_TILE_MX 6
 
-/* The four int32 scale vectors (sub-blocks 4m .. 4m + 3, lanes: the quarter's rows) of the
- * quarter's scale register m. */
-TGT_X6N static X6N_INLINE void x6n_scales(const uint8_t *scq, int m, int32x4_t sc[4])
+/* The chains start from a line of zeros read with a load: a `movi` or register copy would take
+ * an ASIMD slot from the kernel's bit operations and dot products (the A76 has two load
+ * pipelines beside its two ASIMD ones: Cortex-A76 Software Optimization Guide, 2.1 "Pipeline
+ * overview"; as rows16_q8_0_q4_0_neon.c's magic line). volatile: one load per use. */
+static const int32_t x6n_zero_line[4] __attribute__((aligned(16))) = { 0, 0, 0, 0 };
+
+TGT_X6N static X6N_INLINE int32x4_t x6n_zero(void)
 {
-    const int8x16_t v = vld1q_s8((const int8_t *)scq + m * X6N_QUARTER);
-    const int16x8_t lo = vmovl_s8(vget_low_s8(v)), hi = vmovl_high_s8(v);
-    sc[0] = vmovl_s16(vget_low_s16(lo));
-    sc[1] = vmovl_high_s16(lo);
-    sc[2] = vmovl_s16(vget_low_s16(hi));
-    sc[3] = vmovl_high_s16(hi);
+    int32x4_t z;
+    __asm__ volatile("ldr %q0, %1" : "=w"(z) : "Q"(*(const int32_t(*)[4])x6n_zero_line));
+    return z;
 }
+
+/* The unit vectors of the scales' sign extension: 32-bit lane j is bytes (1, 0, 0, 0) moved to
+ * byte j. An sdot by lane j picks byte j of each 32-bit lane, sign-extended: one instruction
+ * that both ASIMD pipelines run, where two `sxtl` per sub-block run on one (Cortex-A76 Software
+ * Optimization Guide, 3.x "ASIMD integer instructions": shifts on V1). */
+static const int8_t x6n_unit[16] __attribute__((aligned(16))) = { 1, 0, 0, 0, 0, 1, 0, 0,
+                                                                   0, 0, 1, 0, 0, 0, 0, 1 };
+
+/* The scale of sub-block 4m + J (J a literal) of the 4 rows of scale register v, as int32. */
+#define X6N_SCALE(v, J) vdotq_laneq_s32(x6n_zero(), v, unit, J)
 
 /* Quarter q of one group block (wb) against mx X blocks (x[t]): the f32 terms dd * S of its 4
  * rows in r[t]. */
@@ -67,13 +82,15 @@ TGT_X6N static X6N_INLINE void x6n_quarter(int mx, const uint8_t *wb, int q,
                                            const uint8_t *const *x, float32x4_t *r)
 {
     const uint8x16_t vmask = vdupq_n_u8(XQ6_VALUE_MASK);
-    const uint8_t *scq = wb + XQ6_SC + q * XQ6_CHUNK;
+    const int8x16_t unit = vld1q_s8(x6n_unit);
+    const int8_t *scq = (const int8_t *)wb + XQ6_SC + q * X6N_QUARTER;
     int32x4_t s[X6N_TILE_MX];
     X6N_UNROLL for (int t = 0; t < mx; t++)
         s[t] = vdupq_n_s32(0);
     X6N_UNROLL for (int m = 0; m < X6N_SC_REGS; m++) {
-        int32x4_t sc[X6N_SUB_PER_REG];
-        x6n_scales(scq, m, sc);
+        const int8x16_t scv = vld1q_s8(scq + m * XQ6_CHUNK);
+        const int32x4_t sc[X6N_SUB_PER_REG] = { X6N_SCALE(scv, 0), X6N_SCALE(scv, 1),
+                                                X6N_SCALE(scv, 2), X6N_SCALE(scv, 3) };
         X6N_UNROLL for (int kk = 0; kk < X6N_SUB_PER_REG; kk++) {
             const int k = X6N_SUB_PER_REG * m + kk;
             const uint8_t *qp = wb + XQ6_QS + (size_t)(XQ6_CHUNKS_PER_SUB * k) * XQ6_CHUNK +
@@ -87,7 +104,7 @@ TGT_X6N static X6N_INLINE void x6n_quarter(int mx, const uint8_t *wb, int q,
                 vsliq_n_u8(vsliq_n_u8(vshlq_n_u8(r2, 2), r1, 4), r0, 6));
             X6N_UNROLL for (int t = 0; t < mx; t++) {
                 const int8x16_t xk = vld1q_s8((const int8_t *)x[t] + k * X6N_X_SUB);
-                int32x4_t c = vdotq_laneq_s32(vdupq_n_s32(0), o0, xk, 0);
+                int32x4_t c = vdotq_laneq_s32(x6n_zero(), o0, xk, 0);
                 c = vdotq_laneq_s32(c, o1, xk, 1);
                 c = vdotq_laneq_s32(c, o2, xk, 2);
                 c = vdotq_laneq_s32(c, o3, xk, 3);
@@ -146,11 +163,15 @@ X6N_KERNEL(x6n_g4m1, 4, 1)
 X6N_KERNEL(x6n_g1m2, 1, 2)
 X6N_KERNEL(x6n_g1m3, 1, 3)
 X6N_KERNEL(x6n_g1m4, 1, 4)
+X6N_KERNEL(x6n_g1m5, 1, 5)
+X6N_KERNEL(x6n_g1m6, 1, 6)
 
-_Static_assert(X6N_TILE_MX == 4 && X6N_STREAMS == 4, "kernel tables below");
+_Static_assert(X6N_TILE_MX == 6 && X6N_TILE_MX <= ORK_X16_MX_MAX && X6N_STREAMS == 4,
+               "kernel tables below");
 static const ork__x16_fn x6n_streams_fn[X6N_STREAMS] = { x6n_g1m1, x6n_g2m1, x6n_g3m1,
                                                           x6n_g4m1 };
-static const ork__x16_fn x6n_tile_fn[X6N_TILE_MX] = { x6n_g1m1, x6n_g1m2, x6n_g1m3, x6n_g1m4 };
+static const ork__x16_fn x6n_tile_fn[X6N_TILE_MX] = { x6n_g1m1, x6n_g1m2, x6n_g1m3, x6n_g1m4,
+                                                       x6n_g1m5, x6n_g1m6 };
 
 static ork__x16_fn fn_q6k(bool tile, int n)
 {
