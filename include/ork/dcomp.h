@@ -40,6 +40,8 @@ extern "C" {
 #define ORK_DCOMP_CTRL_RAW 0u           /* DCOMP_CTRL of a raw task (§1.2 "Raw task") */
 #define ORK_DCOMP_REGNUM_NORMAL 0x55555555u /* DCOMP_REGNUM of a compressed task (§1.2) */
 #define ORK_DCOMP_TILE 32u              /* K and N of a block are multiples of this (§1.4) */
+#define ORK_DCOMP_GRID_MIN 7u           /* code bounds L resident DCOMP weights accept: the */
+#define ORK_DCOMP_GRID_MAX 127u         /* coarsest and finest of ork_dcomp_grids */
 
 /* The decompressor registers of one task (§1.1, §1.2). DCOMP_ADDR0 is the block's device
  * address: the caller places the block and writes its address. */

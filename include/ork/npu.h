@@ -262,6 +262,12 @@ struct ork_npu_matmul_info {
     uint32_t m_tile;                /* largest M-tile used (the schedule's cap, spec §5.3/§5.4) */
     uint32_t n_tasks;               /* programs per run */
     uint32_t n_submits;             /* submits per run */
+    uint64_t w_stored_bytes;        /* weight bytes one pass over the plan's blocks reads from
+                                     * DRAM (all cores, one M-tile): the tiled weights, or for
+                                     * DCOMP weights the streams and raw blocks */
+    uint64_t w_dcomp_bytes;         /* of that pass, the int8 bytes the decompressors output
+                                     * (0 for raw weights; a timing model charges them at
+                                     * npu_dcomp_gbps per core, <ork/twin.h>) */
 };
 void ork_npu_matmul_get_info(const struct ork_npu_matmul *mm, struct ork_npu_matmul_info *out);
 

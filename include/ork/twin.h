@@ -109,6 +109,9 @@ extern "C" {
     X(npu_bw_core, "B/s", 11.0e9, POS,                                                          \
       "single-core int8 weight stream (anchors §1, §8 BW_core_max; K-delta of §3.1: 10.3)")     \
     X(npu_bw_all, "B/s", 28.5e9, POS, "all NPU cores streaming, int8 (anchors §1, §8; range 28-31)") \
+    X(npu_dcomp_gbps, "GB/s", 11.0, POS,                                                        \
+      "[INF] guess: the CNA weight decompressor's int8 output per core, unmeasured "             \
+      "(npu-weight-decompression.md §5 (a)); set to the raw weight DMA it feeds, npu_bw_core")  \
     X(npu_launch_ns, "ns", 55000, NONNEG,                                                       \
       "submit to PC start to completion IRQ to waiter: M-sweep intercept 52-56 us (anchors §3.1, §8)") \
     X(npu_chain_ns, "ns", 18000, NONNEG, "each extra PC-chained program (anchors §2, §8; spec §8.3)") \
@@ -163,6 +166,8 @@ int ork_twin_calib_save(const char *path, const struct ork_twin_consts *c, const
  * the board and records them. */
 enum ork_twin_form {
     ORK_TWIN_FORM_ONE_JOB = 1u << 0,    /* one job, core_mask 0x7, subcore_task[2..4] (§9 [CAP]) */
+    ORK_TWIN_FORM_DCOMP = 1u << 1,      /* the CNA weight decompressor, bit-exact
+                                         * (npu-weight-decompression.md §1): "dcomp" */
 };
 struct ork_twin_caps {
     uint32_t struct_size;

@@ -1,8 +1,8 @@
 /* dcomp_weights.c -- a whole W[n][k] as the task weight blocks of a matmul plan, each encoded
  * as its own decompressor stream (spec npu-weight-decompression.md §1.6: one stream per
  * K-wave x N-partition; each core's partition of a multi-core N-split gets its own). The
- * K-slicing is plan.c's for the weights' max_m; the N split is the one matmul.c's
- * make_nslices gives a plan of the same number of cores. Host-side only. */
+ * K-slicing is plan.c's for the weights' max_m; the N split is plan.c's ork__plan_nsplit, the
+ * one a matmul plan of the same number of cores uses. Host-side only. */
 #include "pack.h"
 #include "plan.h"
 
@@ -12,46 +12,29 @@
 
 #include <string.h>
 
-/* Cores of the RK3588 NPU (spec rk3588-npu.md §1.1), as ORK_MM_MAX_CORES in ork_priv.h. */
-#define DCOMP_MAX_CORES 3u
-
 static uint64_t align64(uint64_t v)
 {
     return (v + ORK_DCOMP_ALIGN - 1) / ORK_DCOMP_ALIGN * ORK_DCOMP_ALIGN;
 }
 
-/* The N-slices of a plan of nc cores (matmul.c make_nslices, spec §9): core c takes column
- * tiles [c*NN/nc, (c+1)*NN/nc) of the padded N, cut into even pieces of <= 8192 columns.
- * Fills parts[i].core/n0/nlen/npad for the n slices it returns (parts may be NULL to count). */
-static uint32_t core_nslices(uint32_t n, uint32_t nc, struct ork_dcomp_part *parts)
+/* The N-slices of a plan of nc cores (ork__plan_nsplit, the rule matmul.c's plans use, spec
+ * §9) into parts[i].core/n0/nlen/npad. */
+static int core_nslices(uint32_t n, uint32_t nc, struct ork_dcomp_part *parts, uint32_t count)
 {
-    const uint32_t tile = ORK_PLAN_N_TILE_I8, nn = (n + tile - 1) / tile;
-    uint32_t s = 0;
-    for (uint32_t c = 0; c < nc; c++) {
-        uint32_t t0 = (uint32_t)((uint64_t)c * nn / nc), t1 = (uint32_t)((uint64_t)(c + 1) * nn / nc);
-        uint32_t units = t1 - t0, pieces = (units * tile + ORK_PLAN_N_MAX - 1) / ORK_PLAN_N_MAX;
-        uint32_t off = t0 * tile;
-        for (uint32_t p = 0; p < pieces; p++, s++) {
-            uint32_t u = units / pieces + (p < units % pieces);
-            if (parts) {
-                parts[s].core = c;
-                parts[s].n0 = off;
-                parts[s].npad = u * tile;
-                parts[s].nlen = off >= n ? 0 : (n - off < u * tile ? n - off : u * tile);
-            }
-            off += u * tile;
+    struct ork_slice *ns = ork_calloc(count, sizeof *ns);
+    uint32_t ns0[ORK_PLAN_MAX_CORES + 1];
+    if (!ns)
+        return ork_errorf(ORK_ENOMEM, "dcomp weights: %u N-slices", count);
+    ork__plan_nsplit(ORK_NPU_I8, n, nc, ns, ns0);
+    for (uint32_t c = 0; c < nc; c++)
+        for (uint32_t i = ns0[c]; i < ns0[c + 1]; i++) {
+            parts[i].core = c;
+            parts[i].n0 = ns[i].off;
+            parts[i].npad = ns[i].pad;
+            parts[i].nlen = ns[i].len;
         }
-    }
-    return s;
-}
-
-static uint32_t clamp_cores(uint32_t want, uint32_t n)
-{
-    const uint32_t nn = (n + ORK_PLAN_N_TILE_I8 - 1) / ORK_PLAN_N_TILE_I8;
-    uint32_t nc = want ? want : 1;
-    if (nc > nn / 2)                        /* >= 2 column tiles per core (matmul.c, spec §9) */
-        nc = nn / 2 ? nn / 2 : 1;
-    return nc > DCOMP_MAX_CORES ? DCOMP_MAX_CORES : nc;
+    ork_free(ns);
+    return 0;
 }
 
 /* Plan the parts of dw (shapes only). */
@@ -64,15 +47,16 @@ static int plan_parts(const struct ork_dcomp_weights_desc *d, struct ork_dcomp_w
     dw->k = d->k;
     dw->n = d->n;
     dw->n_kslices = kp->n_slices;
-    dw->n_cores = clamp_cores(d->cores, d->n);
-    dw->n_nslices = core_nslices(d->n, dw->n_cores, NULL);
+    dw->n_cores = ork__plan_split_cores(ORK_NPU_I8, d->n, d->cores);
+    dw->n_nslices = ork__plan_nsplit(ORK_NPU_I8, d->n, dw->n_cores, NULL, NULL);
     dw->n_parts = dw->n_kslices * dw->n_nslices;
     dw->parts = ork_calloc(dw->n_parts, sizeof *dw->parts);
     if (!dw->parts)
         return ork_errorf(ORK_ENOMEM, "dcomp weights: %u blocks", dw->n_parts);
     for (uint32_t j = 0; j < kp->n_slices; j++) {
         struct ork_dcomp_part *row = dw->parts + (size_t)j * dw->n_nslices;
-        core_nslices(d->n, dw->n_cores, row);
+        if ((ret = core_nslices(d->n, dw->n_cores, row, dw->n_nslices)) < 0)
+            return ret;
         for (uint32_t i = 0; i < dw->n_nslices; i++) {
             row[i].kslice = j;
             row[i].nslice = i;
@@ -120,7 +104,7 @@ int ork_dcomp_weights_encode(const struct ork_dcomp_weights_desc *d, struct ork_
     uint64_t off = 0;
     for (uint32_t j = 0; j < kp.n_slices && ret == 0; j++) {
         /* pack the K-slice as the weights buffer holds it (§4.3); a core's N-slice is then a
-         * contiguous run of it (matmul.c make_nslices) */
+         * contiguous run of it (ork__plan_nsplit) */
         ork__pack_slice_i8(slice, dd.w, dd.k, dd.n, kp.s[j].off, kp.s[j].len, kp.s[j].pad, np);
         for (uint32_t i = 0; i < out->n_nslices && ret == 0; i++) {
             struct ork_dcomp_part *pt = &out->parts[(size_t)j * out->n_nslices + i];

@@ -13,6 +13,8 @@
 
 _Static_assert((unsigned)ORK_NPU_FORM_ONE_JOB == (unsigned)ORK_TWIN_FORM_ONE_JOB,
                "npu.h and twin.h name the same form bits");
+_Static_assert((unsigned)ORK_NPU_FORM_DCOMP == (unsigned)ORK_TWIN_FORM_DCOMP,
+               "npu.h and twin.h name the same form bits");
 
 /* Tasks per job when the backend does not say (the vendor driver's max_submit_number, spec §10.1). */
 #define DEFAULT_MAX_TASKS 4095u
@@ -79,6 +81,8 @@ int ork_npu_open(const struct ork_npu_opts *opts, struct ork_npu **out)
         }
         if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_ONE_JOB_CONFIRMED, &v) == 0 && v)
             forms |= ORK_NPU_FORM_ONE_JOB;
+        if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_DCOMP_CONFIRMED, &v) == 0 && v)
+            forms |= ORK_NPU_FORM_DCOMP;
         if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_PC_CHAIN, &v) == 0)
             npu->pc_chain = v != 0;
         if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_MAX_TASKS, &v) == 0 && v)

@@ -40,47 +40,12 @@ static void log_program(const struct ork_npu_matmul *mm, uint32_t t, const uint6
     }
 }
 
-/* The plan's N-slices: with c cores, core i takes column tiles [i*NN/c, (i+1)*NN/c) of the
- * padded N (spec §9), cut into slices of <= 8192 columns (§5.1). Column blocks are contiguous
- * ranges of every K-slice's packed weights (§4.5), so this needs no repacking. */
+/* The plan's N-slices: the weights' split for the cores the budget gives (plan.c
+ * ork__plan_nsplit, spec §9; DCOMP weights keep the partition their streams were cut for). */
 static int make_nslices(struct ork_npu_matmul *mm, uint32_t want_cores)
 {
-    const struct ork_nplan *np = &mm->w->nplan;
-    const uint32_t tile = np->tile, nn = np->n_padded / tile;
-    uint32_t nc = ork__budget_cores(mm, want_cores);
-    if (nc < 1)
-        nc = 1;
-    if (nc > nn / 2)                     /* >= 2 column tiles per core (spec §9) */
-        nc = nn / 2 ? nn / 2 : 1;
-    if (nc > ORK_MM_MAX_CORES)
-        nc = ORK_MM_MAX_CORES;
-    mm->n_cores = nc;
-    uint32_t total = 0;
-    for (uint32_t c = 0; c < nc; c++) {
-        uint32_t w = (uint32_t)(((uint64_t)(c + 1) * nn / nc) - ((uint64_t)c * nn / nc));
-        total += (w * tile + ORK_PLAN_N_MAX - 1) / ORK_PLAN_N_MAX;
-    }
-    mm->ns = ork_calloc(total, sizeof *mm->ns);
-    if (!mm->ns)
-        return ork_errorf(ORK_ENOMEM, "npu matmul: %u N-slices", total);
-    uint32_t k = 0;
-    for (uint32_t c = 0; c < nc; c++) {
-        uint32_t t0 = (uint32_t)((uint64_t)c * nn / nc), t1 = (uint32_t)((uint64_t)(c + 1) * nn / nc);
-        uint32_t units = t1 - t0, pieces = (units * tile + ORK_PLAN_N_MAX - 1) / ORK_PLAN_N_MAX;
-        mm->core_ns0[c] = k;
-        uint32_t off = t0 * tile;
-        for (uint32_t p = 0; p < pieces; p++, k++) {
-            uint32_t u = units / pieces + (p < units % pieces);
-            mm->ns[k].off = off;
-            mm->ns[k].pad = u * tile;
-            mm->ns[k].len = off >= mm->w->n ? 0
-                            : (mm->w->n - off < mm->ns[k].pad ? mm->w->n - off : mm->ns[k].pad);
-            off += mm->ns[k].pad;
-        }
-    }
-    mm->core_ns0[nc] = k;
-    mm->n_ns = k;
-    return 0;
+    return ork__weights_nsplit(mm->w, ork__budget_cores(mm, want_cores), &mm->n_cores, &mm->ns,
+                               &mm->n_ns, mm->core_ns0);
 }
 
 /* Build the tile list: per core, M-tile outermost (a run of fewer rows is then a prefix of
@@ -207,12 +172,12 @@ static int emit_programs(struct ork_npu_matmul *mm)
             .stride = ns->pad,
             /* rows [m0, m0+m) of A_j and of C_ji; column block n0 of slice j (spec §4.5) */
             .a = (uint32_t)(mm->a_bo.iova + mm->a_off[tl->kslice] + (uint64_t)tl->m0 * ks->pad * esz),
-            .b = (uint32_t)(w->bo.iova + w->slice_off[tl->kslice] + (uint64_t)ns->off * ks->pad * esz),
             .c = (uint32_t)(cbo_of_task(mm, t)->iova + c_blk +
                             (uint64_t)tl->m0 * ns->pad * OUT_BYTES),
             .cbuf = ork__plan_cbuf_con0(w->dtype, tl->m, ks->pad),
             .grains = ork__plan_grains(w->dtype, tl->m, ks->pad),
         };
+        ork__weights_block(w, tl->kslice, tl->nslice, ns, &task);  /* B: raw or a DCOMP stream */
         struct ork_prog_reloc rel[ORK_PROG_MAX_RELOCS];
         uint32_t n_rel = 0;
         uint64_t *prog = progs + (size_t)t * ORK_PROG_ENTRIES;
@@ -855,6 +820,7 @@ void ork_npu_matmul_get_info(const struct ork_npu_matmul *mm, struct ork_npu_mat
     out->n_cores = mm->n_cores;
     out->m_tile = mm->m_tile;
     out->n_tasks = mm->n_tasks;
+    ork__weights_pass_bytes(w, &out->w_stored_bytes, &out->w_dcomp_bytes);
     for (uint32_t c = 0; c < mm->n_cores; c++) {
         uint32_t r = (core_run_tasks(mm, c, mm->n_mtiles) + mm->group - 1) / mm->group;
         out->n_submits = r > out->n_submits ? r : out->n_submits;

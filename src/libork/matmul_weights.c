@@ -1,6 +1,11 @@
 /* matmul_weights.c -- resident weights: choose the K- and N-slicing once (plan.c), pack every
  * K-slice of W into the tiled layout (pack.c, spec §4.3/§4.4) in one device buffer, keep the
- * per-column scales. Plans (matmul.c) borrow these; nothing here submits work. */
+ * per-column scales. DCOMP weights (encoding = ORK_NPU_WEIGHTS_DCOMP) hold instead one
+ * decompressor stream per K-slice x N-partition block (dcomp_weights.c,
+ * npu-weight-decompression.md §1.6), their export a self-describing blob (dcomp_blob.c). Plans
+ * (matmul.c) borrow these and take their N-split and each task's weight operand from here;
+ * nothing here submits work. */
+#include "dcomp_blob.h"
 #include "ork_priv.h"
 #include "pack.h"
 
@@ -11,6 +16,31 @@
 
 /* Largest plan M accepted (memory sanity: A and C buffers scale with it). */
 #define MAX_M (1u << 20)
+
+/* The encoding fields of a descriptor (npu.h): DCOMP is int8 only, needs the decompressor
+ * confirmed on this device (ORK_NPU_FORM_DCOMP) and a grid bound in 7..127. */
+static int check_encoding(const struct ork_npu *npu, const struct ork_npu_weights_desc *wd)
+{
+    if (wd->encoding == ORK_NPU_WEIGHTS_RAW)
+        return 0;
+    if (wd->encoding != ORK_NPU_WEIGHTS_DCOMP)
+        return ork_errorf(ORK_EINVAL, "npu weights: unknown encoding %u (0 raw, 1 dcomp)",
+                          wd->encoding);
+    if (wd->dtype != ORK_NPU_I8)
+        return ork_errorf(ORK_EINVAL, "npu weights: DCOMP weights are int8 only (the "
+                          "decompressor is shown for int8 weights, npu-weight-decompression.md "
+                          "§1.3)");
+    if (!(npu->confirmed_forms & ORK_NPU_FORM_DCOMP))
+        return ork_errorf(ORK_EUNSUPPORTED, "npu weights: DCOMP weights need the 'dcomp' "
+                          "capability (the CNA weight decompressor confirmed bit-exact on this "
+                          "device); confirm it with `ork selftest --confirm-forms FILE` and load "
+                          "FILE with --npu-caps");
+    if (wd->grid_max_abs && (wd->grid_max_abs < ORK_DCOMP_GRID_MIN ||
+                             wd->grid_max_abs > ORK_DCOMP_GRID_MAX))
+        return ork_errorf(ORK_EINVAL, "npu weights: grid_max_abs %u outside %u..%u",
+                          wd->grid_max_abs, ORK_DCOMP_GRID_MIN, ORK_DCOMP_GRID_MAX);
+    return 0;
+}
 
 /* Validate the descriptor, plan the slicing and allocate the device buffer; the caller fills
  * it. need_w: the descriptor must carry W (plain create). */
@@ -34,6 +64,9 @@ static int weights_setup(struct ork_npu *npu, const struct ork_npu_weights_desc 
     uint32_t max_m = wd->max_m ? wd->max_m : 1;
     if (max_m > MAX_M)
         return ork_errorf(ORK_ERANGE, "npu weights: max_m %u above %u", max_m, MAX_M);
+    int r = check_encoding(npu, wd);
+    if (r < 0)
+        return r;
 
     struct ork_npu_weights *w = ork_calloc(1, sizeof *w);
     if (!w)
@@ -64,7 +97,10 @@ static int weights_setup(struct ork_npu *npu, const struct ork_npu_weights_desc 
         w->slice_off[j] = total;
         total += (uint64_t)w->kplan.s[j].pad * np * esz;    /* a slice: K_j x Np (spec §4.5) */
     }
-    ret = ork__npu_bo_create(npu, total, ORK_KBO_CACHEABLE, &w->bo, "npu weights");
+    w->encoding = wd->encoding;
+    w->grid_max_abs = wd->grid_max_abs ? wd->grid_max_abs : ORK_DCOMP_GRID_MAX;
+    if (wd->encoding == ORK_NPU_WEIGHTS_RAW)   /* DCOMP: sized by the streams (dcomp_alloc) */
+        ret = ork__npu_bo_create(npu, total, ORK_KBO_CACHEABLE, &w->bo, "npu weights");
     if (ret < 0)
         goto err_scales;
     *out = w;
@@ -90,6 +126,149 @@ static int weights_finish(struct ork_npu_weights *w, struct ork_npu_weights **ou
     return 0;
 }
 
+/* ---- DCOMP weights ------------------------------------------------------------------------ */
+
+/* The cores DCOMP streams are cut for: what a decode (M = 1) plan on these weights takes under
+ * the device's core budget (budget.c), so such plans run one block per core (spec §9). */
+static uint32_t dcomp_cores(const struct ork_npu_weights *w)
+{
+    uint32_t want = ork_npu_budget_pick(ORK_NPU_I8, 1, w->k, w->n, ork_npu_core_budget(w->npu));
+    return ork__plan_split_cores(ORK_NPU_I8, w->n, want);
+}
+
+/* Every code inside the grid [-L, L] (npu.h grid_max_abs): ORK_EINVAL naming the first outside. */
+static int dcomp_check_grid(const int8_t *q, uint32_t n, uint32_t k, uint32_t L)
+{
+    for (uint32_t r = 0; r < n; r++)
+        for (uint32_t c = 0; c < k; c++) {
+            int v = q[(size_t)r * k + c];
+            if (v > (int)L || v < -(int)L)
+                return ork_errorf(ORK_EINVAL, "npu weights: code %d at row %u column %u is "
+                                  "outside the grid [-%u, %u] (grid_max_abs)", v, r, c, L, L);
+        }
+    return 0;
+}
+
+/* The device buffer of the blocks: `bytes` of them from `data` (64-byte aligned inside bo). */
+static int dcomp_fill(struct ork_npu_weights *w, const uint8_t *data, uint64_t bytes,
+                      struct ork_npu_weights **out)
+{
+    int ret = ork__npu_bo_create(w->npu, bytes ? bytes : ORK_DCOMP_ALIGN, ORK_KBO_CACHEABLE, &w->bo,
+                                 "npu weights (dcomp)");
+    if (ret < 0) {
+        ork_npu_weights_destroy(w);
+        return ret;
+    }
+    if (w->bo.iova % ORK_DCOMP_ALIGN) {
+        ork_npu_weights_destroy(w);
+        return ork_errorf(ORK_EFAULT, "npu weights: buffer at 0x%llx is not 64-byte aligned (DCOMP "
+                          "streams need it, spec §1.4)", (unsigned long long)w->bo.iova);
+    }
+    memcpy(w->bo.map, data, (size_t)bytes);
+    return weights_finish(w, out);
+}
+
+static int dcomp_create(struct ork_npu_weights *w, const struct ork_npu_weights_desc *wd,
+                        struct ork_npu_weights **out)
+{
+    int ret = dcomp_check_grid(wd->w, wd->n, wd->k, w->grid_max_abs);
+    struct ork_dcomp_weights_desc dd = { .struct_size = sizeof dd, .k = wd->k, .n = wd->n,
+                                         .w = wd->w, .max_m = w->kplan.max_m,
+                                         .cores = dcomp_cores(w) };
+    if (ret == 0)
+        ret = ork_dcomp_weights_encode(&dd, &w->dw);
+    if (ret < 0) {
+        ork_npu_weights_destroy(w);
+        return ret;
+    }
+    uint8_t *data = w->dw.data;
+    w->dw.data = NULL;
+    ret = dcomp_fill(w, data, w->dw.bytes, out);
+    ork_free(data);
+    return ret;
+}
+
+static int dcomp_create_packed(struct ork_npu_weights *w, const struct ork_npu_weights_desc *wd,
+                               const void *blob, uint64_t bytes, struct ork_npu_weights **out)
+{
+    const uint8_t *data;
+    uint32_t grid;
+    int ret = ork__dcomp_blob_parse(blob, bytes, wd->k, wd->n, w->kplan.max_m, &w->dw, &data,
+                                    &grid);
+    if (ret == 0 && wd->grid_max_abs && grid != w->grid_max_abs)
+        ret = ork_errorf(ORK_EFORMAT, "npu weights: the blob's grid bound is %u, the descriptor "
+                         "says %u", grid, w->grid_max_abs);
+    if (ret < 0) {
+        ork_npu_weights_destroy(w);
+        return ret;
+    }
+    w->grid_max_abs = grid;
+    return dcomp_fill(w, data, w->dw.bytes, out);
+}
+
+int ork__weights_nsplit(const struct ork_npu_weights *w, uint32_t want, uint32_t *n_cores,
+                        struct ork_slice **ns, uint32_t *n_ns, uint32_t *core_ns0)
+{
+    uint32_t nc = ork__plan_split_cores(w->dtype, w->n, want);
+    const bool dc = w->encoding == ORK_NPU_WEIGHTS_DCOMP;
+    uint32_t total = dc ? w->dw.n_nslices : ork__plan_nsplit(w->dtype, w->n, nc, NULL, NULL);
+    if (dc && nc > total)
+        nc = total;
+    *ns = ork_calloc(total, sizeof **ns);
+    if (!*ns)
+        return ork_errorf(ORK_ENOMEM, "npu matmul: %u N-slices", total);
+    *n_cores = nc;
+    *n_ns = total;
+    if (!dc) {
+        ork__plan_nsplit(w->dtype, w->n, nc, *ns, core_ns0);
+        return 0;
+    }
+    for (uint32_t i = 0; i < total; i++) {     /* K-slice 0's row: every row has the same N */
+        const struct ork_dcomp_part *pt = &w->dw.parts[i];
+        (*ns)[i] = (struct ork_slice){ .off = pt->n0, .len = pt->nlen, .pad = pt->npad };
+    }
+    for (uint32_t c = 0; c <= nc; c++)          /* the streams' own cores, else even runs */
+        core_ns0[c] = (uint32_t)((uint64_t)c * total / nc);
+    if (nc == w->dw.n_cores)
+        for (uint32_t i = total; i-- > 0;)
+            core_ns0[w->dw.parts[i].core] = i;
+    return 0;
+}
+
+void ork__weights_block(const struct ork_npu_weights *w, uint32_t kslice, uint32_t nslice,
+                        const struct ork_slice *ns, struct ork_mm_task *task)
+{
+    const uint32_t esz = w->dtype == ORK_NPU_I8 ? 1 : 2;
+    if (w->encoding != ORK_NPU_WEIGHTS_DCOMP) {
+        /* column block ns->off of K-slice kslice (spec §4.5) */
+        task->b = (uint32_t)(w->bo.iova + w->slice_off[kslice] +
+                             (uint64_t)ns->off * w->kplan.s[kslice].pad * esz);
+        return;
+    }
+    const struct ork_dcomp_part *pt = &w->dw.parts[(size_t)kslice * w->dw.n_nslices + nslice];
+    task->b = (uint32_t)(w->bo.iova + pt->off);
+    if (!pt->info.raw) {                        /* raw blocks keep the raw form (§1.4) */
+        task->dcomp = &pt->regs;
+        task->b_bytes = pt->info.bytes;
+    }
+}
+
+void ork__weights_pass_bytes(const struct ork_npu_weights *w, uint64_t *stored, uint64_t *dcomp)
+{
+    *stored = 0;
+    *dcomp = 0;
+    if (w->encoding != ORK_NPU_WEIGHTS_DCOMP) {
+        *stored = w->bo.size;
+        return;
+    }
+    for (uint32_t p = 0; p < w->dw.n_parts; p++) {
+        const struct ork_dcomp_part *pt = &w->dw.parts[p];
+        *stored += pt->info.bytes;
+        if (!pt->info.raw)
+            *dcomp += (uint64_t)pt->kpad * pt->npad;
+    }
+}
+
 int ork_npu_weights_create(struct ork_npu *npu, const struct ork_npu_weights_desc *d,
                            struct ork_npu_weights **out)
 {
@@ -99,6 +278,8 @@ int ork_npu_weights_create(struct ork_npu *npu, const struct ork_npu_weights_des
     if (ret < 0)
         return ret;
     *out = NULL;
+    if (w->encoding == ORK_NPU_WEIGHTS_DCOMP)
+        return dcomp_create(w, &wd, out);
     const uint32_t np = w->nplan.n_padded;
     for (uint32_t j = 0; j < w->kplan.n_slices; j++) {
         const struct ork_slice *s = &w->kplan.s[j];
@@ -123,6 +304,8 @@ int ork_npu_weights_create_packed(struct ork_npu *npu, const struct ork_npu_weig
     if (ret < 0)
         return ret;
     *out = NULL;
+    if (w->encoding == ORK_NPU_WEIGHTS_DCOMP)
+        return dcomp_create_packed(w, &wd, tiled, bytes, out);
     if (bytes != w->bo.size) {
         uint64_t want = w->bo.size;
         ork_npu_weights_destroy(w);
@@ -138,10 +321,17 @@ int ork_npu_weights_export(const struct ork_npu_weights *w, void *buf, uint64_t 
 {
     if (!w || (!buf && cap))
         return ork_errorf(ORK_EINVAL, "npu weights export: NULL argument");
-    if (cap < w->bo.size)
+    const uint64_t need = ork_npu_weights_bytes(w);
+    if (cap < need)
         return ork_errorf(ORK_ENOSPC, "npu weights export: %llu bytes of room for %llu",
-                          (unsigned long long)cap, (unsigned long long)w->bo.size);
-    memcpy(buf, w->bo.map, (size_t)w->bo.size);
+                          (unsigned long long)cap, (unsigned long long)need);
+    if (w->encoding != ORK_NPU_WEIGHTS_DCOMP) {
+        memcpy(buf, w->bo.map, (size_t)w->bo.size);
+        return 0;
+    }
+    const uint64_t table = ork__dcomp_blob_table_bytes(w->dw.n_parts);
+    ork__dcomp_blob_write_table(&w->dw, w->kplan.max_m, w->grid_max_abs, buf);
+    memcpy((uint8_t *)buf + table, w->bo.map, (size_t)w->dw.bytes);
     return 0;
 }
 
@@ -150,6 +340,7 @@ void ork_npu_weights_destroy(struct ork_npu_weights *w)
     if (!w)
         return;
     ork__npu_bo_destroy(w->npu, &w->bo);
+    ork_dcomp_weights_fini(&w->dw);
     ork_free(w->scales);
     ork__plan_nslices_fini(&w->nplan);
     ork_free(w);
@@ -162,6 +353,8 @@ const float *ork_npu_weights_scales(const struct ork_npu_weights *w)
 
 uint64_t ork_npu_weights_bytes(const struct ork_npu_weights *w)
 {
+    if (w && w->encoding == ORK_NPU_WEIGHTS_DCOMP)
+        return ork__dcomp_blob_table_bytes(w->dw.n_parts) + w->dw.bytes;
     return w ? w->bo.size : 0;
 }
 
@@ -173,7 +366,13 @@ void ork_npu_weights_get_dcomp_info(const struct ork_npu_weights *w,
     memset(out, 0, sizeof *out);
     if (!w)
         return;
-    out->raw_bytes = w->bo.size;
-    out->stored_bytes = w->bo.size;
-    out->bpw = 8.0 * (double)w->bo.size / ((double)w->k * w->n);
+    uint64_t raw = 0;                           /* the raw layout's bytes (weights_setup) */
+    for (uint32_t j = 0; j < w->kplan.n_slices; j++)
+        raw += (uint64_t)w->kplan.s[j].pad * w->nplan.n_padded * (w->dtype == ORK_NPU_I8 ? 1 : 2);
+    out->compressed = w->encoding == ORK_NPU_WEIGHTS_DCOMP;
+    out->raw_bytes = raw;
+    out->stored_bytes = out->compressed ? w->dw.bytes : w->bo.size;
+    out->bpw = 8.0 * (double)out->stored_bytes / ((double)w->k * w->n);
+    out->n_blocks = out->compressed ? w->dw.n_parts : 0;
+    out->n_raw_blocks = out->compressed ? w->dw.n_raw : 0;
 }

@@ -3,6 +3,7 @@
 #ifndef ORK_PRIV_H
 #define ORK_PRIV_H
 
+#include <ork/dcomp.h>
 #include <ork/npu.h>
 #include <ork/sched.h>
 
@@ -46,7 +47,28 @@ struct ork_npu_weights {
     uint64_t slice_off[ORK_PLAN_MAX_KSLICES];  /* byte offset of K-slice j in `bo` */
     struct ork_kbo bo;          /* all slices: [Np/tile][pad_j/32][tile][32] each (spec §4.5) */
     float *scales;              /* [n] or NULL */
+    uint32_t encoding;          /* ORK_NPU_WEIGHTS_RAW or _DCOMP */
+    uint32_t grid_max_abs;      /* DCOMP: the codes' bound L (7..127) */
+    struct ork_dcomp_weights dw;/* DCOMP: the task weight blocks, K-slice major (parts[].off:
+                                 * offsets in `bo`, parts[].regs: the task's DCOMP registers),
+                                 * cut for dw.n_cores cores; dw.data is NULL (the bytes are bo's) */
 };
+
+/* The N-split of a plan on w over `want` cores (clamped: ork__plan_split_cores): raw weights
+ * take plan.c's ork__plan_nsplit; DCOMP weights keep their blocks' N-slices (the partition the
+ * streams were cut for, spec §9), each core of a plan of as many cores its own, any other count
+ * of cores contiguous runs of them. Sets *n_cores, *ns (ork_calloc'd, [*n_ns]) and
+ * core_ns0[0..*n_cores]. */
+int ork__weights_nsplit(const struct ork_npu_weights *w, uint32_t want, uint32_t *n_cores,
+                        struct ork_slice **ns, uint32_t *n_ns, uint32_t *core_ns0);
+/* The weight operand of a task on K-slice kslice x N-slice nslice (ns, from
+ * ork__weights_nsplit): sets task->b and, for a compressed DCOMP block, task->dcomp (its
+ * registers) and task->b_bytes (its stream's size); raw blocks leave the raw form. */
+void ork__weights_block(const struct ork_npu_weights *w, uint32_t kslice, uint32_t nslice,
+                        const struct ork_slice *ns, struct ork_mm_task *task);
+/* Bytes one pass over every block of w reads from DRAM (*stored) and, of its compressed
+ * blocks, the int8 bytes decompressed (*dcomp; 0 for raw weights). */
+void ork__weights_pass_bytes(const struct ork_npu_weights *w, uint64_t *stored, uint64_t *dcomp);
 
 /* One program of a plan: which slice/tile it computes and on which core. */
 struct ork_mm_tile {

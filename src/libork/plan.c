@@ -250,6 +250,41 @@ int ork__plan_nslices(enum ork_npu_dtype dt, uint32_t n, struct ork_nplan *out)
     return 0;
 }
 
+uint32_t ork__plan_split_cores(enum ork_npu_dtype dt, uint32_t n, uint32_t want)
+{
+    const uint32_t nn = div_up(n, ork__plan_n_tile(dt));
+    uint32_t nc = want ? want : 1;
+    if (nc > nn / 2)                     /* >= 2 column tiles per core (spec §9) */
+        nc = nn / 2 ? nn / 2 : 1;
+    return nc > ORK_PLAN_MAX_CORES ? ORK_PLAN_MAX_CORES : nc;
+}
+
+uint32_t ork__plan_nsplit(enum ork_npu_dtype dt, uint32_t n, uint32_t nc, struct ork_slice *ns,
+                          uint32_t *core_ns0)
+{
+    const uint32_t tile = ork__plan_n_tile(dt), nn = div_up(n, tile);
+    uint32_t k = 0;
+    for (uint32_t c = 0; c < nc; c++) {
+        uint32_t t0 = (uint32_t)((uint64_t)c * nn / nc), t1 = (uint32_t)((uint64_t)(c + 1) * nn / nc);
+        uint32_t units = t1 - t0, pieces = div_up(units * tile, ORK_PLAN_N_MAX);
+        if (core_ns0)
+            core_ns0[c] = k;
+        uint32_t off = t0 * tile;
+        for (uint32_t p = 0; p < pieces; p++, k++) {
+            uint32_t u = units / pieces + (p < units % pieces);
+            if (ns) {
+                ns[k].off = off;
+                ns[k].pad = u * tile;
+                ns[k].len = off >= n ? 0 : (n - off < ns[k].pad ? n - off : ns[k].pad);
+            }
+            off += u * tile;
+        }
+    }
+    if (core_ns0)
+        core_ns0[nc] = k;
+    return k;
+}
+
 void ork__plan_nslices_fini(struct ork_nplan *p)
 {
     ork_free(p->s);

@@ -67,6 +67,18 @@ int ork__plan_kslices(enum ork_npu_dtype dt, uint32_t k, uint32_t max_m, struct 
 /* Split N into slices of at most 8192 columns (multiples of the tile). */
 int ork__plan_nslices(enum ork_npu_dtype dt, uint32_t n, struct ork_nplan *out);
 void ork__plan_nslices_fini(struct ork_nplan *p);
+/* The N-split of a plan over cores (spec §9): at most this many cores (RK3588, spec §1.1). */
+#define ORK_PLAN_MAX_CORES 3u
+/* Cores a plan asking for `want` (0 = 1) splits N of dtype dt over: at least 2 column tiles
+ * each (spec §9), at most ORK_PLAN_MAX_CORES. */
+uint32_t ork__plan_split_cores(enum ork_npu_dtype dt, uint32_t n, uint32_t want);
+/* The N-slices of a split over nc cores (from ork__plan_split_cores): core c takes column tiles
+ * [c NN / nc, (c+1) NN / nc) of the padded N, cut into even slices of <= 8192 columns (§5.1).
+ * Column blocks are contiguous ranges of every packed K-slice (§4.5). Fills ns (NULL: count
+ * only) and core_ns0[0..nc] (NULL: not wanted; core c owns slices [ns0[c], ns0[c+1])); returns
+ * the number of slices. */
+uint32_t ork__plan_nsplit(enum ork_npu_dtype dt, uint32_t n, uint32_t nc, struct ork_slice *ns,
+                          uint32_t *core_ns0);
 /* M-tile size for m rows with slice reduction kpad: min(m, cap) (m = 1 -> 1). */
 uint32_t ork__plan_m_tile(enum ork_npu_dtype dt, uint32_t m, uint32_t kpad);
 

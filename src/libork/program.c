@@ -8,6 +8,7 @@
  * buffers live comes from matmul.c. */
 #include "program.h"
 
+#include <ork/dcomp.h>
 #include <ork/error.h>
 
 #include <string.h>
@@ -141,7 +142,12 @@ static void emit_cna(struct ork_cs *cs, const struct ork_mm_task *t)
                                ORK_CNA_CONV_CON1_PROC_PRECISION(in_prec) |
                                ORK_CNA_CONV_CON1_IN_PRECISION(in_prec);          /* #3/#5 */
     const uint32_t cbuf = t->cbuf;                                               /* #0/#15 */
-    const uint32_t dcomp_regnum = 0, dcomp_ctrl = 0;                             /* #1/#33, #2/#32 */
+    /* decompression: off for raw B; a DCOMP task's CTRL/REGNUM in both copies and its 16 lane
+     * sizes (npu-weight-decompression.md §1.2), the stream at ADDR0 (§1.5: nothing else
+     * changes, WEIGHT_SIZE0..2 keep the uncompressed values) */
+    const struct ork_dcomp_regs *dc = t->dcomp;
+    const uint32_t dcomp_regnum = dc ? dc->regnum : 0, dcomp_ctrl = dc ? dc->ctrl : 0; /* #1/#33, #2/#32 */
+    const uint64_t b_extent = dc ? t->b_bytes : (uint64_t)K * N * esz;
     const uint32_t data_size0 = ORK_CNA_DATA_SIZE0_DATAIN_WIDTH(1) |
                                 ORK_CNA_DATA_SIZE0_DATAIN_HEIGHT(M);
     /* #16: 64-byte CBUF entries per feature row: int8 ceil(K/64), fp16 K/32 = 2K/64. */
@@ -190,23 +196,9 @@ static void emit_cna(struct ork_cs *cs, const struct ork_mm_task *t)
     EMIT(cs, CNA_DCOMP_CTRL, dcomp_ctrl);                               /* #32 (copy 2) */
     EMIT(cs, CNA_DCOMP_REGNUM, dcomp_regnum);                           /* #33 (copy 2) */
     EMIT(cs, CNA_DCOMP_ADDR0,
-        ork__cs_reloc(cs, ORK_REG_CNA_DCOMP_ADDR0, t->b, (uint64_t)K * N * esz, false)); /* #34 B */
-    EMIT(cs, CNA_DCOMP_AMOUNT0, 0);                                     /* #35 */
-    EMIT(cs, CNA_DCOMP_AMOUNT1, 0);
-    EMIT(cs, CNA_DCOMP_AMOUNT2, 0);
-    EMIT(cs, CNA_DCOMP_AMOUNT3, 0);
-    EMIT(cs, CNA_DCOMP_AMOUNT4, 0);
-    EMIT(cs, CNA_DCOMP_AMOUNT5, 0);
-    EMIT(cs, CNA_DCOMP_AMOUNT6, 0);
-    EMIT(cs, CNA_DCOMP_AMOUNT7, 0);
-    EMIT(cs, CNA_DCOMP_AMOUNT8, 0);
-    EMIT(cs, CNA_DCOMP_AMOUNT9, 0);
-    EMIT(cs, CNA_DCOMP_AMOUNT10, 0);
-    EMIT(cs, CNA_DCOMP_AMOUNT11, 0);
-    EMIT(cs, CNA_DCOMP_AMOUNT12, 0);
-    EMIT(cs, CNA_DCOMP_AMOUNT13, 0);
-    EMIT(cs, CNA_DCOMP_AMOUNT14, 0);
-    EMIT(cs, CNA_DCOMP_AMOUNT15, 0);                                    /* #50 */
+        ork__cs_reloc(cs, ORK_REG_CNA_DCOMP_ADDR0, t->b, b_extent, false)); /* #34 B */
+    for (uint32_t l = 0; l < ORK_DCOMP_LANES; l++)                      /* #35-#50 */
+        ork__cs_emit(cs, (uint16_t)(ORK_REG_CNA_DCOMP_AMOUNT0 + 4u * l), dc ? dc->amount[l] : 0);
     EMIT(cs, CNA_CVT_CON5, 0);                                          /* #51 */
     EMIT(cs, CNA_PAD_CON1, 0);                                          /* #52 */
 }

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct ork_dcomp_regs;          /* <ork/dcomp.h> */
+
 /* Program size (spec §2.3): 108 counted writes + 4 trailer entries = 112 entries = 896 bytes. */
 #define ORK_PROG_COUNTED 108u
 #define ORK_PROG_TRAILER 4u
@@ -49,6 +51,9 @@ struct ork_mm_task {
     uint32_t a, b, c;           /* IOVAs of A (dense rows of k), B (tiled, §4.3/§4.4), C */
     uint32_t cbuf;              /* CNA_CBUF_CON0 (plan: ork__plan_cbuf_con0, §5.2-§5.4) */
     uint32_t grains;            /* FEATURE_GRAINS rows (plan: ork__plan_grains, §5.6) */
+    const struct ork_dcomp_regs *dcomp; /* B is a DCOMP stream with these registers
+                                 * (npu-weight-decompression.md §1.2); NULL = raw B */
+    uint64_t b_bytes;           /* DCOMP: the stream's bytes at b (its DMA extent) */
 };
 
 /* A DMA range one program touches, recorded at emission for ork__prog_validate. */

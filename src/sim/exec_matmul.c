@@ -408,6 +408,29 @@ static void *map_range(const struct ork_sim_mem *mem, const struct ork_sim_task_
     return p;
 }
 
+/* A DCOMP task's weights: the stream read through the task's mapping of DCOMP_ADDR0 (the
+ * b_extent bytes its AMOUNTs span), decoded with its registers, strictly, into the native int8
+ * block the MAC consumes (npu-weight-decompression.md §1.3-§1.5). A malformed stream is the
+ * task's DCOMP_STREAM hazard, naming the decoder's fault. */
+static int decompress(const struct ork_sim_matmul *mm, const struct ork_sim_task_in *t,
+                      const uint8_t *stream, uint8_t **out)
+{
+    uint8_t *w = ork_malloc((size_t)mm->k * mm->n);
+    if (!w)
+        return ork_errorf(ORK_ENOMEM, "sim: no memory for a %ux%u decompressed block", mm->k,
+                          mm->n);
+    const struct ork_dcomp_check chk = { .addr = mm->b };
+    int ret = ork_dcomp_block_decode(stream, mm->b_extent, mm->k, mm->n, &mm->dregs, &chk, w);
+    if (ret < 0) {
+        ork_free(w);
+        return ork_errorf(ORK_EHAZARD, "task %u: DCOMP_STREAM: %s = 0x%08x: %s "
+                          "(npu-weight-decompression.md §1.4)", t->index,
+                          ork__sim_reg_name(ORK_REG_CNA_DCOMP_ADDR0), mm->b, ork_error_message());
+    }
+    *out = w;
+    return 0;
+}
+
 int ork__sim_exec(const struct ork_sim_matmul *mm, const struct ork_sim_mem *mem,
                   const struct ork_sim_task_in *t, bool timing_only, struct ork_sim_stats *st)
 {
@@ -434,18 +457,28 @@ int ork__sim_exec(const struct ork_sim_matmul *mm, const struct ork_sim_mem *mem
     if (!a)
         return err;
     const uint8_t *b = map_range(mem, t, mm->b, mm->b_extent, false, ORK_REG_CNA_DCOMP_ADDR0, "B",
-                                 "CNA_WEIGHT_SIZE0", &err);
+                                 mm->dcomp ? "the DCOMP lanes of AMOUNT0..15" : "CNA_WEIGHT_SIZE0",
+                                 &err);
     if (!b)
         return err;
     uint8_t *c = map_range(mem, t, mm->c, mm->c_extent, true, ORK_REG_DPU_DST_BASE_ADDR, "C",
                            "((M-1)*s + N)*osz", &err);
     if (!c)
         return err;
+    if (mm->dcomp)
+        st->dcomp_bytes = (uint64_t)mm->k * mm->n;
     if (timing_only)
         return 0;
-    if (mm->in_prec == ORK_SIM_PREC_INT8)
+    if (mm->in_prec != ORK_SIM_PREC_INT8)
+        return exec_fp16(mm, a, b, c);
+    if (!mm->dcomp)
         return exec_int8(mm, a, b, c);
-    return exec_fp16(mm, a, b, c);
+    uint8_t *w = NULL;
+    if ((err = decompress(mm, t, b, &w)) < 0)
+        return err;
+    err = exec_int8(mm, a, w, c);
+    ork_free(w);
+    return err;
 }
 
 int ork__sim_task_run(const void *entries, size_t n_fetched, const struct ork_sim_task_in *t,

@@ -336,14 +336,14 @@ static int check_precision(const struct ork_sim_regfile *rf, uint32_t ti,
                           "element-wise/LUT stage is not modelled (§7)",
                           ti, NAME(ORK_REG_DPU_EW_CFG), R(ORK_REG_DPU_EW_CFG), EW_CFG_BYPASS);
     static const uint16_t fixed_regs[] = { ORK_REG_CNA_CVT_CON0, ORK_REG_DPU_BS_CFG,
-                                           ORK_REG_DPU_BN_CFG, ORK_REG_CNA_DCOMP_CTRL };
-    static const uint32_t fixed_vals[] = { CVT_CON0_BYPASS, BS_CFG_BYPASS, BN_CFG_BYPASS, 0 };
+                                           ORK_REG_DPU_BN_CFG };
+    static const uint32_t fixed_vals[] = { CVT_CON0_BYPASS, BS_CFG_BYPASS, BN_CFG_BYPASS };
     for (size_t i = 0; i < sizeof fixed_regs / sizeof fixed_regs[0]; i++)
         if (R(fixed_regs[i]) != fixed_vals[i])
             return ork_errorf(ORK_EUNSUPPORTED,
                               "task %u: UNSUPPORTED_OP: %s = 0x%x (the matmul program writes "
-                              "0x%x): input conversion, bias/scale, batch-norm and weight "
-                              "decompression are not modelled (§3.1)",
+                              "0x%x): input conversion, bias/scale and batch-norm are not "
+                              "modelled (§3.1)",
                               ti, NAME(fixed_regs[i]), R(fixed_regs[i]), fixed_vals[i]);
 
     /* The output-write configuration of the mode (§6.2). */
@@ -518,6 +518,49 @@ static int check_geometry(const struct ork_sim_regfile *rf, uint32_t ti, struct 
     return 0;
 }
 
+/* ---- the weight decompressor (npu-weight-decompression.md §1) ------------------------------ */
+
+/* DCOMP_CTRL = 0: raw B, as before. DCOMP_CTRL = 1: B at DCOMP_ADDR0 is a stream of 16 lanes
+ * (REGNUM 0x55555555, int8 only, §1.2-§1.3), 64-byte aligned (§1.4), each lane at least 8
+ * units; its extent (what exec maps and decodes) is the lanes the AMOUNTs give. */
+static int check_dcomp(const struct ork_sim_regfile *rf, uint32_t ti, struct ork_sim_matmul *mm)
+{
+    const uint32_t ctrl = R(ORK_REG_CNA_DCOMP_CTRL), regnum = R(ORK_REG_CNA_DCOMP_REGNUM);
+    if (ctrl == ORK_DCOMP_CTRL_RAW)
+        return 0;
+    if (ctrl != ORK_DCOMP_CTRL_ON || regnum != ORK_DCOMP_REGNUM_NORMAL)
+        return ork_errorf(ORK_EUNSUPPORTED,
+                          "task %u: DCOMP_MODE: %s = 0x%x, %s = 0x%08x: only 0 (raw) and 1 with "
+                          "0x%08x (decompress) are known (npu-weight-decompression.md §1.2, §5 (b))",
+                          ti, NAME(ORK_REG_CNA_DCOMP_CTRL), ctrl, NAME(ORK_REG_CNA_DCOMP_REGNUM),
+                          regnum, ORK_DCOMP_REGNUM_NORMAL);
+    if (mm->in_prec != ORK_SIM_PREC_INT8)
+        return ork_errorf(ORK_EUNSUPPORTED,
+                          "task %u: DCOMP_MODE: %s = 1 on fp16 weights: the decompressor is shown "
+                          "for int8 only (npu-weight-decompression.md §1.3, §5 (c))", ti,
+                          NAME(ORK_REG_CNA_DCOMP_CTRL));
+    const uint32_t addr = R(ORK_REG_CNA_DCOMP_ADDR0);
+    if (addr % ORK_DCOMP_ALIGN)
+        return ork_errorf(ORK_EHAZARD,
+                          "task %u: DCOMP_ALIGN: %s = 0x%08x: a DCOMP stream must be 64-byte "
+                          "aligned (npu-weight-decompression.md §1.4)", ti,
+                          NAME(ORK_REG_CNA_DCOMP_ADDR0), addr);
+    mm->dcomp = true;
+    mm->dregs.ctrl = ctrl;
+    mm->dregs.regnum = regnum;
+    for (uint32_t l = 0; l < ORK_DCOMP_LANES; l++) {
+        uint32_t reg = ORK_REG_CNA_DCOMP_AMOUNT0 + 4u * l, v = R(reg);
+        if (v < ORK_DCOMP_MIN_UNITS - 1)
+            return ork_errorf(ORK_EHAZARD,
+                              "task %u: DCOMP_AMOUNT: %s = %u is below %u: a lane is at least %u "
+                              "bytes (npu-weight-decompression.md §1.4)", ti, NAME(reg), v,
+                              ORK_DCOMP_MIN_UNITS - 1, ORK_DCOMP_MIN_UNITS * ORK_DCOMP_UNIT);
+        mm->dregs.amount[l] = v;
+    }
+    mm->b_extent = ork_dcomp_lane_offset(&mm->dregs, ORK_DCOMP_LANES);
+    return 0;
+}
+
 /* ---- addresses (§14.3) ---------------------------------------------------------------------- */
 
 static int check_addresses(const struct ork_sim_regfile *rf, const struct ork_sim_decoded *d,
@@ -621,6 +664,8 @@ int ork__sim_check(const struct ork_sim_regfile *rf, const struct ork_sim_decode
     if ((ret = check_geometry(rf, ti, mm, mode)) < 0)
         return ret;
     if ((ret = check_cbuf(rf, ti, mm, t->strict)) < 0)
+        return ret;
+    if ((ret = check_dcomp(rf, ti, mm)) < 0)
         return ret;
     return check_addresses(rf, d, t, mm);
 }

@@ -48,6 +48,9 @@ int ork__sim_wait(struct ork_sim *sim, uint64_t seq, int64_t timeout_ns);
 int ork__sim_rocket_file_open(struct ork_sim *sim);       /* file id >= 0, or ORK_E* */
 void ork__sim_rocket_file_close(struct ork_sim *sim, int file);   /* frees its BOs */
 int ork__sim_rocket_ioctl(struct ork_sim *sim, int file, uint32_t request, void *arg);
+/* The weight decompressor (ORK_NPU_FORM_DCOMP) is confirmed here unless ork_sim_opts.deny_dcomp:
+ * the simulator implements the format (exec_matmul.c). */
+bool ork__sim_confirms_dcomp(const struct ork_sim *sim);
 /* ork_sim_opts.confirm_one_job: the one-job multi-core form is declared confirmed here. */
 bool ork__sim_confirms_one_job(const struct ork_sim *sim);
 
@@ -68,6 +71,10 @@ struct ork_sim_counters {
     uint64_t syncs_to_device, syncs_from_device;
     uint64_t missing_sync;      /* MISSING_SYNC warnings (§14.3) */
     uint64_t warnings;          /* WARN-level hazards reported by the executor and the walker */
+    uint64_t weight_bytes;      /* weight bytes the tasks read from DRAM (a DCOMP task: its
+                                 * stream, npu-weight-decompression.md §1.4) */
+    uint64_t dcomp_tasks;       /* tasks that ran on compressed weights */
+    uint64_t dcomp_bytes;       /* int8 bytes their decompressors output */
     uint64_t bos, bo_bytes;     /* live BOs and their bytes (all domains) */
     uint32_t active_domain;
     int64_t now_ns;             /* model clock */
@@ -104,6 +111,8 @@ struct ork_sim_timing_table {
     double t_chain_ns;          /* npu_chain_ns: each extra chained program in one core's range */
     double bw_core_max;         /* npu_bw_core: bytes/s one core's weight DMA can stream */
     double bw_npu_total;        /* npu_bw_all: bytes/s all streaming cores share */
+    double dcomp_bps;           /* npu_dcomp_gbps * 1e9: int8 bytes/s one core's weight
+                                 * decompressor outputs at ref_freq_mhz (or ork_sim_opts.dcomp_gbps) */
     double mac_int8;            /* npu_mac_int8: effective int8 MAC/s per core at ref_freq_mhz */
     double mac_fp16;            /* npu_mac_fp16: effective fp16 MAC/s per core at ref_freq_mhz */
     double ref_freq_mhz;        /* clock the MAC rates were measured at */

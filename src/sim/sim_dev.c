@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -68,6 +69,13 @@ int ork__sim_create(const struct ork_sim_opts *opts, struct ork_sim **out)
         }
     }
     ork__sim_timing_from_twin(sim->o.twin, &sim->timing);
+    if (!(sim->o.dcomp_gbps >= 0) || !isfinite(sim->o.dcomp_gbps)) {
+        ork_free(sim);
+        return ork_errorf(ORK_ERANGE, "sim: dcomp_gbps %g must be > 0 (0 = the twin's "
+                          "npu_dcomp_gbps)", sim->o.dcomp_gbps);
+    }
+    if (sim->o.dcomp_gbps > 0)
+        sim->timing.dcomp_bps = sim->o.dcomp_gbps * 1e9;
     sim->o.twin = NULL;    /* copied: the caller's table is not kept */
     if (sim->o.load_path) {
         sim->load_path = ork_strdup(sim->o.load_path);
@@ -500,6 +508,11 @@ int ork__sim_ioctl(struct ork_sim *sim, uint32_t request, void *arg)
     }
     pthread_mutex_unlock(&sim->lock);
     return ret;
+}
+
+bool ork__sim_confirms_dcomp(const struct ork_sim *sim)
+{
+    return sim && !sim->o.deny_dcomp;
 }
 
 bool ork__sim_confirms_one_job(const struct ork_sim *sim)

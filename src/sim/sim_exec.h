@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <ork/dcomp.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -76,7 +78,12 @@ struct ork_sim_mem {
     X(DEAD_OUTPUT_MODE,       "output mode that hangs or wedges the NPU (§6.2)")              \
     /* §7 and unmodelled features */                                                          \
     X(UNSUPPORTED_LUT,        "active LUT / element-wise stage not modelled (§7)")            \
-    X(UNSUPPORTED_OP,         "program is neither a matmul nor a LUT load")
+    X(UNSUPPORTED_OP,         "program is neither a matmul nor a LUT load")              \
+    /* the CNA weight decompressor (npu-weight-decompression.md §1) */                        \
+    X(DCOMP_MODE,             "DCOMP_CTRL/DCOMP_REGNUM not a known mode (dcomp §1.2)")        \
+    X(DCOMP_ALIGN,            "DCOMP stream not 64-byte aligned (dcomp §1.4)")                 \
+    X(DCOMP_AMOUNT,           "DCOMP_AMOUNTn below the 8-unit lane minimum (dcomp §1.4)")     \
+    X(DCOMP_STREAM,           "malformed DCOMP stream or AMOUNTn (dcomp §1.4)")
 
 enum ork_sim_hazard {
 #define ORK_SIM_HAZARD_ENUM_(name, desc) ORK_SIM_HAZARD_##name,
@@ -173,7 +180,10 @@ struct ork_sim_matmul {
     uint32_t a_pitch;            /* bytes between A rows (16 * LINE_STRIDE, spec §4.1) */
     uint32_t esz, osz;           /* bytes per input / output element */
     uint64_t a_extent;           /* (M-1)*pitch + K*esz (spec §14.3) */
-    uint64_t b_extent;           /* WEIGHT_SIZE0 = K*N*esz */
+    uint64_t b_extent;           /* WEIGHT_SIZE0 = K*N*esz; a DCOMP task: its stream's bytes,
+                                  * the 16 lanes the AMOUNTs give (dcomp §1.4) */
+    bool dcomp;                  /* DCOMP_CTRL = 1: B is a stream (npu-weight-decompression.md) */
+    struct ork_dcomp_regs dregs; /* its DCOMP_CTRL, DCOMP_REGNUM, DCOMP_AMOUNT0..15 */
     uint64_t c_extent;           /* ((M-1)*s + N)*osz */
     uint32_t cvt_mult;           /* requant multiplier (OUT_CVT_SCALE & 0xffff, spec §6.3) */
     uint32_t cvt_shift;          /* requant shift */
@@ -199,7 +209,10 @@ struct ork_sim_stats {
     uint32_t m, k, n;
     uint64_t macs;               /* M*K*N */
     uint64_t a_bytes;            /* feature bytes read (M*K*esz) */
-    uint64_t b_bytes;            /* weight bytes read (K*N*esz) */
+    uint64_t b_bytes;            /* weight bytes read from DRAM (K*N*esz; a DCOMP task: the
+                                  * stream's bytes) */
+    uint64_t dcomp_bytes;        /* a DCOMP task: the int8 bytes the decompressor outputs
+                                  * (K*N); 0 for raw weights */
     uint64_t c_bytes;            /* output bytes written (M*N*osz) */
     uint32_t n_entries;          /* entries up to OPERATION_ENABLE (ork__sim_task_run fills it) */
     uint32_t cbuf_data_banks;    /* CBUF_CON0 DATA_BANK */

@@ -360,6 +360,9 @@ static void rocket_run_job(struct ork_sim *sim, int core, const struct drm_rocke
         /* every task is its own kick from the IRQ thread: a launch each [INF] */
         r->ns += ork__sim_task_time_ns(&sim->timing, &st, true, streaming, sim->o.freq_mhz);
         r->done++;
+        sim->c.weight_bytes += st.b_bytes;
+        sim->c.dcomp_tasks += st.dcomp_bytes != 0;
+        sim->c.dcomp_bytes += st.dcomp_bytes;
         sim->core[core].tasks++;
         sim->c.tasks++;
     }

@@ -220,6 +220,9 @@ static void walk_core(struct ork_sim *sim, int core, const struct sim_bo *tbo, u
             r->ns += ork__sim_task_time_ns(&sim->timing, &st, t == 0, streaming,
                                            sim->o.freq_mhz);
             r->done++;
+            sim->c.weight_bytes += st.b_bytes;
+            sim->c.dcomp_tasks += st.dcomp_bytes != 0;
+            sim->c.dcomp_bytes += st.dcomp_bytes;
             sim->core[core].tasks++;
             sim->c.tasks++;
             if (t + 1 < chunk) {

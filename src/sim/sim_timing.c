@@ -2,7 +2,10 @@
  * calibration" on the NPU constants of the twin's one table (include/ork/twin.h; every value's
  * source is listed there and in docs/twin.md "Constants"):
  *
- *   t_program = t_launch + W_bytes / BW_core + M*K*N / R_mac + t_out,   t_out = M*N*osz / BW_core
+ *   t_program = t_launch + t_w + M*K*N / R_mac + t_out,   t_out = M*N*osz / BW_core
+ *   t_w = W_bytes / BW_core (raw weights), or for a DCOMP task (npu-weight-decompression.md)
+ *   t_w = max(stream_bytes / BW_core, K*N / R_dcomp): the stream crosses DRAM, the core's
+ *   decompressor outputs the int8 block at R_dcomp (npu_dcomp_gbps, a guess, §5 (a));
  *   tasks 2..T of a core's chained range pay t_chain instead of t_launch;
  *   BW_core = min(BW_core_max, BW_npu_total / streaming_cores).
  *
@@ -32,6 +35,7 @@ void ork__sim_timing_from_twin(const struct ork_twin_consts *c, struct ork_sim_t
     T->t_chain_ns = c->npu_chain_ns;
     T->bw_core_max = c->npu_bw_core;
     T->bw_npu_total = c->npu_bw_all;
+    T->dcomp_bps = c->npu_dcomp_gbps * 1e9;
     T->mac_int8 = c->npu_mac_int8;
     T->mac_fp16 = c->npu_mac_fp16;
     T->ref_freq_mhz = ORK_TWIN_NPU_REF_FREQ_MHZ;
@@ -61,7 +65,12 @@ double ork__sim_task_time_ns(const struct ork_sim_timing_table *T, const struct 
     double f = freq_mhz ? (double)freq_mhz : T->ref_freq_mhz;
     double mac = (st->in_prec == ORK_SIM_PREC_FP16 ? T->mac_fp16 : T->mac_int8) *
                  (f / T->ref_freq_mhz);
-    t += (double)st->b_bytes / bw * 1e9;
+    double tw = (double)st->b_bytes / bw * 1e9;
+    if (st->dcomp_bytes) {      /* the decompressor runs on the NPU clock, as the MACs [INF] */
+        double td = (double)st->dcomp_bytes / (T->dcomp_bps * (f / T->ref_freq_mhz)) * 1e9;
+        tw = td > tw ? td : tw;
+    }
+    t += tw;
     t += (double)st->macs / mac * 1e9;
     t += (double)st->c_bytes / bw * 1e9;
     return t;

@@ -132,6 +132,8 @@ enum ork_kmd_cap {
                                    * subcore_task[2..4], §9 [CAP]) is confirmed on this device;
                                    * only the sim says so, and only when asked */
     ORK_KMD_CAP_DRV_VERSION,      /* driver version as major*10000 + minor*100 + patch */
+    ORK_KMD_CAP_DCOMP_CONFIRMED,  /* 1: the CNA weight decompressor is confirmed on this device
+                                   * (npu-weight-decompression.md); only the sim says so */
 };
 
 /* A backend's modelled device clock (docs/sim.md "Timing model"): the time a board would have

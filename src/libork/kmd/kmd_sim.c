@@ -107,6 +107,10 @@ static int sim_query(void *ctx, enum ork_kmd_cap cap, uint64_t *val)
         *val = ork__sim_confirms_one_job(sim);
         return 0;
     }
+    if (cap == ORK_KMD_CAP_DCOMP_CONFIRMED) {
+        *val = ork__sim_confirms_dcomp(sim);
+        return 0;
+    }
     return ork__kmd_rknpu_query(ctx, cap, val);
 }
 
@@ -212,9 +216,14 @@ static int simr_open(const struct ork_kmd_opts *o, void **ctx)
 
 static int simr_query(void *ctx, enum ork_kmd_cap cap, uint64_t *val)
 {
-    int r = sim_query_common(ork__kmd_rocket_transport_ctx(ctx), cap, val);
+    struct ork_sim *sim = ork__kmd_rocket_transport_ctx(ctx);
+    int r = sim_query_common(sim, cap, val);
     if (r <= 0)
         return r;
+    if (cap == ORK_KMD_CAP_DCOMP_CONFIRMED) {
+        *val = ork__sim_confirms_dcomp(sim);
+        return 0;
+    }
     return ork__kmd_rocket_query(ctx, cap, val);
 }
 
