@@ -149,6 +149,9 @@ struct ork_model_params {
                                  * charges it, docs/twin.md "Spinning workers"); 0:
                                  * ORK_NPU_WORKER_SPIN_US_DEFAULT, < 0: never spin */
     struct ork_npu_weights_opts npu_weights; /* the weights' grid and storage (int8 default) */
+    double sim_dcomp_gbps;      /* "sim" and its twin: the weight decompressor's int8 output per
+                                 * core in GB/s (ork_sim_opts.dcomp_gbps, the twin constant
+                                 * npu_dcomp_gbps); 0: the twin table's (or calibration's) */
     int32_t npu_decode_kslice;  /* enum ork_npu_decode_kslice: decode on the prefill weights'
                                  * K-slicing or on a decode-only copy of one K-slice
                                  * (docs/npu-inference.md "Decode copies") */

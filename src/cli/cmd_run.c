@@ -144,6 +144,14 @@ int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct or
         mp->npu_max_m = (int32_t)n;
         return 1;
     }
+    if (!strcmp(a, "--sim-dcomp-gbps")) {
+        double g;
+        if (!(v = ork_cli_value(cmd, argc, argv, i)) ||
+            !ork_cli_parse_float(cmd, a, v, 0.01, 1000.0, &g))
+            return -1;
+        mp->sim_dcomp_gbps = g;
+        return 1;
+    }
     if (!strcmp(a, "--sim-calibration")) {
         if (!(v = ork_cli_value(cmd, argc, argv, i)))
             return -1;
@@ -236,6 +244,8 @@ void ork_cli_device_help(FILE *out)
             "                            matmul split over 3 cores (baseline)\n"
             "  --sim-calibration FILE    board twin constants (JSON, docs/twin.md) for the\n"
             "                            modelled times (default: the built-in table)\n"
+            "  --sim-dcomp-gbps X        sim/twin: the weight decompressor's int8 output per\n"
+            "                            core, GB/s (default: the twin's npu_dcomp_gbps, 11)\n"
             "  --twin                    with --device cpu: model the run on the board twin too\n"
             "                            (every CPU phase charged on the A76 cores)\n"
             "  --twin-host-floor         twin: charge the open runtime's 167 us host floor per\n"

@@ -92,6 +92,8 @@ int ork__twin_rec_create(const struct ork_model_params *p, struct ork__twin_rec 
         snprintf(why, sizeof why, "%s", ork_error_message());
         return ork_errorf(ret, "twin calibration '%s': %s", p->twin_calibration, why);
     }
+    if (p->sim_dcomp_gbps > 0)  /* --sim-dcomp-gbps: the decompressor's rate, for sweeps */
+        c.npu_dcomp_gbps = p->sim_dcomp_gbps;
     struct ork__twin_rec *r = ork_calloc(1, sizeof(*r));
     if (!r)
         return ORK_ENOMEM;
@@ -306,6 +308,7 @@ struct run_shape {
     uint32_t cores, tasks_per_core, mtiles;
     uint64_t a_bytes, a_bo_bytes, c_bytes, c_bo_bytes;
     uint64_t w_core, macs_core, out_core;
+    uint64_t dcomp_core;        /* DCOMP weights: int8 bytes a core's decompressor outputs */
 };
 
 static void run_shape(const struct ork_npu_matmul_info *in, uint32_t m, struct run_shape *s)
@@ -331,8 +334,29 @@ static void run_shape(const struct ork_npu_matmul_info *in, uint32_t m, struct r
     hw_rows = hw_rows > in->m ? in->m : hw_rows;
     hw_rows = hw_rows < m ? m : hw_rows;
     s->w_core = kp * np / cores * s->mtiles;
+    s->dcomp_core = 0;
+    if (in->w_dcomp_bytes) {    /* DCOMP weights: the streams cross DRAM (docs/dcomp.md "Twin") */
+        s->w_core = in->w_stored_bytes / cores * s->mtiles;
+        s->dcomp_core = in->w_dcomp_bytes / cores * s->mtiles;
+    }
     s->macs_core = hw_rows * kp * np / cores;
     s->out_core = hw_rows * np / cores * 4 * ks;
+}
+
+/* What a core's weight decompressor adds to its task: it outputs the int8 block at
+ * npu_dcomp_gbps while the stream arrives at the core's DRAM share, so the weights take
+ * max(stream / BW_core, int8 / R_dcomp) (the simulator's formula, src/sim/sim_timing.c); the
+ * stream part is the task's bytes, the excess is charged as fixed time, with BW_core =
+ * min(npu_bw_core, npu_bw_all / cores) (the twin's DRAM share when all its cores stream). */
+static double dcomp_extra_ns(const struct ork_twin_consts *c, const struct run_shape *s)
+{
+    if (!s->dcomp_core)
+        return 0.0;
+    double bw = c->npu_bw_all / (double)s->cores;
+    bw = bw < c->npu_bw_core ? bw : c->npu_bw_core;
+    double td = (double)s->dcomp_core / (c->npu_dcomp_gbps * 1e9) * 1e9;
+    double tw = (double)s->w_core / bw * 1e9;
+    return td > tw ? td - tw : 0.0;
 }
 
 /* The submitter hands a run to the per-core workers 1..cores-1 (sched.c): it posts the items
@@ -443,7 +467,7 @@ int ork__twin_npu_submit(struct ork__twin_rec *r, const struct ork_npu_matmul_in
     for (uint32_t k = 0; k < s.cores && k < ORK_TWIN_MAX_NPU; k++) {
         struct ork_twin_work w = ork_twin_npu_task(c, true, in->dtype == ORK_NPU_F16,
                                                    s.macs_core, s.w_core, s.out_core, 0);
-        w.fixed_ns += (double)(s.tasks_per_core - 1) * c->npu_chain_ns;
+        w.fixed_ns += (double)(s.tasks_per_core - 1) * c->npu_chain_ns + dcomp_extra_ns(c, &s);
         /* a split plan's core ranges are fixed; a single-core plan takes a free core */
         struct ork_twin_op_desc d = { .res = ORK_TWIN_NPU, .n_cores = 1,
                                       .core_mask = s.cores > 1 ? 1u << k : 0,

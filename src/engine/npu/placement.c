@@ -88,7 +88,8 @@ static int open_device(struct ork__npu_exec *ex, const char *device,
                                 * (on a board it needs a selftest-confirmed capability, else
                                 * libork runs the per-core form; docs/npu.md "Submit forms");
                                 * the twin records one op per plan core either way */
-                               .confirm_one_job = true };
+                               .confirm_one_job = true,
+                               .dcomp_gbps = p->sim_dcomp_gbps };
     struct ork_npu_opts o = { .struct_size = sizeof o, .device = device, .sim = &so,
                               .domain = (uint32_t)ex->n_dev,
                               .capabilities = p->npu_capabilities,

@@ -1,0 +1,201 @@
+/* test_npu_dcomp.c -- the NPU weights' encoding in the executor (docs/dcomp.md "The executor"),
+ * on the simulator with stories260K and its qwen3 variant:
+ *   - weights stored as DCOMP streams give the same logits, bit for bit, as the same grid codes
+ *     stored raw (ORK_NPU_WENC_RAW_CODES): for a prefill of 5 rows and 12 greedy decode steps,
+ *     at L = 127, 31, 15, 7 and the per-tensor pick; and the greedy tokens are the same;
+ *   - dcomp:127 gives int8's logits (the same codes: max-abs onto +-127);
+ *   - the compressed weights hold fewer device bytes than int8's, the coarser the fewer;
+ *   - a device that has not confirmed ORK_NPU_FORM_DCOMP refuses dcomp with a message naming
+ *     the capability and how to confirm it, and still takes the raw codes;
+ *   - bad settings are refused with a message naming the value (engine), and the CLI names the
+ *     value and the choices. */
+#include "ork_test.h"
+
+#include <ork-engine/engine.h>
+#include <ork/error.h>
+#include <ork/npu.h>
+#include <ork/sim.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+/* The executor's checks (src/engine/npu/npu_priv.h, weights_grid.c). */
+int ork__npu_wenc_check(const struct ork_npu_weights_opts *o);
+int ork__npu_wenc_device_check(const struct ork_npu_weights_opts *o, struct ork_npu *npu);
+
+#define N_DECODE 12
+#define N_VOCAB 512         /* stories260K */
+
+static const int32_t prompt[] = { 1, 403, 407, 261, 378 };
+#define N_PROMPT ((int)(sizeof prompt / sizeof prompt[0]))
+
+/* Logits of the prompt's last row then of N_DECODE greedy steps (out: (N_DECODE + 1) x 512),
+ * the tokens chosen, and the resident bytes; 0 or an error. */
+static int run_greedy(const char *path, const struct ork_npu_weights_opts *wo, float *out,
+                      int32_t *toks, uint64_t *resident)
+{
+    struct ork_model_params mp;
+    ork_model_params_default(&mp);
+    mp.device = "sim";
+    mp.no_tokenizer = true;
+    mp.npu_flags = ORK_NPU_EXEC_NO_PACK | ORK_NPU_EXEC_QUIET;
+    if (wo)
+        mp.npu_weights = *wo;
+    struct ork_model *m;
+    int ret = ork_model_load(path, &mp, &m);
+    if (ret < 0)
+        return ret;
+    struct ork_session *s;
+    if ((ret = ork_session_create(m, NULL, &s)) == 0) {
+        ret = ork_model_eval(s, prompt, N_PROMPT, 0, out, 0);
+        for (int t = 0; ret == 0 && t < N_DECODE; t++) {
+            const float *l = out + (size_t)t * N_VOCAB;
+            int32_t best = 0;
+            for (int32_t i = 1; i < N_VOCAB; i++)
+                best = l[i] > l[best] ? i : best;
+            toks[t] = best;
+            ret = ork_model_eval(s, &best, 1, N_PROMPT + t, out + (size_t)(t + 1) * N_VOCAB, 0);
+        }
+        ork_session_free(s);
+    }
+    struct ork_npu_exec_stats st;
+    if (ret == 0 && resident && ork_model_npu_stats(m, &st) == 0)
+        *resident = st.resident_bytes;
+    ork_model_free(m);
+    return ret;
+}
+
+#define LOGITS_N ((size_t)(N_DECODE + 1) * N_VOCAB)
+
+static void check_model(const char *rel)
+{
+    const char *path = ork_test_fixture(rel);
+    float *a = malloc(LOGITS_N * sizeof(float)), *b = malloc(LOGITS_N * sizeof(float));
+    float *i8 = malloc(LOGITS_N * sizeof(float));
+    REQUIRE(a && b && i8);
+    int32_t ta[N_DECODE], tb[N_DECODE], t8[N_DECODE];
+    uint64_t bytes_i8 = 0, prev = UINT64_MAX;
+    REQUIRE(run_greedy(path, NULL, i8, t8, &bytes_i8) == 0);
+    const uint32_t levels[] = { 127, 31, 15, 7, 0 };
+    for (size_t g = 0; g < sizeof levels / sizeof levels[0]; g++) {
+        struct ork_npu_weights_opts wo = { .encoding = ORK_NPU_WENC_DCOMP, .levels = levels[g] };
+        uint64_t bytes = 0;
+        REQUIRE(run_greedy(path, &wo, a, ta, &bytes) == 0);
+        wo.flags = ORK_NPU_WENC_RAW_CODES;
+        REQUIRE(run_greedy(path, &wo, b, tb, NULL) == 0);
+        printf("  %s L%u: %llu device bytes (int8 %llu); tokens %d %d %d ...\n", rel, levels[g],
+               (unsigned long long)bytes, (unsigned long long)bytes_i8, ta[0], ta[1], ta[2]);
+        CHECK(memcmp(a, b, LOGITS_N * sizeof(float)) == 0);   /* lossless over the codes */
+        CHECK(memcmp(ta, tb, sizeof ta) == 0);
+        CHECK(bytes < bytes_i8);
+        if (levels[g]) {
+            CHECK(bytes <= prev);                               /* coarser, fewer bytes */
+            prev = bytes;
+        }
+        if (levels[g] == 127) {
+            CHECK(memcmp(a, i8, LOGITS_N * sizeof(float)) == 0); /* int8's codes */
+            CHECK(memcmp(ta, t8, sizeof ta) == 0);
+        }
+        if (levels[g] == 7)
+            CHECK(memcmp(a, i8, LOGITS_N * sizeof(float)) != 0); /* another grid, other codes */
+    }
+    free(a);
+    free(b);
+    free(i8);
+}
+
+static void test_compressed_equals_raw(void)
+{
+    check_model("models/stories260K.gguf");
+}
+
+static void test_compressed_equals_raw_qwen3(void)
+{
+    check_model("models/stories260K-qwen3.gguf");
+}
+
+static void test_capability(void)
+{
+    struct ork_sim_opts so = { .struct_size = sizeof so, .deny_dcomp = true };
+    struct ork_npu_opts o = { .struct_size = sizeof o, .device = "sim", .sim = &so };
+    struct ork_npu *npu;
+    REQUIRE(ork_npu_open(&o, &npu) == 0);
+    CHECK(!(ork_npu_confirmed_forms(npu) & ORK_NPU_FORM_DCOMP));
+    struct ork_npu_weights_opts wo = { .encoding = ORK_NPU_WENC_DCOMP, .levels = 15 };
+    CHECK(ork__npu_wenc_device_check(&wo, npu) == ORK_EUNSUPPORTED);
+    const char *msg = ork_error_message();
+    printf("  %s\n", msg);
+    CHECK(strstr(msg, "ORK_NPU_FORM_DCOMP") != NULL);
+    CHECK(strstr(msg, "ork selftest --confirm-forms") != NULL);
+    CHECK(strstr(msg, "--npu-caps") != NULL);
+    wo.flags = ORK_NPU_WENC_RAW_CODES;          /* the raw codes need no decompressor */
+    CHECK(ork__npu_wenc_device_check(&wo, npu) == 0);
+    CHECK(ork__npu_wenc_device_check(NULL, npu) == 0);
+    ork_npu_close(npu);
+    REQUIRE(ork_npu_open(&(struct ork_npu_opts){ .struct_size = sizeof o, .device = "sim" },
+                         &npu) == 0);
+    wo.flags = 0;
+    CHECK(ork__npu_wenc_device_check(&wo, npu) == 0);   /* the simulator confirms it */
+    ork_npu_close(npu);
+}
+
+static void test_bad_settings(void)
+{
+    const struct {
+        struct ork_npu_weights_opts wo;
+        const char *says;
+    } bad[] = {
+        { { .encoding = 2 }, "unknown encoding 2" },
+        { { .encoding = ORK_NPU_WENC_DCOMP, .levels = 9 }, "grid 9" },
+        { { .encoding = ORK_NPU_WENC_INT8, .levels = 31 }, "need dcomp" },
+        { { .encoding = ORK_NPU_WENC_DCOMP, .max_rel_rmse = 1.5 }, "1.5" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(ork__npu_wenc_check(&bad[i].wo) == ORK_EINVAL);
+        CHECK(strstr(ork_error_message(), bad[i].says) != NULL);
+    }
+    /* the engine refuses it at load (no silent int8) */
+    const char *path = ork_test_fixture("models/stories260K.gguf");
+    struct ork_model_params mp;
+    ork_model_params_default(&mp);
+    mp.device = "sim";
+    mp.no_tokenizer = true;
+    mp.npu_flags = ORK_NPU_EXEC_NO_PACK | ORK_NPU_EXEC_QUIET;
+    mp.npu_weights = bad[1].wo;
+    struct ork_model *m = NULL;
+    CHECK(ork_model_load(path, &mp, &m) == ORK_EINVAL);
+    CHECK(m == NULL);
+}
+
+/* The CLI: a bad --npu-weights value names the value and the choices (exit 2). */
+static void test_cli_values(void)
+{
+    const char *vals[] = { "dcomp:9", "int4", "dcomp:", "dcomp:31x" };
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "%s/ork run -m x.gguf --npu-weights '%s' 2>&1", ORK_BINARY_DIR,
+                 vals[i]);
+        FILE *p = popen(cmd, "r");
+        REQUIRE(p);
+        char out[1024] = "";
+        size_t n = fread(out, 1, sizeof out - 1, p);
+        out[n] = 0;
+        int st = pclose(p);
+        char want[128];
+        snprintf(want, sizeof want, "invalid value '%s' for --npu-weights", vals[i]);
+        CHECK(strstr(out, want) != NULL);
+        CHECK(strstr(out, "int8, dcomp or dcomp:L with L one of 7, 15, 31, 63, 127") != NULL);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+    }
+}
+
+int main(void)
+{
+    RUN(test_capability);
+    RUN(test_bad_settings);
+    RUN(test_cli_values);
+    RUN(test_compressed_equals_raw);
+    RUN(test_compressed_equals_raw_qwen3);
+    return ork_test_done();
+}
