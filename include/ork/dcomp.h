@@ -7,9 +7,10 @@
  * [N/32][K/32][32 n][32 k], spec rk3588-npu.md §4.3 and include/ork/npu.h) into the stream plus
  * the DCOMP_CTRL / DCOMP_REGNUM / DCOMP_AMOUNT0..15 values, decode it back bit for bit with
  * strict validation, and encode a whole W[n][k] as the per-core N-partitions a matmul plan
- * splits it into (one stream per K-slice x core N-slice, §1.6). docs/dcomp.md has the details
- * and what is not done yet (no program emits these registers, the simulator does not execute
- * compressed weights, the executor and orkpack do not use them).
+ * splits it into (one stream per K-slice x core N-slice, §1.6). Resident weights hold such
+ * streams with encoding = ORK_NPU_WEIGHTS_DCOMP (<ork/npu.h>); their programs write these
+ * registers and the simulator executes them. docs/dcomp.md has the details and what is not
+ * done yet.
  *
  * The grid half (dcomp_grid.c) quantises float weights per output channel onto a symmetric grid
  * of 2L+1 levels, measures the error against the source weights, rotates K by a Hadamard
@@ -145,7 +146,7 @@ struct ork_dcomp_weights {
 
 /* Encode W as the blocks of a plan of desc->cores cores: K-sliced as libork slices weights for
  * max_m (src/libork/plan.c), N split per core into contiguous column-tile ranges cut into
- * slices of <= 8192 columns, exactly as a plan does (src/libork/matmul.c, spec §9). */
+ * slices of <= 8192 columns, by the rule every plan uses (plan.c ork__plan_nsplit, spec §9). */
 int ork_dcomp_weights_encode(const struct ork_dcomp_weights_desc *d, struct ork_dcomp_weights *out);
 void ork_dcomp_weights_fini(struct ork_dcomp_weights *dw);
 /* Decode every block (strictly, chk as for ork_dcomp_block_decode; NULL = strict defaults with
