@@ -126,7 +126,9 @@ struct ork_model_params {
     const char *device;
     int32_t sim_timing;         /* "sim" only: enum ork_sim_timing (0 instant, 1 paced, 2 timing
                                  * only, ...) */
-    int32_t npu_max_m;          /* rows per NPU matmul in prefill (0: 64) */
+    int32_t npu_max_m;          /* rows of the largest NPU plan (prefill; 0: 128); a matrix
+                                 * whose K-slicing for them would be finer than for 64 keeps
+                                 * 64 (docs/npu-inference.md "Plans above 64 rows") */
     uint32_t npu_flags;         /* ORK_NPU_EXEC_* */
     const char *npu_pack_path;  /* .orkpack to use; NULL: MODEL.orkpack beside the model */
     uint64_t npu_domain_bytes;  /* bytes per IOMMU domain (weights and plans, split at layer

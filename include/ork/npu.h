@@ -104,6 +104,13 @@ enum ork_npu_form {
                                      * §1) confirmed bit-exact on this device; the simulator
                                      * implements the format and confirms it unless
                                      * ork_sim_opts.deny_dcomp */
+    ORK_NPU_FORM_WIDE_K = 1u << 2,  /* int8 programs of K in (4096, 8192] with more than one
+                                     * row, by the published M-tile rules
+                                     * (npu-weight-decompression.md §4.3 [SRC]: 32 rows up to
+                                     * K = 6144, 16 up to 8192, D = ceil(M*K/32768) data banks,
+                                     * FEATURE_GRAINS 30); without it such K is K-sliced into
+                                     * the full-K envelope of spec §5.3. The simulator confirms
+                                     * it when ork_sim_opts.confirm_wide_k asks */
 };
 /* The forms this device may use: the options' and the capability file's, plus what the backend
  * confirms itself (only the simulator, when ork_sim_opts.confirm_one_job asks it to). */
@@ -196,6 +203,11 @@ void ork_npu_weights_get_dcomp_info(const struct ork_npu_weights *w,
  * too, which never store more than raw plus their per-block alignment. */
 uint64_t ork_npu_weights_estimate_bytes(enum ork_npu_dtype dtype, uint32_t n, uint32_t k,
                                         uint32_t max_m);
+/* K-slices (host-summed partials, spec §1.4) of weights of dtype and reduction k made for plans
+ * of up to max_m rows, as ork_npu_weights_create slices them; 0 for shapes libork cannot plan.
+ * A caller compares e.g. its prefill weights' slicing with decode's (max_m = 1: one slice per
+ * 8192 of K, spec §5.1). */
+uint32_t ork_npu_weights_kslices(enum ork_npu_dtype dtype, uint32_t k, uint32_t max_m);
 
 /* ---- matmul plans ----------------------------------------------------------------------- */
 
@@ -218,7 +230,9 @@ enum ork_npu_matmul_flags {
 
 struct ork_npu_matmul_desc {
     uint32_t struct_size;           /* sizeof(struct ork_npu_matmul_desc) */
-    uint32_t m;                     /* rows per run, 1..weights' max_m (runs may use fewer) */
+    uint32_t m;                     /* rows per run, 1..weights' max_m (runs may use fewer);
+                                     * weights of max_m 1 also take more rows where their
+                                     * K-slices have an M-tile for them (ORK_ERANGE if not) */
     uint32_t flags;                 /* ORK_NPU_MATMUL_* */
     uint32_t timeout_ms;            /* per submit; 0 = the device's host bound on NONBLOCK
                                      * jobs (ork_npu_opts.wait_timeout_ms), else the backend's

@@ -85,6 +85,9 @@ struct ork_sim_opts {
     bool confirm_one_job;       /* declare the one-job multi-core form (core_mask 0x7, §9 [CAP])
                                  * confirmed on this simulated device, so tests can exercise it;
                                  * default false: the sim claims nothing a board has not shown */
+    bool confirm_wide_k;        /* declare the published M-tile rules for int8 K above 4096
+                                 * (ORK_NPU_FORM_WIDE_K, npu-weight-decompression.md §4.3
+                                 * [SRC]) confirmed on this simulated device; default false */
     bool deny_dcomp;            /* do not confirm ORK_NPU_FORM_DCOMP (the weight decompressor,
                                  * npu-weight-decompression.md §1), which the simulator
                                  * implements and confirms by default, so tests see a board

@@ -168,6 +168,8 @@ enum ork_twin_form {
     ORK_TWIN_FORM_ONE_JOB = 1u << 0,    /* one job, core_mask 0x7, subcore_task[2..4] (§9 [CAP]) */
     ORK_TWIN_FORM_DCOMP = 1u << 1,      /* the CNA weight decompressor, bit-exact
                                          * (npu-weight-decompression.md §1): "dcomp" */
+    ORK_TWIN_FORM_WIDE_K = 1u << 2,     /* int8 M > 1 programs of K in (4096, 8192] by the
+                                         * published rules (npu-weight-decompression.md §4.3) */
 };
 struct ork_twin_caps {
     uint32_t struct_size;

@@ -698,6 +698,12 @@ int ork_cmd_bench(int argc, char **argv)
         int ret = ork_model_load(o.models[mi], &mp, &m);
         if (ret == 0)
             ork_cli_bench_npu_plans(stderr, m, now_s() - t_load);
+        struct ork_npu_exec_stats nst;
+        if (ret == 0 && ork_model_npu_stats(m, &nst) == 0 && nst.n_decode_copies)
+            fprintf(stderr, "ork bench: NPU decode copies (--npu-decode-kslice single): %u "
+                    "matrices, %.1f MiB device (weights and plans), made in %.0f ms\n",
+                    nst.n_decode_copies, nst.decode_copy_bytes / 1048576.0,
+                    nst.decode_copy_load_ms);
         if (ret < 0) {
             ork_cli_error(CMD, ret);
             status = ORK_EXIT_ERROR;

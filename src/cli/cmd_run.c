@@ -137,6 +137,20 @@ int ork_cli_device_opt(const char *cmd, int argc, char **argv, int *i, struct or
         }
         return 1;
     }
+    if (!strcmp(a, "--npu-decode-kslice")) {
+        if (!(v = ork_cli_value(cmd, argc, argv, i)))
+            return -1;
+        if (!strcmp(v, "single"))
+            mp->npu_decode_kslice = ORK_NPU_DECODE_KSLICE_SINGLE;
+        else if (!strcmp(v, "shared"))
+            mp->npu_decode_kslice = ORK_NPU_DECODE_KSLICE_SHARED;
+        else {
+            fprintf(stderr, "ork %s: invalid value '%s' for --npu-decode-kslice: must be single "
+                    "or shared\n", cmd, v);
+            return -1;
+        }
+        return 1;
+    }
     if (!strcmp(a, "--npu-max-m")) {
         if (!(v = ork_cli_value(cmd, argc, argv, i)) ||
             !ork_cli_parse_int(cmd, a, v, 1, 2047, &n))
@@ -250,7 +264,12 @@ void ork_cli_device_help(FILE *out)
             "                            (every CPU phase charged on the A76 cores)\n"
             "  --twin-host-floor         twin: charge the open runtime's 167 us host floor per\n"
             "                            submit (reproducing the seed's baselines)\n"
-            "  --npu-max-m N             rows per NPU matmul in prefill (default: 64)\n"
+            "  --npu-max-m N             rows of the largest NPU plan (prefill; default: 128;\n"
+            "                            a matrix that would need finer K-slices keeps 64)\n"
+            "  --npu-decode-kslice single|shared  decode matrices that prefill K-slices\n"
+            "                            more finely than one row needs on a decode-only copy\n"
+            "                            of one K-slice (device memory) or on the prefill\n"
+            "                            weights' slices (default: shared)\n"
             "  --no-pack                 quantise for the NPU in memory (no MODEL.orkpack)\n"
             "  --rebuild-pack            rebuild MODEL.orkpack even if it is valid\n"
             "  --pack FILE               the .orkpack to use (default: MODEL.orkpack)\n"

@@ -6,14 +6,18 @@
 #include <ork/alloc.h>
 #include <ork/debug.h>
 #include <ork/error.h>
+#include <ork/sim.h>
 #include <ork/twin.h>
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 _Static_assert((unsigned)ORK_NPU_FORM_ONE_JOB == (unsigned)ORK_TWIN_FORM_ONE_JOB,
                "npu.h and twin.h name the same form bits");
 _Static_assert((unsigned)ORK_NPU_FORM_DCOMP == (unsigned)ORK_TWIN_FORM_DCOMP,
+               "npu.h and twin.h name the same form bits");
+_Static_assert((unsigned)ORK_NPU_FORM_WIDE_K == (unsigned)ORK_TWIN_FORM_WIDE_K,
                "npu.h and twin.h name the same form bits");
 
 /* Tasks per job when the backend does not say (the vendor driver's max_submit_number, spec §10.1). */
@@ -92,6 +96,11 @@ int ork_npu_open(const struct ork_npu_opts *opts, struct ork_npu **out)
     }
     if (!strcmp(npu->kmd->name, "sim") || !strcmp(npu->kmd->name, "sim-rocket"))
         npu->is_sim = true;
+    /* the simulator vouches for the wide-K M-tile rule when its options ask */
+    if (npu->is_sim && o.sim &&
+        o.sim->struct_size >= offsetof(struct ork_sim_opts, confirm_wide_k) + sizeof(bool) &&
+        o.sim->confirm_wide_k)
+        forms |= ORK_NPU_FORM_WIDE_K;
     npu->confirmed_forms = forms;
     /* NONBLOCK + doorbell where the driver has no wait of its own but the programs chain
      * (rknpu, §8.6); rocket's completion is PREP_BO on the outputs (§11.2) */

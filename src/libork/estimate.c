@@ -65,3 +65,11 @@ uint64_t ork_npu_weights_estimate_bytes(enum ork_npu_dtype dtype, uint32_t n, ui
     ork__plan_nslices_fini(&np);
     return total;
 }
+
+uint32_t ork_npu_weights_kslices(enum ork_npu_dtype dtype, uint32_t k, uint32_t max_m)
+{
+    struct ork_kplan kp;
+    if (ork__plan_kslices(dtype, k, max_m < 1 ? 1 : max_m, &kp) < 0)
+        return 0;
+    return kp.n_slices;
+}

@@ -55,10 +55,15 @@ static int make_tiles(struct ork_npu_matmul *mm)
     const struct ork_npu_weights *w = mm->w;
     uint32_t tile = mm->m;
     for (uint32_t j = 0; j < w->kplan.n_slices; j++) {
-        uint32_t t = ork__plan_m_tile(w->dtype, mm->m, w->kplan.s[j].pad);
+        uint32_t t = ork__plan_m_tile_forms(w->dtype, mm->m, w->kplan.s[j].pad,
+                                            mm->npu->confirmed_forms);
         if (!t)
-            return ork_errorf(ORK_ERANGE, "npu matmul: no M-tile for K-slice of %u at M=%u",
-                              w->kplan.s[j].pad, mm->m);
+            return ork_errorf(ORK_ERANGE, "npu matmul: no M-tile for K-slice of %u at M=%u%s",
+                              w->kplan.s[j].pad, mm->m,
+                              ork__plan_wide_k(w->dtype, w->kplan.s[j].pad, ORK_NPU_FORM_WIDE_K)
+                                  ? " (the wide-K M-tile rule, npu-weight-decompression.md "
+                                    "§4.3, is not confirmed on this device: ORK_NPU_FORM_WIDE_K)"
+                                  : "");
         tile = t < tile ? t : tile;
     }
     mm->m_tile = tile;
@@ -174,8 +179,8 @@ static int emit_programs(struct ork_npu_matmul *mm)
             .a = (uint32_t)(mm->a_bo.iova + mm->a_off[tl->kslice] + (uint64_t)tl->m0 * ks->pad * esz),
             .c = (uint32_t)(cbo_of_task(mm, t)->iova + c_blk +
                             (uint64_t)tl->m0 * ns->pad * OUT_BYTES),
-            .cbuf = ork__plan_cbuf_con0(w->dtype, tl->m, ks->pad),
-            .grains = ork__plan_grains(w->dtype, tl->m, ks->pad),
+            .cbuf = ork__plan_cbuf_con0_forms(w->dtype, tl->m, ks->pad, mm->npu->confirmed_forms),
+            .grains = ork__plan_grains_forms(w->dtype, tl->m, ks->pad, mm->npu->confirmed_forms),
         };
         ork__weights_block(w, tl->kslice, tl->nslice, ns, &task);  /* B: raw or a DCOMP stream */
         struct ork_prog_reloc rel[ORK_PROG_MAX_RELOCS];
@@ -557,9 +562,13 @@ int ork_npu_matmul_create(struct ork_npu_weights *w, const struct ork_npu_matmul
     if (!w || !d || !d->struct_size)
         return ork_errorf(ORK_EINVAL, "npu matmul: NULL weights or descriptor");
     memcpy(&md, d, d->struct_size < sizeof md ? d->struct_size : sizeof md);
-    if (md.m < 1 || md.m > w->kplan.max_m)
-        return ork_errorf(ORK_ERANGE, "npu matmul: M=%u outside 1..%u (the weights' max_m)", md.m,
-                          w->kplan.max_m);
+    /* Weights sliced for decode (max_m 1: one K-slice per 8192) also take plans of more rows
+     * where their K-slices have an M-tile for them (make_tiles refuses otherwise): K <= 4096
+     * in the full-K envelope, or K above it under ORK_NPU_FORM_WIDE_K */
+    uint32_t m_max = w->kplan.max_m > 1 ? w->kplan.max_m : ORK_PLAN_M_MAX;
+    if (md.m < 1 || md.m > m_max)
+        return ork_errorf(ORK_ERANGE, "npu matmul: M=%u outside 1..%u (the weights' max_m%s)",
+                          md.m, m_max, w->kplan.max_m > 1 ? "" : " 1: decode weights");
     struct ork_npu_matmul *mm = ork_calloc(1, sizeof *mm);
     if (!mm)
         return ork_errorf(ORK_ENOMEM, "npu matmul: out of memory");

@@ -35,6 +35,16 @@ static const uint8_t f16_k128_cbuf[] = { 0xb8, 0xb1, 0xaa, 0xa3 };
 /* Slice width candidates for fp16 prefill (spec §5.4 practical consequence): powers of two
  * under the schedule, avoiding K = 128 whose envelope is non-monotonic. */
 static const uint32_t f16_slice_widths[] = { 256, 512, 1024 };
+/* The published M-tile rules for int8 K above the full-K envelope (npu-weight-decompression.md
+ * §4.3 [SRC], not board-validated by this project): one program of K in (4096, 6144] takes up
+ * to 32 rows and K in (6144, 8192] up to 16, with D = ceil(m*K / 32768) data banks and
+ * FEATURE_GRAINS = 30 (CONV_CON2 = 0x1e0). Used only when ORK_NPU_FORM_WIDE_K is confirmed. */
+#define WIDE_K_MIN 4096u            /* exclusive: the envelope of §5.3 ends here */
+#define WIDE_K_MID 6144u
+#define WIDE_K_MAX 8192u
+#define WIDE_K_ROWS_MID 32u
+#define WIDE_K_ROWS_MAX 16u
+#define WIDE_K_GRAINS 30u
 /* Bytes a K-slice costs per output row and column on the host: write the int32/fp32 partial,
  * read it back to sum (spec §1.4). Used only to compare tilings. */
 #define PARTIAL_BYTES 8u
@@ -92,6 +102,31 @@ uint32_t ork__plan_cbuf_con0(enum ork_npu_dtype dt, uint32_t m, uint32_t k)
     return cbuf_for_data_banks(s * g);                                  /* D = min(11, s*g) */
 }
 
+bool ork__plan_wide_k(enum ork_npu_dtype dt, uint32_t k, uint32_t forms)
+{
+    return (forms & ORK_NPU_FORM_WIDE_K) && dt == ORK_NPU_I8 && k % ORK_PLAN_K_ALIGN == 0 &&
+           k > WIDE_K_MIN && k <= WIDE_K_MAX;
+}
+
+static uint32_t wide_k_cap(uint32_t k)
+{
+    return k <= WIDE_K_MID ? WIDE_K_ROWS_MID : WIDE_K_ROWS_MAX;
+}
+
+uint32_t ork__plan_cbuf_con0_forms(enum ork_npu_dtype dt, uint32_t m, uint32_t k, uint32_t forms)
+{
+    if (m > 1 && ork__plan_wide_k(dt, k, forms))
+        return cbuf_for_data_banks(div_up(m * k, CBUF_BANK_BYTES));    /* D = ceil(m*K/32768) */
+    return ork__plan_cbuf_con0(dt, m, k);
+}
+
+uint32_t ork__plan_grains_forms(enum ork_npu_dtype dt, uint32_t m, uint32_t k, uint32_t forms)
+{
+    if (m > 1 && ork__plan_wide_k(dt, k, forms))
+        return WIDE_K_GRAINS;
+    return ork__plan_grains(dt, m, k);
+}
+
 uint32_t ork__plan_grains(enum ork_npu_dtype dt, uint32_t m, uint32_t k)
 {
     uint32_t rows = m + 1;
@@ -121,11 +156,23 @@ uint32_t ork__plan_m_cap(enum ork_npu_dtype dt, uint32_t k)
     return CBUF_BANK_BYTES / (2 * k);                                     /* floor(16384/K) */
 }
 
+uint32_t ork__plan_m_cap_forms(enum ork_npu_dtype dt, uint32_t k, uint32_t forms)
+{
+    if (ork__plan_wide_k(dt, k, forms))
+        return wide_k_cap(k);
+    return ork__plan_m_cap(dt, k);
+}
+
 uint32_t ork__plan_m_tile(enum ork_npu_dtype dt, uint32_t m, uint32_t kpad)
+{
+    return ork__plan_m_tile_forms(dt, m, kpad, 0);
+}
+
+uint32_t ork__plan_m_tile_forms(enum ork_npu_dtype dt, uint32_t m, uint32_t kpad, uint32_t forms)
 {
     if (m <= 1)
         return 1;
-    uint32_t cap = ork__plan_m_cap(dt, kpad);
+    uint32_t cap = ork__plan_m_cap_forms(dt, kpad, forms);
     return m < cap ? m : cap;
 }
 

@@ -15,6 +15,7 @@
 #define ORK_PLAN_N_TILE_F16 16u
 #define ORK_PLAN_N_MAX 8192u        /* N per program (N_ABOVE_8192, spec §5.1) */
 #define ORK_PLAN_DECODE_K_MAX 8192u /* M = 1: any K up to 8192 in one program (spec §5.1) */
+#define ORK_PLAN_M_MAX (1u << 20)   /* rows of one plan (M-tiled), as weights' max_m is bounded */
 
 /* One slice of a dimension: real indices [off, off + len) of the caller's matrix, computed by a
  * program of size `pad` >= len (the rest is zero padding). Padded offsets equal real offsets
@@ -61,6 +62,17 @@ bool ork__plan_sched(enum ork_npu_dtype dt, uint32_t k);
 /* Largest correct M for a program of reduction k with more than one row (spec §5.3 M_max,
  * §5.4 table); 0 when no M > 1 is supported at this k. */
 uint32_t ork__plan_m_cap(enum ork_npu_dtype dt, uint32_t k);
+
+/* The same with the submit forms a device confirmed (ork_npu_confirmed_forms): with
+ * ORK_NPU_FORM_WIDE_K, an int8 program of K in (4096, 8192] (K % 32 == 0) takes M > 1 rows by
+ * the published rules (npu-weight-decompression.md §4.3 [SRC]: up to 32 rows for K <= 6144, 16
+ * above; D = ceil(M*K/32768) data banks; FEATURE_GRAINS 30); without it, or outside that K,
+ * exactly the functions above. */
+bool ork__plan_wide_k(enum ork_npu_dtype dt, uint32_t k, uint32_t forms);
+uint32_t ork__plan_m_cap_forms(enum ork_npu_dtype dt, uint32_t k, uint32_t forms);
+uint32_t ork__plan_m_tile_forms(enum ork_npu_dtype dt, uint32_t m, uint32_t kpad, uint32_t forms);
+uint32_t ork__plan_cbuf_con0_forms(enum ork_npu_dtype dt, uint32_t m, uint32_t k, uint32_t forms);
+uint32_t ork__plan_grains_forms(enum ork_npu_dtype dt, uint32_t m, uint32_t k, uint32_t forms);
 
 /* Choose the K-slicing for weights of reduction k used with up to max_m rows. */
 int ork__plan_kslices(enum ork_npu_dtype dt, uint32_t k, uint32_t max_m, struct ork_kplan *out);

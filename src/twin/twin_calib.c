@@ -195,7 +195,7 @@ out:
 /* ---- capabilities: submit forms a board has confirmed (docs/npu.md "Submit forms") --------- */
 
 /* Form names in the "capabilities" object, by ORK_TWIN_FORM_* bit. */
-static const char *const caps_form_names[] = { "one_job_0x7", "dcomp" };
+static const char *const caps_form_names[] = { "one_job_0x7", "dcomp", "wide_k_m_tile" };
 #define CAPS_N_FORMS (sizeof caps_form_names / sizeof caps_form_names[0])
 #define CAPS_CONFIRMED "confirmed"
 
@@ -215,8 +215,8 @@ static int caps_apply(const cJSON *obj, struct ork_twin_caps *out)
         while (k < CAPS_N_FORMS && strcmp(caps_form_names[k], it->string) != 0)
             k++;
         if (k == CAPS_N_FORMS)
-            return ork_errorf(ORK_EFORMAT, "capabilities: unknown form '%s' (known: one_job_0x7, dcomp)",
-                              it->string);
+            return ork_errorf(ORK_EFORMAT, "capabilities: unknown form '%s' (known: one_job_0x7, "
+                              "dcomp, wide_k_m_tile)", it->string);
         if (!cJSON_IsString(it))
             return ork_errorf(ORK_EFORMAT, "capabilities: form '%s' must be a string "
                               "(\"confirmed\", \"failed\" or \"untested\")", it->string);

@@ -10,8 +10,10 @@
 # The hashes were recorded from the tree before the layout change that introduced this test;
 # a change that alters a program on purpose (a new register, another tiling) updates the file
 # in the same commit and says why. base=P/H: the first P programs (every matrix's M = 1 and
-# M = max_m plans, which the executor makes before its row-sized plans) hash to H, the regs
-# hash recorded before the row-sized plans existed: those plans are unchanged byte for byte. `test_program_hash.sh ORK FIXTURES --print` prints the
+# M = 64 plans, which the executor makes before its row-sized plans and those above 64 rows)
+# hash to H, the regs hash recorded before the row-sized plans existed: those plans are
+# unchanged byte for byte. programs= and regs= changed when the default npu_max_m became 128
+# (the 128-row plans are made after every other plan; base= and text= stayed). `test_program_hash.sh ORK FIXTURES --print` prints the
 # current lines in the file's format.
 ORK="$1"; FIX="$2"; MODE="${3:-}"
 HERE="$(cd "$(dirname "$0")" && pwd)"

@@ -34,6 +34,7 @@ static struct ork_model *load(const char *path, uint32_t prog_rows)
     ork_model_params_default(&mp);
     mp.device = "sim";
     mp.npu_prog_rows = prog_rows;
+    mp.npu_max_m = 64;          /* the sizes 1..64 (plans above 64 rows: test_npu_rows_wide) */
     mp.npu_flags = ORK_NPU_EXEC_NO_PACK | ORK_NPU_EXEC_QUIET;
     struct ork_model *m = NULL;
     if (ork_model_load(path, &mp, &m) < 0)

@@ -236,7 +236,7 @@ static int logits_of(const char *model, uint32_t flags, float *out)
 
 /* The executor's prefill rows (NPU_DEFAULT_MAX_M in src/engine/npu/npu_priv.h), which
  * `ork pack` tiles for. */
-#define PACK_MAX_M 64u
+#define PACK_MAX_M 128u
 
 static void test_model_pack(void)
 {

@@ -19,13 +19,20 @@
 #include <stdint.h>
 
 #define NPU_MAX_DOMAINS 16              /* RKNPU_MAX_IOMMU_DOMAIN_NUM (spec §13) */
-#define NPU_DEFAULT_MAX_M 64            /* prefill rows per NPU matmul (M-tile cap at K=3072..4096
-                                         * is 64, docs/npu.md) */
+#define NPU_DEFAULT_MAX_M 128           /* rows of the largest prefill plan (ork_model_params
+                                         * .npu_max_m 0), for matrices it keeps at their K-slicing
+                                         * for NPU_BASE_MAX_M rows (ork__npu_mat_rows;
+                                         * docs/bench-log/2026-12-rows.md chose it) */
+#define NPU_BASE_MAX_M 64               /* rows every K of the full-K envelope takes in one
+                                         * M-tile (the cap at K = 3072..4096 is 64, spec §5.3) */
 /* Row-sized programs (docs/npu-inference.md "Row-sized programs"): each resident matrix holds
  * one plan per row count of the set, powers of two from 1 up to max_m, plus max_m itself; a
  * run of M rows takes the smallest plan of >= M rows. 8 = 1, 2, 4, ..., 64 and one more for a
  * max_m that is not a power of two. */
 #define NPU_MAX_PROGS 8
+/* Decode copies by default (ork_model_params.npu_decode_kslice; docs/npu-inference.md "Decode
+ * copies" gives the measurement that chose it). */
+#define NPU_DEFAULT_DECODE_SINGLE false
 
 /* ---- plans (plan.c) ----------------------------------------------------------------------- */
 
@@ -53,6 +60,11 @@ struct npu_plan {
 const struct npu_plan *ork__npu_plan_for(uint32_t flags);
 /* The plan the .orkpack is laid out for. */
 const struct npu_plan *ork__npu_plan_pack(void);
+/* Rows of the largest prefill plan of a matrix of reduction k in an executor of max_m rows:
+ * max_m when its weights' K-slicing for max_m rows is the one for NPU_BASE_MAX_M rows (so that
+ * decode and the smaller plans keep their K-slices: libork slices K for the weights' max_m),
+ * else NPU_BASE_MAX_M (docs/npu-inference.md "Plans above 64 rows"). */
+uint32_t ork__npu_mat_rows(uint32_t max_m, uint32_t k);
 /* Pack slots per layer, and the first slot of op within a layer (the LM head: slot 0 of the
  * "layer" n_layers). */
 uint32_t ork__npu_plan_slots_per_layer(const struct npu_plan *p);
@@ -148,7 +160,16 @@ struct npu_mat {
     uint32_t cores;                     /* the plans' cores (0: libork's budget picks) */
     uint32_t c0;                        /* first input column (the second half: its K offset) */
     const float *scales;                /* (n) */
+    uint32_t max_m;                     /* rows of its largest plan (ork__npu_mat_rows) */
     uint32_t grid;                      /* the codes' grid L (127: int8) */
+    /* The decode copy (docs/npu-inference.md "Decode copies"): the same int8 rows and scales
+     * sliced for M = 1 (one K-slice per 8192 of K, spec §5.1) when w has more K-slices, with
+     * plans dprog[i] of ex->prog_rows[i] rows for i < n_dprog: M = 1, and under
+     * ORK_NPU_FORM_WIDE_K the sizes up to the wide-K M-tile cap. NULL: none. */
+    struct ork_npu_weights *dw;
+    struct ork_npu_matmul *dprog[NPU_MAX_PROGS];
+    struct ork_npu_matmul_info dinfo[NPU_MAX_PROGS];
+    uint32_t n_dprog;
 };
 
 /* One op of one layer: 1..3 matrices whose outputs are split into parts (q, k, v). */
@@ -171,6 +192,7 @@ struct ork__npu_exec {
     uint32_t n_prog;                    /* plan sizes per matrix (1 when max_m == 1) */
     uint32_t prog_rows[NPU_MAX_PROGS];  /* rows of each size, ascending; the last is max_m */
     uint32_t flags;
+    bool decode_single;                 /* make decode copies (ORK_NPU_DECODE_KSLICE_SINGLE) */
     struct ork_npu_weights_opts wopts;  /* the weights' setting (the model's params) */
     struct ork_orkpack_coding wcur;     /* coding of the tensor being placed (make_mat) */
     int32_t n_layers;
@@ -210,10 +232,20 @@ static inline struct npu_opmat *npu_op_at(struct ork__npu_exec *ex, enum ork__np
     return &ex->ops[(size_t)layer * ORK__OPS_PER_LAYER + (size_t)op];
 }
 
-/* The plan of mt for a run of m rows (1 <= m <= max_m): the smallest made with >= m rows, and
- * its index into prog[] / info[] in *idx (run.c). */
+/* The plan of mt for a run of m rows (1 <= m <= max_m): the smallest made with >= m rows (on
+ * the decode copy when it has that size), its size index in *idx and its info in *info
+ * (run.c). */
 struct ork_npu_matmul *ork__npu_mat_plan(const struct ork__npu_exec *ex, const struct npu_mat *mt,
-                                         uint32_t m, uint32_t *idx);
+                                         uint32_t m, uint32_t *idx,
+                                         const struct ork_npu_matmul_info **info);
+
+/* Device bytes of a plan (its A, C and program buffers, page-rounded as libork's estimate
+ * rounds them) and, in *regcmd when not NULL, of its regcmd programs (placement.c). */
+uint64_t ork__npu_plan_bytes(const struct ork_npu_matmul_info *in, uint64_t *regcmd);
+
+/* Make the decode copies of the placed matrices (decode_copy.c; after every other plan, so
+ * that theirs sit where an executor without copies puts them). */
+int ork__npu_make_decode_copies(struct ork__npu_exec *ex, const struct ork_model *m);
 
 /* Take the devices' modelled clocks as the zero of the statistics (run.c). */
 void ork__npu_model_base_reset(struct ork__npu_exec *ex);

@@ -97,7 +97,8 @@ static int build_pack(const struct ork_model *m, const char *path,
         }
         struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8,
                                            .k = k, .n = n, .w = q, .scales = scales,
-                                           .max_m = max_m, .encoding = cd.encoding,
+                                           .max_m = ork__npu_mat_rows(max_m, k),
+                                           .encoding = cd.encoding,
                                            .grid_max_abs = cd.grid };
         struct ork_npu_weights *nw = NULL;
         uint64_t bytes = 0;

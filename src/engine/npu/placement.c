@@ -112,14 +112,21 @@ static uint64_t pages(uint64_t b)
     return (b + NPU_PAGE - 1) / NPU_PAGE * NPU_PAGE;
 }
 
-static void count_plan(struct ork__npu_exec *ex, uint32_t i, const struct ork_npu_matmul_info *in)
+uint64_t ork__npu_plan_bytes(const struct ork_npu_matmul_info *in, uint64_t *regcmd)
 {
     uint64_t ks = in->n_kslices ? in->n_kslices : 1;
-    uint64_t regcmd = (uint64_t)in->n_tasks * NPU_PROG_BYTES;
+    uint64_t rc = (uint64_t)in->n_tasks * NPU_PROG_BYTES;
+    if (regcmd)
+        *regcmd = rc;
+    return pages((uint64_t)in->m * in->k_padded) +
+           pages((uint64_t)in->m * in->n_padded * NPU_OUT_BYTES * ks) + pages(rc);
+}
+
+static void count_plan(struct ork__npu_exec *ex, uint32_t i, const struct ork_npu_matmul_info *in)
+{
+    uint64_t regcmd;
+    ex->st.prog_bytes[i] += ork__npu_plan_bytes(in, &regcmd);
     ex->st.prog_regcmd_bytes[i] += regcmd;
-    ex->st.prog_bytes[i] += pages((uint64_t)in->m * in->k_padded) +
-                            pages((uint64_t)in->m * in->n_padded * NPU_OUT_BYTES * ks) +
-                            pages(regcmd);
 }
 
 /* Plan size i (ex->prog_rows[i] rows) of matrix mt. */
@@ -137,6 +144,24 @@ static int make_plan(struct ork__npu_exec *ex, struct npu_mat *mt, uint32_t i)
     return 0;
 }
 
+/* Index of the largest size of at most `rows` rows (mt->max_m is a size: ex->max_m or
+ * NPU_BASE_MAX_M, which prog_sizes always makes). */
+static uint32_t size_at_most(const struct ork__npu_exec *ex, uint32_t rows)
+{
+    uint32_t i = ex->n_prog - 1;
+    while (i > 0 && ex->prog_rows[i] > rows)
+        i--;
+    return i;
+}
+
+/* The plan made with M = 1 at placement: M = max_m up to NPU_BASE_MAX_M rows (its buffers and
+ * programs are those of an executor without plans above it); the larger come with the sizes
+ * between. */
+static uint32_t first_size(const struct ork__npu_exec *ex, const struct npu_mat *mt)
+{
+    return size_at_most(ex, mt->max_m < NPU_BASE_MAX_M ? mt->max_m : NPU_BASE_MAX_M);
+}
+
 /* Weights from int8 rows q (tiled here), or, when tiled is not NULL, from the pack's tiled
  * bytes as they are. */
 static int make_mat(struct ork__npu_exec *ex, struct npu_mat *mt, int dev, const int8_t *q,
@@ -144,7 +169,8 @@ static int make_mat(struct ork__npu_exec *ex, struct npu_mat *mt, int dev, const
                     uint32_t k, uint32_t cores)
 {
     struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8, .k = k,
-                                       .n = n, .w = q, .scales = scales, .max_m = ex->max_m,
+                                       .n = n, .w = q, .scales = scales,
+                                       .max_m = ork__npu_mat_rows(ex->max_m, k),
                                        .encoding = ex->wcur.encoding,
                                        .grid_max_abs = ex->wcur.grid };
     int ret = tiled ? ork_npu_weights_create_packed(ex->dev[dev], &wd, tiled, tiled_bytes, &mt->w)
@@ -159,36 +185,44 @@ static int make_mat(struct ork__npu_exec *ex, struct npu_mat *mt, int dev, const
     ex->dev_bytes[dev] += ork_npu_weights_bytes(mt->w);
     ex->st.resident_bytes += ork_npu_weights_bytes(mt->w);
     mt->cores = cores;
+    mt->max_m = wd.max_m;
     /* the decode and prefill plans now; the row sizes between after placement */
     if ((ret = make_plan(ex, mt, 0)) < 0)
         return ret;
-    return ex->n_prog > 1 ? make_plan(ex, mt, ex->n_prog - 1) : 0;
+    uint32_t first = first_size(ex, mt);
+    return first > 0 ? make_plan(ex, mt, first) : 0;
 }
 
 static void free_mat(struct npu_mat *mt)
 {
+    for (int i = NPU_MAX_PROGS - 1; i >= 0; i--)
+        ork_npu_matmul_destroy(mt->dprog[i]);
+    ork_npu_weights_destroy(mt->dw);
     for (int i = NPU_MAX_PROGS - 1; i >= 0; i--)
         ork_npu_matmul_destroy(mt->prog[i]);
     ork_npu_weights_destroy(mt->w);
     memset(mt, 0, sizeof(*mt));
 }
 
-/* The row-sized plans between M = 1 and M = max_m of every placed matrix, made after all the
- * decode and prefill plans (so that theirs sit where an executor without them puts them). A
- * size that does not fit its domain is left out (runs take the next larger plan). */
+/* The row-sized plans of every placed matrix besides M = 1 and its first size, made after all
+ * of those (so that theirs sit where an executor without them puts them): the sizes between,
+ * then those above NPU_BASE_MAX_M rows. A size that does not fit its domain is left out (runs
+ * take the next larger plan; above the first size, the matrix's runs stop at its first). */
 static int make_row_plans(struct ork__npu_exec *ex)
 {
     int64_t t0 = ork__now_ns();
     uint32_t nt = (uint32_t)ex->n_layers * ORK__OPS_PER_LAYER + 1;
-    for (uint32_t i = 1; i + 1 < ex->n_prog; i++)
+    for (uint32_t i = 1; i < ex->n_prog; i++)
         for (uint32_t t = 0; t < nt; t++)
             for (int j = 0; j < 3; j++) {
                 struct npu_mat *mt = &ex->ops[t].mat[j];
-                if (!mt->w)
+                if (!mt->w || i == first_size(ex, mt) || i > size_at_most(ex, mt->max_m))
                     continue;
                 int ret = make_plan(ex, mt, i);
                 if (ret == ORK_ENOMEM) {
                     ex->st.prog_missing++;
+                    if (i > first_size(ex, mt))     /* runs stay within the plans made */
+                        mt->max_m = ex->prog_rows[first_size(ex, mt)];
                     continue;
                 }
                 if (ret < 0)
@@ -369,16 +403,21 @@ static uint64_t layer_need(const struct ork__npu_exec *ex, const struct ork_mode
         ork__npu_pack_source(ex->plan, m, t, &ps, name, sizeof name);
         if (!ps.ns)
             continue;
-        uint64_t full = ork_npu_weights_estimate_bytes(ORK_NPU_I8, ps.n, ps.k, ex->max_m);
+        uint32_t rows_max = ork__npu_mat_rows(ex->max_m, ps.k);
+        uint64_t full = ork_npu_weights_estimate_bytes(ORK_NPU_I8, ps.n, ps.k, rows_max);
         need += full;
         /* the row-sized plans between: their A and C scale with the rows; libork's estimate
          * counts the M = 1 and M = max_m plans, so the difference of the two estimates is
          * about one max_m-row plan */
         uint64_t dec = ork_npu_weights_estimate_bytes(ORK_NPU_I8, ps.n, ps.k, 1);
         uint64_t per_max = full > dec ? full - dec : 0, rows = 0;
-        for (uint32_t i = 1; i + 1 < ex->n_prog; i++)
+        for (uint32_t i = 1; i + 1 < ex->n_prog && ex->prog_rows[i] < rows_max; i++)
             rows += ex->prog_rows[i];
-        need += per_max * rows / ex->max_m;
+        need += per_max * rows / rows_max;
+        /* a decode copy (decode_copy.c) when M = 1 takes fewer K-slices than max_m rows */
+        if (ex->decode_single && ork_npu_weights_kslices(ORK_NPU_I8, ps.k, 1) <
+                                     ork_npu_weights_kslices(ORK_NPU_I8, ps.k, rows_max))
+            need += dec;
     }
     return need;
 }
@@ -483,16 +522,16 @@ static void place_src_fini(struct place_src *src)
     ork_free(src->row);
 }
 
-/* The plan sizes: 1, the powers of two below max_m that mask selects (0: all of them), and
- * max_m. Powers of two keep a run's padding below 2x its rows with log2(max_m) + 1 sizes;
+/* The plan sizes: 1, the powers of two below max_m that mask selects (0: all of them; the
+ * NPU_BASE_MAX_M size always, the largest of matrices that keep it), and max_m. Powers of two keep a run's padding below 2x its rows with log2(max_m) + 1 sizes;
  * docs/npu-inference.md "Row-sized programs" gives the measured cost. */
 static void prog_sizes(struct ork__npu_exec *ex, uint32_t mask)
 {
     ex->n_prog = 0;
     ex->prog_rows[ex->n_prog++] = 1;
     for (uint32_t b = 1; b < 31 && (1u << b) < ex->max_m && ex->n_prog + 1 < NPU_MAX_PROGS; b++)
-        if (!mask || (mask & (1u << b)))
-            ex->prog_rows[ex->n_prog++] = 1u << b;
+        if (!mask || (mask & (1u << b)) || (1u << b) == NPU_BASE_MAX_M)
+            ex->prog_rows[ex->n_prog++] = 1u << b;      /* the base: some matrices' largest */
     if (ex->max_m > 1)
         ex->prog_rows[ex->n_prog++] = ex->max_m;
     ex->st.n_prog_sizes = ex->n_prog;
@@ -516,6 +555,9 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
     ex->flags = p->npu_flags;
     ex->plan = ork__npu_plan_for(ex->flags);
     ex->max_m = p->npu_max_m > 0 ? (uint32_t)p->npu_max_m : NPU_DEFAULT_MAX_M;
+    ex->decode_single = p->npu_decode_kslice == ORK_NPU_DECODE_KSLICE_SINGLE ||
+                        (p->npu_decode_kslice == ORK_NPU_DECODE_KSLICE_DEFAULT &&
+                         NPU_DEFAULT_DECODE_SINGLE);
     prog_sizes(ex, p->npu_prog_rows);
     ex->n_layers = m->cfg.n_layers;
     ex->twin = m->twin;
@@ -549,7 +591,7 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
         src.pack = NULL;
     }
     if ((ret = alloc_scratch(ex, m, &src)) < 0 || (ret = place_all(ex, m, p, dev_name, &src)) < 0 ||
-        (ret = make_row_plans(ex)) < 0)
+        (ret = make_row_plans(ex)) < 0 || (ret = ork__npu_make_decode_copies(ex, m)) < 0)
         goto err;
     snprintf(ex->st.backend, sizeof ex->st.backend, "%s", ork_npu_backend(ex->dev[0]));
     ex->is_sim = ork_npu_is_sim(ex->dev[0]);

@@ -26,6 +26,15 @@
  * padded up to one. */
 #define NPU_PREFILL_K_ALIGN 512u
 
+uint32_t ork__npu_mat_rows(uint32_t max_m, uint32_t k)
+{
+    if (max_m <= NPU_BASE_MAX_M ||
+        ork_npu_weights_kslices(ORK_NPU_I8, k, max_m) ==
+            ork_npu_weights_kslices(ORK_NPU_I8, k, NPU_BASE_MAX_M))
+        return max_m;
+    return NPU_BASE_MAX_M;
+}
+
 /* One op of the layer. */
 struct layer_op {
     const char *trace;                  /* name on the trace timeline */

@@ -73,26 +73,33 @@ static void dequant_part(const int32_t *c, uint32_t ldc, uint32_t c0, uint32_t n
 }
 
 struct ork_npu_matmul *ork__npu_mat_plan(const struct ork__npu_exec *ex, const struct npu_mat *mt,
-                                         uint32_t m, uint32_t *idx)
+                                         uint32_t m, uint32_t *idx,
+                                         const struct ork_npu_matmul_info **info)
 {
-    for (uint32_t i = 0; i < ex->n_prog; i++)
-        if (ex->prog_rows[i] >= m && mt->prog[i]) {
-            *idx = i;
-            return mt->prog[i];
-        }
-    *idx = ex->n_prog - 1;      /* not reached: the max_m plan is always made */
-    return mt->prog[ex->n_prog - 1];
+    uint32_t i = 0;
+    while (i + 1 < ex->n_prog && !(ex->prog_rows[i] >= m && mt->prog[i]))
+        i++;            /* the max_m plan is always made */
+    *idx = i;
+    if (i < mt->n_dprog && mt->dprog[i]) {
+        *info = &mt->dinfo[i];
+        return mt->dprog[i];
+    }
+    *info = &mt->info[i];
+    return mt->prog[i];
 }
 
-static void count_run(struct ork__npu_exec *ex, const struct ork_npu_matmul_info *in, uint32_t idx,
-                      int dev)
+/* One run of mt's plan of size idx (in: its info, prog's or the decode copy's). */
+static void count_run(struct ork__npu_exec *ex, const struct npu_mat *mt,
+                      const struct ork_npu_matmul_info *in, uint32_t idx)
 {
-    if (dev != ex->last_dev) {
-        ex->last_dev = dev;
+    if (mt->dev != ex->last_dev) {
+        ex->last_dev = mt->dev;
         ex->n_domain_switches++;
     }
     ex->st.n_submits += in->n_submits ? in->n_submits : 1;
     ex->st.prog_runs[idx]++;
+    if (in == &mt->dinfo[idx])
+        ex->st.decode_copy_runs++;
 }
 
 /* Dequantise rows [r0, r0 + mr) of a fused op from C (row stride mt->n) into its parts. */
@@ -115,14 +122,14 @@ static int run_pipelined(struct ork__npu_exec *ex, struct npu_opmat *o, const fl
                          float *const *outs)
 {
     struct npu_mat *mt = &o->mat[0];
-    uint32_t k = mt->k, mm = ex->max_m, idx;
+    uint32_t k = mt->k, mm = mt->max_m, idx;
     int32_t nc = (int32_t)((m + (int32_t)mm - 1) / (int32_t)mm);
     struct ork_npu_job *job = NULL;
     int ret;
     uint32_t mr0 = (uint32_t)(m < (int32_t)mm ? m : (int32_t)mm);
     /* each chunk on the smallest plan that holds it (the last may be short) */
-    struct ork_npu_matmul *plan = ork__npu_mat_plan(ex, mt, mr0, &idx);
-    const struct ork_npu_matmul_info *in = &mt->info[idx];
+    const struct ork_npu_matmul_info *in;
+    struct ork_npu_matmul *plan = ork__npu_mat_plan(ex, mt, mr0, &idx, &in);
     uint32_t run_idx = idx;
     tw_quant(ex, mr0, k);
     if ((ret = ork__twin_npu_submit(ex->twin, in, mr0, mt->dev, true, 0, ex->tw_label)) < 0 ||
@@ -144,10 +151,9 @@ static int run_pipelined(struct ork__npu_exec *ex, struct npu_opmat *o, const fl
             return ret;
         if (qret < 0)
             return qret;
-        count_run(ex, in, run_idx, mt->dev);
+        count_run(ex, mt, in, run_idx);
         if (mr1) {
-            plan = ork__npu_mat_plan(ex, mt, mr1, &idx);
-            in = &mt->info[idx];
+            plan = ork__npu_mat_plan(ex, mt, mr1, &idx, &in);
             run_idx = idx;
         }
         if (mr1 && ((ret = ork__twin_npu_submit(ex->twin, in, mr1, mt->dev, true, (i + 1) & 1,
@@ -167,8 +173,8 @@ static int run_pipelined(struct ork__npu_exec *ex, struct npu_opmat *o, const fl
 static int run_mat(struct ork__npu_exec *ex, struct npu_mat *mt, uint32_t m)
 {
     uint32_t idx;
-    struct ork_npu_matmul *plan = ork__npu_mat_plan(ex, mt, m, &idx);
-    const struct ork_npu_matmul_info *in = &mt->info[idx];
+    const struct ork_npu_matmul_info *in;
+    struct ork_npu_matmul *plan = ork__npu_mat_plan(ex, mt, m, &idx, &in);
     int ret = ork__twin_npu_submit(ex->twin, in, m, mt->dev, false, 0, ex->tw_label);
     if (ret == 0)
         ret = ork_npu_matmul_run_i8(plan, ex->a8, m, ex->c32);
@@ -176,7 +182,7 @@ static int run_mat(struct ork__npu_exec *ex, struct npu_mat *mt, uint32_t m)
         ret = ork__twin_npu_wait(ex->twin, 0);
     if (ret < 0)
         return ret;
-    count_run(ex, in, idx, mt->dev);
+    count_run(ex, mt, in, idx);
     return 0;
 }
 
@@ -223,8 +229,10 @@ static int run_ksplit(struct ork__npu_exec *ex, struct npu_opmat *o, const float
                       float *y)
 {
     uint32_t kx = o->mat[0].k + o->mat[1].k, n = o->mat[0].n;
-    for (int32_t r0 = 0; r0 < m; r0 += (int32_t)ex->max_m) {
-        uint32_t mr = (uint32_t)(m - r0 < (int32_t)ex->max_m ? m - r0 : (int32_t)ex->max_m);
+    int32_t rows = (int32_t)(o->mat[0].max_m < o->mat[1].max_m ? o->mat[0].max_m
+                                                                : o->mat[1].max_m);
+    for (int32_t r0 = 0; r0 < m; r0 += rows) {
+        uint32_t mr = (uint32_t)(m - r0 < rows ? m - r0 : rows);
         for (int h = 0; h < 2; h++) {
             struct npu_mat *mt = &o->mat[h];
             tw_quant(ex, mr, mt->k);
@@ -251,10 +259,11 @@ static int64_t model_now(const struct ork__npu_exec *ex, int dev)
 int32_t ork__npu_exec_o_split(struct ork__npu_exec *ex, int32_t layer, int32_t m,
                               int32_t n_heads)
 {
-    if (!ex || m < 1 || m > (int32_t)ex->max_m)
+    if (!ex || m < 1)
         return 0;
     const struct npu_opmat *o = npu_op_at(ex, ORK__NPU_O, layer);
-    if (!o->on_npu || !o->k_split || !ex->plan->step[ORK__NPU_O].overlap)
+    if (!o->on_npu || !o->k_split || !ex->plan->step[ORK__NPU_O].overlap ||
+        m > (int32_t)o->mat[0].max_m || m > (int32_t)o->mat[1].max_m)
         return 0;
     uint32_t kx = o->mat[0].k + o->mat[1].k;
     return (int32_t)((uint64_t)o->mat[0].k * (uint64_t)n_heads / kx);
@@ -268,9 +277,10 @@ int ork__npu_exec_o_submit(struct ork__npu_exec *ex, int32_t layer, const float 
     int64_t t0 = ork__now_ns();
     ork_npu_exec_traced("npu o_a (async)");
     uint32_t idx;
-    struct ork_npu_matmul *plan = ork__npu_mat_plan(ex, mt, (uint32_t)m, &idx);
+    const struct ork_npu_matmul_info *in;
+    struct ork_npu_matmul *plan = ork__npu_mat_plan(ex, mt, (uint32_t)m, &idx, &in);
     tw_quant(ex, (uint32_t)m, mt->k);
-    int ret = ork__twin_npu_submit(ex->twin, &mt->info[idx], (uint32_t)m, mt->dev, true, 0,
+    int ret = ork__twin_npu_submit(ex->twin, in, (uint32_t)m, mt->dev, true, 0,
                                    "npu o_a (async)");
     if (ret == 0)
         ret = quantize_cols(att, kx, mt->c0, mt->k, (uint32_t)m, ex->a8, ex->a_scales);
@@ -282,7 +292,7 @@ int ork__npu_exec_o_submit(struct ork__npu_exec *ex, int32_t layer, const float 
         ex->o_job = NULL;
         return ret;
     }
-    count_run(ex, &mt->info[idx], idx, mt->dev);
+    count_run(ex, mt, in, idx);
     ex->o_sub_ns = ork__now_ns();
     double ms = (double)(ex->o_sub_ns - t0) / 1e6;
     ex->st.npu_wall_ms += ms;
@@ -327,8 +337,8 @@ int ork__npu_exec_o_finish(struct ork__npu_exec *ex, int32_t layer, const float 
     float *as_b = ex->a_scales + ex->max_m;
     int32_t *c_b = ex->c32 + ex->c32_half;
     uint32_t idx;
-    struct ork_npu_matmul *plan_b = ork__npu_mat_plan(ex, mb, mr, &idx);
-    const struct ork_npu_matmul_info *inb = &mb->info[idx];
+    const struct ork_npu_matmul_info *inb;
+    struct ork_npu_matmul *plan_b = ork__npu_mat_plan(ex, mb, mr, &idx, &inb);
     tw_quant(ex, mr, mb->k);
     if (ret == 0)
         ret = quantize_cols(att, kx, mb->c0, mb->k, mr, ex->a8, as_b);
@@ -341,7 +351,7 @@ int ork__npu_exec_o_finish(struct ork__npu_exec *ex, int32_t layer, const float 
     if (ret == 0) {
         tw_dequant(ex, (uint64_t)mr * n);
         tw_dequant(ex, (uint64_t)mr * n);
-        count_run(ex, inb, idx, mb->dev);
+        count_run(ex, mb, inb, idx);
         dequant_add(ex->c32, n, mr, ex->a_scales, ma->scales, y, false);
         dequant_add(c_b, n, mr, as_b, mb->scales, y, true);
     }
@@ -369,12 +379,16 @@ int ork__npu_exec_run(struct ork__npu_exec *ex, enum ork__npu_op op, int32_t lay
         ret = run_ksplit(ex, o, x, m, outs[0]);
         m = 0;      /* done */
     }
-    if (o->n_mats == 1 && m > (int32_t)ex->max_m) {
+    /* rows per run: the smallest largest plan of the op's matrices (the same K: the same) */
+    int32_t rows = (int32_t)o->mat[0].max_m;
+    for (int pi = 1; pi < o->n_mats; pi++)
+        rows = (int32_t)o->mat[pi].max_m < rows ? (int32_t)o->mat[pi].max_m : rows;
+    if (o->n_mats == 1 && m > rows) {
         ret = run_pipelined(ex, o, x, m, outs);
         m = 0;      /* done */
     }
-    for (int32_t r0 = 0; r0 < m; r0 += (int32_t)ex->max_m) {
-        uint32_t mr = (uint32_t)(m - r0 < (int32_t)ex->max_m ? m - r0 : (int32_t)ex->max_m);
+    for (int32_t r0 = 0; r0 < m; r0 += rows) {
+        uint32_t mr = (uint32_t)(m - r0 < rows ? m - r0 : rows);
         tw_quant(ex, mr, k);
         if ((ret = ork_npu_quantize_rows_i8(x + (size_t)r0 * k, mr, k, ex->a8, ex->a_scales)) < 0)
             break;
@@ -482,6 +496,7 @@ void ork_model_npu_stats_reset(struct ork_model *m)
     s->wall_ms = s->npu_wall_ms = s->model_npu_ms = 0;
     s->n_overlapped = 0;
     memset(s->prog_runs, 0, sizeof s->prog_runs);
+    s->decode_copy_runs = 0;
     s->cpu_inflight_ms = s->cpu_overlap_ms = 0;
     memset(s->model_core_busy_ms, 0, sizeof s->model_core_busy_ms);
     memset(s->sect_ms, 0, sizeof s->sect_ms);
