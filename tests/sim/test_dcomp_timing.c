@@ -120,6 +120,27 @@ static void test_decompressor_rate(void)
     CHECK(strstr(ork_error_message(), "dcomp_gbps") != NULL);
 }
 
+/* The sweep docs/bench-log/2026-12-dcomp.md reports (modelled times): M = 1, 4096 x 4096 on
+ * L = 7 codes, 1 and 3 cores, the decompressor from 2 to 1000 GB/s per core. A slower
+ * decompressor is never faster. */
+static void test_rate_sweep(void)
+{
+    static const double rates[] = { 1000.0, 22.0, 11.0, 5.5, 2.0 };
+    for (uint32_t cores = 1; cores <= 3; cores += 2) {
+        struct run_cost raw, dc;
+        REQUIRE(run_once(ORK_NPU_WEIGHTS_RAW, 0, NULL, cores, &raw));
+        double last = 0;
+        for (size_t i = 0; i < sizeof rates / sizeof rates[0]; i++) {
+            REQUIRE(run_once(ORK_NPU_WEIGHTS_DCOMP, rates[i], NULL, cores, &dc));
+            printf("  sweep: %u core(s), %6.1f GB/s: dcomp %.1f us vs raw %.1f us (%.2fx)\n",
+                   cores, rates[i], dc.busy_ns / cores / 1e3, raw.busy_ns / cores / 1e3,
+                   raw.busy_ns / dc.busy_ns);
+            CHECK(dc.busy_ns >= last);
+            last = dc.busy_ns;
+        }
+    }
+}
+
 int main(void)
 {
     w = ork_malloc((size_t)N * K);
@@ -138,6 +159,7 @@ int main(void)
     memset(a, 1, K);
     RUN(test_dram_bytes);
     RUN(test_decompressor_rate);
+    RUN(test_rate_sweep);
     ork_free(w);
     ork_free(a);
     ork_free(c);
