@@ -90,6 +90,71 @@ static double nll_of(const float *logits, int32_t n_vocab, int32_t target)
     return -((double)logits[target] - mx - log(z));
 }
 
+/* Evaluate one chunk from an empty cache: the first half fills it, the rest gives logits. */
+static int eval_chunk(struct ork_session *s, const int32_t *chunk, int32_t n_ctx, int32_t first,
+                      float *logits)
+{
+    ork_session_reset(s);
+    int ret = ork_model_eval(s, chunk, first, 0, NULL, ORK_EVAL_LAST_LOGITS);
+    if (ret == 0)
+        ret = ork_model_eval(s, chunk + first, n_ctx - first, first, logits, ORK_EVAL_ALL_LOGITS);
+    return ret;
+}
+
+/* The whole text as token ids (BOS as asked), *ids malloc'd. */
+static int tokenize_all(const struct ork_tokenizer *tok, const char *text, size_t text_len,
+                        bool bos, int32_t **ids, size_t *n_tok)
+{
+    size_t cap = text_len + 2;   /* a token covers at least one byte, plus BOS */
+    if (!(*ids = ork_malloc(cap * sizeof(int32_t))))
+        return ORK_ENOMEM;
+    int ret = ork_tokenize(tok, text, text_len, bos, false, *ids, cap, n_tok);
+    if (ret == ORK_ENOSPC) {
+        ork_free(*ids);
+        cap = *n_tok;
+        if (!(*ids = ork_malloc(cap * sizeof(int32_t))))
+            return ORK_ENOMEM;
+        ret = ork_tokenize(tok, text, text_len, bos, false, *ids, cap, n_tok);
+    }
+    return ret;
+}
+
+/* --ref-device: the same model and options on dev, int8 NPU weights (the reference). */
+static int ref_setup(const struct ork_cli_gen_opts *o, const char *dev, struct ork_model **rm,
+                     struct ork_session **rs)
+{
+    struct ork_cli_gen_opts ro = *o;
+    ro.model_params.device = dev;
+    ro.model_params.npu_weights = (struct ork_npu_weights_opts){ 0 };
+    ro.model_params.load = ORK_LOAD_AUTO;
+    return ork_cli_gen_setup(CMD, &ro, rm, rs, NULL);
+}
+
+/* Running sums of the scored positions: the NLL (and its square), the reference's NLL and the
+ * positions where both pick the same top-1 token. */
+struct ppl_sums {
+    double nll, nll2, rnll;
+    long long count, agree;
+};
+
+/* Score rows first..n_ctx-2 of a chunk (logits row j - first predicts token j + 1). */
+static void score_chunk(struct ppl_sums *ps, const int32_t *chunk, int32_t n_ctx, int32_t first,
+                        int32_t n_vocab, const float *logits, const float *rlogits)
+{
+    for (int32_t j = first; j < n_ctx - 1; j++) {
+        const float *a = logits + (size_t)(j - first) * (size_t)n_vocab;
+        double v = nll_of(a, n_vocab, chunk[j + 1]);
+        ps->nll += v;
+        ps->nll2 += v * v;
+        ps->count++;
+        if (rlogits) {
+            const float *b = rlogits + (size_t)(j - first) * (size_t)n_vocab;
+            ps->agree += argmax_of(a, n_vocab) == argmax_of(b, n_vocab);
+            ps->rnll += nll_of(b, n_vocab, chunk[j + 1]);
+        }
+    }
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -161,20 +226,13 @@ int ork_cmd_perplexity(int argc, char **argv)
         ork_free(text);
         return rc;
     }
-    /* the reference: the same model and flags on ref_dev (its own session) */
-    struct ork_model *rm = NULL;
+    struct ork_model *rm = NULL;        /* the reference (--ref-device), its own session */
     struct ork_session *rs = NULL;
-    if (ref_dev) {
-        struct ork_cli_gen_opts ro = o;
-        ro.model_params.device = ref_dev;
-        ro.model_params.npu_weights = (struct ork_npu_weights_opts){ 0 };
-        ro.model_params.load = ORK_LOAD_AUTO;
-        if ((rc = ork_cli_gen_setup(CMD, &ro, &rm, &rs, NULL)) != 0) {
-            ork_session_free(s);
-            ork_model_free(m);
-            ork_free(text);
-            return rc;
-        }
+    if (ref_dev && (rc = ref_setup(&o, ref_dev, &rm, &rs)) != 0) {
+        ork_session_free(s);
+        ork_model_free(m);
+        ork_free(text);
+        return rc;
     }
     const struct ork_tokenizer *tok = ork_model_tokenizer(m);
     int32_t n_vocab = ork_model_config(m)->n_vocab;
@@ -182,22 +240,7 @@ int ork_cmd_perplexity(int argc, char **argv)
     size_t n_tok = 0;
     int32_t *ids = NULL;
     float *logits = NULL, *rlogits = NULL;
-    size_t cap = text_len + 2;   /* a token covers at least one byte, plus BOS */
-    int ret;
-    if (!(ids = ork_malloc(cap * sizeof(int32_t)))) {
-        ret = ORK_ENOMEM;
-        goto err;
-    }
-    ret = ork_tokenize(tok, text, text_len, !o.no_bos, false, ids, cap, &n_tok);
-    if (ret == ORK_ENOSPC) {
-        ork_free(ids);
-        cap = n_tok;
-        if (!(ids = ork_malloc(cap * sizeof(int32_t)))) {
-            ret = ORK_ENOMEM;
-            goto err;
-        }
-        ret = ork_tokenize(tok, text, text_len, !o.no_bos, false, ids, cap, &n_tok);
-    }
+    int ret = tokenize_all(tok, text, text_len, !o.no_bos, &ids, &n_tok);
     if (ret < 0)
         goto err;
     if (n_tok < 2 * (size_t)n_ctx) {
@@ -218,8 +261,7 @@ int ork_cmd_perplexity(int argc, char **argv)
     fprintf(stderr, "perplexity: %zu tokens, %d chunks of %d, batch %d, scoring tokens %d..%d of "
             "each chunk\n", n_tok, n_chunks, n_ctx, ork_session_n_batch(s), n_ctx / 2, n_ctx - 1);
 
-    double nll = 0, nll2 = 0, rnll = 0;
-    long long count = 0, agree = 0;
+    struct ppl_sums ps = { 0 };
     double t0 = now_s();
     for (int32_t c = 0; c < n_chunks; c++) {
         int32_t *chunk = ids + (size_t)c * (size_t)n_ctx;
@@ -227,47 +269,28 @@ int ork_cmd_perplexity(int argc, char **argv)
         if (add_bos)
             chunk[0] = ork_tokenizer_bos(tok);
         /* the first half only fills the cache; logits are needed from row `first` on */
-        ork_session_reset(s);
-        ret = ork_model_eval(s, chunk, first, 0, NULL, ORK_EVAL_LAST_LOGITS);
-        if (ret == 0)
-            ret = ork_model_eval(s, chunk + first, n_ctx - first, first, logits,
-                                 ORK_EVAL_ALL_LOGITS);
-        if (ret == 0 && rs) {
-            ork_session_reset(rs);
-            ret = ork_model_eval(rs, chunk, first, 0, NULL, ORK_EVAL_LAST_LOGITS);
-            if (ret == 0)
-                ret = ork_model_eval(rs, chunk + first, n_ctx - first, first, rlogits,
-                                     ORK_EVAL_ALL_LOGITS);
-        }
+        ret = eval_chunk(s, chunk, n_ctx, first, logits);
+        if (ret == 0 && rs)
+            ret = eval_chunk(rs, chunk, n_ctx, first, rlogits);
         chunk[0] = saved;
         if (ret < 0)
             goto err;
-        for (int32_t j = first; rs && j < n_ctx - 1; j++) {
-            const float *a = logits + (size_t)(j - first) * (size_t)n_vocab;
-            const float *b = rlogits + (size_t)(j - first) * (size_t)n_vocab;
-            agree += argmax_of(a, n_vocab) == argmax_of(b, n_vocab);
-            rnll += nll_of(b, n_vocab, chunk[j + 1]);
-        }
-        for (int32_t j = first; j < n_ctx - 1; j++) {
-            double v = nll_of(logits + (size_t)(j - first) * (size_t)n_vocab, n_vocab, chunk[j + 1]);
-            nll += v;
-            nll2 += v * v;
-            count++;
-        }
-        printf("[%d]%.4f,", c + 1, exp(nll / (double)count));
+        score_chunk(&ps, chunk, n_ctx, first, n_vocab, logits, rs ? rlogits : NULL);
+        printf("[%d]%.4f,", c + 1, exp(ps.nll / (double)ps.count));
         fflush(stdout);
     }
     printf("\n");
     double secs = now_s() - t0;
-    double mean = nll / (double)count;
+    long long count = ps.count;
+    double mean = ps.nll / (double)count;
     double ppl = exp(mean);
-    double var = nll2 / (double)count - mean * mean;
+    double var = ps.nll2 / (double)count - mean * mean;
     double err = var > 0 && count > 1 ? sqrt(var / (double)(count - 1)) * ppl : 0.0;
     printf("PPL = %.4f +/- %.5f\n", ppl, err);
     if (rs)
         printf("reference (%s): PPL = %.4f; top-1 agreement %.2f %% (%lld of %lld tokens)\n",
-               ref_dev, exp(rnll / (double)count), 100.0 * (double)agree / (double)count, agree,
-               count);
+               ref_dev, exp(ps.rnll / (double)count), 100.0 * (double)ps.agree / (double)count,
+               ps.agree, count);
     if (o.profile)
         ork_cli_npu_report(stderr, m);
     fprintf(stderr, "perplexity: %lld tokens scored in %.2f s (%.0f tok/s evaluated)\n", count, secs,
