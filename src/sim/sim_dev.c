@@ -70,9 +70,10 @@ int ork__sim_create(const struct ork_sim_opts *opts, struct ork_sim **out)
     }
     ork__sim_timing_from_twin(sim->o.twin, &sim->timing);
     if (!(sim->o.dcomp_gbps >= 0) || !isfinite(sim->o.dcomp_gbps)) {
+        const double bad = sim->o.dcomp_gbps;
         ork_free(sim);
         return ork_errorf(ORK_ERANGE, "sim: dcomp_gbps %g must be > 0 (0 = the twin's "
-                          "npu_dcomp_gbps)", sim->o.dcomp_gbps);
+                          "npu_dcomp_gbps)", bad);
     }
     if (sim->o.dcomp_gbps > 0)
         sim->timing.dcomp_bps = sim->o.dcomp_gbps * 1e9;
