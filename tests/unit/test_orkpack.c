@@ -6,6 +6,7 @@
  * pack is explained and rebuilt. libork's tiled-weights
  * export and import (ork_npu_weights_export / ork_npu_weights_create_packed) round-trip. */
 #include "ork_test.h"
+#include "test_orkpack_files.h"
 
 #include <ork/error.h>
 #include <ork-engine/engine.h>
@@ -63,18 +64,6 @@ static void flip_byte(const char *path, long off)
     int c = fgetc(f);
     fseek(f, off, SEEK_SET);
     fputc(c ^ 0x10, f);
-    fclose(f);
-}
-
-/* Overwrite the little-endian u32 at off. */
-static void put_u32_at(const char *path, long off, uint32_t v)
-{
-    FILE *f = fopen(path, "r+b");
-    if (!f)
-        return;
-    fseek(f, off, SEEK_SET);
-    for (int i = 0; i < 4; i++)
-        fputc((int)((v >> (8 * i)) & 0xff), f);
     fclose(f);
 }
 
@@ -198,42 +187,6 @@ static void test_abort_leaves_nothing(void)
 
 /* ---- with a model ------------------------------------------------------------------------ */
 
-static int copy_file(const char *from, const char *to)
-{
-    FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
-    int ok = a && b;
-    char buf[65536];
-    size_t n;
-    while (ok && (n = fread(buf, 1, sizeof buf, a)) > 0)
-        ok = fwrite(buf, 1, n, b) == n;
-    if (a)
-        fclose(a);
-    if (b)
-        fclose(b);
-    return ok ? 0 : -1;
-}
-
-static int logits_of(const char *model, uint32_t flags, float *out)
-{
-    struct ork_model_params mp;
-    ork_model_params_default(&mp);
-    mp.device = "sim";
-    mp.no_tokenizer = true;
-    mp.npu_flags = flags | ORK_NPU_EXEC_QUIET;
-    struct ork_model *m;
-    int ret = ork_model_load(model, &mp, &m);
-    if (ret < 0)
-        return ret;
-    struct ork_session *s;
-    if ((ret = ork_session_create(m, NULL, &s)) == 0) {
-        static const int32_t ids[] = { 1, 403, 407, 261, 378 };
-        ret = ork_model_eval(s, ids, 5, 0, out, 0);
-        ork_session_free(s);
-    }
-    ork_model_free(m);
-    return ret;
-}
-
 /* The executor's prefill rows (NPU_DEFAULT_MAX_M in src/engine/npu/npu_priv.h), which
  * `ork pack` tiles for. */
 #define PACK_MAX_M 128u
@@ -247,7 +200,7 @@ static void test_model_pack(void)
     REQUIRE(copy_file(fx, model) == 0);
     unlink(pack);
     static float ref[512], got[512];
-    REQUIRE(logits_of(model, ORK_NPU_EXEC_NO_PACK, ref) == 0);
+    REQUIRE(logits_of(model, ORK_NPU_EXEC_NO_PACK, NULL, ref) == 0);
     CHECK(file_size(pack) < 0);                     /* NO_PACK wrote nothing */
 
     enum ork_orkpack_problem found;
@@ -256,7 +209,7 @@ static void test_model_pack(void)
     CHECK(ork_orkpack_check_for_model(model, NULL, NULL) == 0);
     REQUIRE(ork_orkpack_build_for_model(model, NULL, NULL, false, true, &found) == 0);
     CHECK_EQ_INT(found, ORK_ORKPACK_OK);            /* valid: kept */
-    REQUIRE(logits_of(model, 0, got) == 0);         /* loaded from the pack */
+    REQUIRE(logits_of(model, 0, NULL, got) == 0);         /* loaded from the pack */
     CHECK(memcmp(ref, got, sizeof ref) == 0);
 
     /* the pack holds the NPU-tiled bytes: each tensor loads through create_packed as it is,
@@ -307,7 +260,7 @@ static void test_model_pack(void)
     flip_byte(pack, file_size(pack) - 16);
     CHECK(ork_orkpack_check_for_model(model, NULL, NULL) < 0);
     memset(got, 0, sizeof got);
-    REQUIRE(logits_of(model, 0, got) == 0);
+    REQUIRE(logits_of(model, 0, NULL, got) == 0);
     CHECK(memcmp(ref, got, sizeof ref) == 0);
     CHECK(ork_orkpack_check_for_model(model, NULL, NULL) == 0);
 
@@ -346,7 +299,7 @@ static void test_model_pack(void)
         CHECK(ork_orkpack_tensor_find(pk2, "blk.0.attn_output.b", &t) == ORK_ENOENT);
         ork_orkpack_close(pk2);
         memset(got, 0, sizeof got);
-        REQUIRE(logits_of(model, 0, got) == 0);
+        REQUIRE(logits_of(model, 0, NULL, got) == 0);
         CHECK(memcmp(ref, got, sizeof ref) == 0);
     }
     unlink(pack);
