@@ -27,8 +27,9 @@
  *         unchanged, on AArch64 xor 0x88 (X16_Q4_0_XOR below).
  *   Q4_K: f16 dmin[16], then its scale bytes and quant bytes in 64-byte chunks of words the
  *         same way (rows16_q4_k_*.c; x16_types below cuts every type's blocks).
- *   Q6_K: f16 d[16], the int8 scales in 4 chunks of words, the 6-bit values re-encoded so that six bit
- *         operations make sdot's operands (rows16_q6_k.h); it takes the Q4_K X form.
+ *   Q6_K: f16 d[16], the int8 scales in 4 chunks of words, the 6-bit values re-encoded so
+ *         that six bit operations make sdot's operands (rows16_q6_k.h); it takes the Q4_K X
+ *         form.
  * Same bytes per block as the plain layout (16 * 34 = 32 + 512, 16 * 18 = 32 + 256,
  * 16 * 144 = 64 + 192 + 2048, 16 * 210 = 32 + 256 + 3072).
  *

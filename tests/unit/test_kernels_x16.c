@@ -184,14 +184,15 @@ static int check_y_or_bits(const struct xmat *m, const float *x, int64_t mrows, 
     for (int64_t i = 0; i < mrows * n; i++)
         if (memcmp(&y[i], &yp[i], sizeof(float)) && bad++ < 3)
             fprintf(stderr, "%s: %s M=%lld N=%lld K=%lld y[%lld] = %.9g, plain %.9g\n", what,
-                    ork_type_name(m->p.type), (long long)mrows, (long long)n, (long long)m->p.n_cols, (long long)i,
-                    y[i], yp[i]);
+                    ork_type_name(m->p.type), (long long)mrows, (long long)n,
+                    (long long)m->p.n_cols, (long long)i, y[i], yp[i]);
     return bad;
 }
 
 /* The Q6_K group block as rows16_q6_k.h defines it, from the plain rows' fields: the int8
- * scales by words (4 sub-blocks of a row each), and every element's 6-bit value q at its place (4 (q - 32) in the top
- * six bits of R_j, elements 12..15 of a sub-block in the low bits of R_0..R_2). */
+ * scales by words (4 sub-blocks of a row each), and every element's 6-bit value q at its
+ * place (4 (q - 32) in the top six bits of R_j, elements 12..15 of a sub-block in the low bits
+ * of R_0..R_2). */
 static void check_q6k_layout(const struct xmat *m)
 {
     int bad = 0;

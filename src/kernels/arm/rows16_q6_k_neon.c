@@ -12,10 +12,11 @@
  * against lanes 0..3 of the X register of the sub-block (the Q8_K quants 16k .. 16k + 15): the
  * chain is 4 x the sub-block's integer dot sum (q - 32) x. Its int8 scale, sign-extended into
  * the rows' int32 lanes by one sdot of the quarter's scale register against a unit vector
- * (lane k % 4 of x6n_unit: byte k % 4 of each row's word times 1, the others times 0; rows16_q6_k.h),
- * times the chain (`mla`) is added to 4 S: |4 S| <= 4 x 16 x 128 x 16 x 32 x 127 < 2^31. The conversion with two
- * fraction bits (`scvtf #2`) gives (float) S exactly (S is an integer: one rounding, the
- * same as (float) S's), and the f32 steps are qk_block.h q6k_block_sum's in the same order
+ * (lane k % 4 of x6n_unit: byte k % 4 of each row's word times 1, the others times 0;
+ * rows16_q6_k.h), times the chain (`mla`) is added to 4 S: |4 S| <= 4 x 16 x 128 x 16 x 32 x
+ * 127 < 2^31 (sub-blocks, scale, elements, value, X quant). The conversion with two fraction
+ * bits (`scvtf #2`) gives (float) S exactly (S is an integer: one rounding, the same as
+ * (float) S's), and the f32 steps are qk_block.h q6k_block_sum's in the same order
  * (dd = dx * d, dd * S, added to the sum): every output has the bits of ork__q8k_blocks
  * (tests/unit/test_kernels_x16.c compares them bit for bit).
  *
