@@ -19,6 +19,8 @@
 #include <ork-kernels/types.h>
 #include <ork-tooling/synth.h>
 
+#include "test_spec_load.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,20 +162,6 @@ static void test_errors(void)
     ork_session_free(s[1]);
 }
 
-static struct ork_model *load(const char *path, const char *device)
-{
-    struct ork_model_params mp;
-    ork_model_params_default(&mp);
-    mp.device = device;
-    mp.npu_flags = ORK_NPU_EXEC_NO_PACK | ORK_NPU_EXEC_QUIET;
-    struct ork_model *m = NULL;
-    if (ork_model_load(path, &mp, &m) < 0) {
-        fprintf(stderr, "load %s (%s): %s\n", path, device, ork_error_message());
-        return NULL;
-    }
-    return m;
-}
-
 static void use(struct ork_model *m)
 {
     g_model = m;
@@ -201,7 +189,7 @@ static void test_odd_group(void)
     sp.n_threads = 2;
     sp.out_path = path;
     REQUIRE(ork_synth_write(&sp, NULL) == 0);
-    struct ork_model *m = load(path, "cpu");
+    struct ork_model *m = spec_load(path, "cpu");
     unlink(path);
     rmdir(dir);
     REQUIRE(m != NULL);
@@ -221,7 +209,7 @@ static void test_odd_group(void)
 
 int main(void)
 {
-    struct ork_model *m = load(ork_test_fixture("models/stories260K.gguf"), "cpu");
+    struct ork_model *m = spec_load(ork_test_fixture("models/stories260K.gguf"), "cpu");
     if (!m)
         return 1;
     use(m);
@@ -232,7 +220,7 @@ int main(void)
     RUN(test_prefill_pairs);
     RUN(test_errors);
     ork_model_free(m);
-    struct ork_model *sim = load(ork_test_fixture("models/stories260K.gguf"), "sim");
+    struct ork_model *sim = spec_load(ork_test_fixture("models/stories260K.gguf"), "sim");
     if (sim) {
         use(sim);
         RUN(test_rows_f32);

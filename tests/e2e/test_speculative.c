@@ -16,6 +16,8 @@
 #include <ork-engine/engine.h>
 #include <ork-engine/speculative.h>
 
+#include "test_spec_load.h"
+
 static struct ork_model *g_target, *g_q8, *g_q4, *g_sim;
 
 /* The generation a test compares: text, stop, counters, the cache afterwards. */
@@ -336,16 +338,7 @@ static void test_vocab_mismatch(void)
 
 static struct ork_model *load(const char *name, const char *device)
 {
-    struct ork_model_params mp;
-    ork_model_params_default(&mp);
-    mp.device = device;
-    mp.npu_flags = ORK_NPU_EXEC_NO_PACK | ORK_NPU_EXEC_QUIET;
-    struct ork_model *m = NULL;
-    if (ork_model_load(ork_test_fixture(name), &mp, &m) < 0) {
-        fprintf(stderr, "load %s (%s): %s\n", name, device, ork_error_message());
-        return NULL;
-    }
-    return m;
+    return spec_load(ork_test_fixture(name), device);
 }
 
 int main(void)
