@@ -5,6 +5,9 @@
  *                on rocket several jobs in one SUBMIT (§11.3)
  *   one-job      core_mask 0x7 with subcore_task[2..4] (§9 [CAP]): "not confirmed" unless a
  *                capability confirms it, or tested and recorded with confirm_forms
+ *   dcomp        the CNA weight decompressor (npu-weight-decompression.md §1): DCOMP weights
+ *                against raw ones and the CPU, bit-exact; "not confirmed" as one-job (the
+ *                simulator confirms it: it implements the format)
  *   chain        three plans in one chained submit (§8.3)
  *   async        a 3-core plan run from the async worker while the caller waits
  *   multi-domain a second device in IOMMU domain 1 (§13): refused on drivers < 0.9.8
@@ -34,11 +37,21 @@
 #define LAYER_KV 128u
 #define LAYER_FFN 4864u
 
+/* The wide-K check (npu-weight-decompression.md §4.3 [SRC]): one single-slice program per
+ * M-tile at K in (4096, 6144] (32 rows) and (6144, 8192] (16 rows), a tile cut short, and the
+ * decode projection of a Qwen3-1.7B layer (K = 6144, dim 2048). */
+#define WIDE_K_N 256u
+static const struct { uint32_t k, n, m; } wide_k_cases[] = {
+    { 4608, WIDE_K_N, 32 }, { 6144, WIDE_K_N, 32 }, { 6144, WIDE_K_N, 7 },
+    { 6176, WIDE_K_N, 16 }, { 8192, WIDE_K_N, 16 }, { 6144, 2048, 32 },
+};
+
 struct ladder {
     const struct ork_selftest_opts *o;
     struct ork_selftest_report *r;
     struct ork_npu *npu;
     uint64_t rng;
+    uint32_t tested, confirmed;     /* ORK_TWIN_FORM_* tested under confirm_forms, and passed */
 };
 
 static double now_ms(void)
@@ -267,17 +280,225 @@ static void one_job_step(struct ladder *L)
     bool ok = L->r->n_failed == before;
     if (d != L->npu)
         ork_npu_close(d);
-    if (L->o->confirm_forms && L->o->capabilities_out) {
-        struct ork_twin_caps caps = { .struct_size = sizeof caps,
-                                      .confirmed = ok ? ORK_TWIN_FORM_ONE_JOB : 0 };
-        snprintf(caps.source, sizeof caps.source, "ork selftest --confirm-forms on %s",
-                 ork_npu_backend(L->npu));
-        if (ork_twin_caps_save(L->o->capabilities_out, &caps, ORK_TWIN_FORM_ONE_JOB) < 0)
-            step_add(L, "record", ORK_SELFTEST_FAIL, 0, "%s", ork_error_message());
-        else
-            step_add(L, "record", ORK_SELFTEST_PASS, 0, "one-job %s in %s",
-                     ok ? "confirmed" : "failed", L->o->capabilities_out);
+    if (L->o->confirm_forms) {
+        L->tested |= ORK_TWIN_FORM_ONE_JOB;
+        L->confirmed |= ok ? ORK_TWIN_FORM_ONE_JOB : 0;
     }
+}
+
+/* One int8 matmul of m rows, n x k, on weights of one K-slice (max_m = 1: K <= 8192 in one
+ * program, spec §5.1), against the CPU: every row bit-exact. */
+static int rows_case(struct ladder *L, struct ork_npu *npu, uint32_t k, uint32_t n, uint32_t m)
+{
+    int8_t *a = ork_malloc((size_t)m * k), *w = ork_malloc((size_t)n * k);
+    int32_t *c = ork_calloc((size_t)m * n, sizeof *c);
+    struct ork_npu_weights *wt = NULL;
+    struct ork_npu_matmul *mm = NULL;
+    int ret = ORK_ENOMEM;
+    if (!a || !w || !c)
+        goto out;
+    for (size_t i = 0; i < (size_t)m * k; i++)
+        a[i] = rnd8(L);
+    for (size_t i = 0; i < (size_t)n * k; i++)
+        w[i] = rnd8(L);
+    struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8, .k = k,
+                                       .n = n, .w = w, .max_m = 1 };
+    struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = m, .cores = 1 };
+    if ((ret = ork_npu_weights_create(npu, &wd, &wt)) < 0 ||
+        (ret = ork_npu_matmul_create(wt, &md, &mm)) < 0 ||
+        (ret = ork_npu_matmul_run_i8(mm, a, m, c)) < 0)
+        goto out;
+    uint32_t bad = 0;
+    for (uint32_t r = 0; r < m; r++)
+        for (uint32_t j = 0; j < n; j++) {
+            int32_t acc = 0;
+            for (uint32_t i = 0; i < k; i++)
+                acc += (int32_t)a[(size_t)r * k + i] * w[(size_t)j * k + i];
+            bad += c[(size_t)r * n + j] != acc;
+        }
+    if (bad)
+        ret = ork_errorf(ORK_EHAZARD, "%u of %u outputs differ from the CPU", bad, m * n);
+out:
+    if (ret < 0 && ret != ORK_EHAZARD)
+        ret = ork_errorf(ret, "%s", ork_error_describe(ret));
+    ork_npu_matmul_destroy(mm);
+    ork_npu_weights_destroy(wt);
+    ork_free(a);
+    ork_free(w);
+    ork_free(c);
+    return ret;
+}
+
+/* A form check's device: the ladder's when a capability confirms `form`; under confirm_forms a
+ * second device vouching for it; else NULL after a "not confirmed" line saying `why_not`. */
+static struct ork_npu *form_device(struct ladder *L, const char *name, uint32_t form,
+                                   const char *why_not)
+{
+    if (ork_npu_confirmed_forms(L->npu) & form)
+        return L->npu;
+    if (!L->o->confirm_forms) {
+        step_add(L, name, ORK_SELFTEST_NOT_CONFIRMED, 0, "%s; test and record it with "
+                 "--confirm-forms", why_not);
+        return NULL;
+    }
+    int ret;
+    struct ork_npu *d = open_dev(L->o, 0, form, &ret);
+    if (!d)
+        step_add(L, name, ORK_SELFTEST_FAIL, 0, "%s", ork_error_message());
+    return d;
+}
+
+/* The decompressor check (ORK_NPU_FORM_DCOMP, npu-weight-decompression.md §1, §5 "first board
+ * checks"): the same codes as raw and as DCOMP weights, M rows, bit-compared with each other
+ * and the CPU -- 7B-sized decode shapes on 3 cores, a K-sliced one, M > 1 on 1 core. */
+static const struct { uint32_t k, n, m, cores, grid; } dcomp_cases[] = {
+    { 4096, 4096, 1, 3, 15 }, { 2048, 2816, 1, 3, 7 }, { 11008, 1024, 1, 1, 31 },
+    { 1536, 1024, 8, 1, 127 },
+};
+
+/* Codes on the grid [-L, L], peaked at 0 like quantised weights (so the streams are short). */
+static int8_t rnd_code(struct ladder *L, uint32_t grid)
+{
+    int32_t v = 0;
+    for (int r = 0; r < 4; r++)
+        v += (int32_t)((uint8_t)rnd8(L) % (grid / 2 + 1)) - (int32_t)(grid / 4);
+    return (int8_t)(v > (int32_t)grid ? (int32_t)grid : v < -(int32_t)grid ? -(int32_t)grid : v);
+}
+
+static int dcomp_case(struct ladder *L, struct ork_npu *npu, uint32_t k, uint32_t n, uint32_t m,
+                      uint32_t cores, uint32_t grid)
+{
+    int8_t *a = ork_malloc((size_t)m * k), *w = ork_malloc((size_t)n * k);
+    int32_t *c[2] = { ork_calloc((size_t)m * n, 4), ork_calloc((size_t)m * n, 4) };
+    struct ork_npu_weights *wt[2] = { NULL, NULL };
+    struct ork_npu_matmul *mm[2] = { NULL, NULL };
+    int ret = ORK_ENOMEM;
+    if (!a || !w || !c[0] || !c[1])
+        goto out;
+    for (size_t i = 0; i < (size_t)m * k; i++)
+        a[i] = rnd8(L);
+    for (size_t i = 0; i < (size_t)n * k; i++)
+        w[i] = rnd_code(L, grid);
+    ret = 0;
+    for (int e = 0; e < 2 && ret == 0; e++) {      /* raw, then the same codes compressed */
+        struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8, .k = k,
+                                           .n = n, .w = w, .max_m = m, .encoding = (uint32_t)e,
+                                           .grid_max_abs = grid };
+        struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = m, .cores = cores };
+        if ((ret = ork_npu_weights_create(npu, &wd, &wt[e])) == 0 &&
+            (ret = ork_npu_matmul_create(wt[e], &md, &mm[e])) == 0)
+            ret = ork_npu_matmul_run_i8(mm[e], a, m, c[e]);
+    }
+    if (ret < 0)
+        goto out;
+    struct ork_npu_weights_dcomp_info di;
+    ork_npu_weights_get_dcomp_info(wt[1], &di);
+    uint32_t bad = 0, diff = 0;
+    for (uint32_t r = 0; r < m; r++)
+        for (uint32_t j = 0; j < n; j++) {
+            int32_t acc = 0;
+            for (uint32_t i = 0; i < k; i++)
+                acc += (int32_t)a[(size_t)r * k + i] * w[(size_t)j * k + i];
+            bad += c[1][(size_t)r * n + j] != acc;
+            diff += c[1][(size_t)r * n + j] != c[0][(size_t)r * n + j];
+        }
+    if (bad || diff)
+        ret = ork_errorf(ORK_EHAZARD, "%u of %u outputs differ from the CPU, %u from raw weights",
+                         bad, m * n, diff);
+    else if (di.n_raw_blocks == di.n_blocks)
+        ret = ork_errorf(ORK_EHAZARD, "no block was stored compressed (%.2f bpw)", di.bpw);
+out:
+    if (ret < 0 && ret != ORK_EHAZARD)              /* the code's name before the message */
+        ret = ork_errorf(ret, "%s", ork_error_describe(ret));
+    for (int e = 0; e < 2; e++) {
+        ork_npu_matmul_destroy(mm[e]);
+        ork_npu_weights_destroy(wt[e]);
+        ork_free(c[e]);
+    }
+    ork_free(a);
+    ork_free(w);
+    return ret;
+}
+
+/* The decompressor: "not confirmed" unless a capability (or the simulator, which implements
+ * the format) confirms it, or tested and recorded with confirm_forms. */
+static void dcomp_step(struct ladder *L)
+{
+    struct ork_npu *d = form_device(L, "dcomp", ORK_NPU_FORM_DCOMP, "the CNA weight "
+                                    "decompressor (npu-weight-decompression.md §1): no "
+                                    "capability confirms it, so DCOMP weights are refused");
+    if (!d)
+        return;
+    double t0 = now_ms();
+    int ret = 0;
+    size_t i = 0, nc = sizeof dcomp_cases / sizeof dcomp_cases[0];
+    for (; i < nc && ret == 0; i++)
+        ret = dcomp_case(L, d, dcomp_cases[i].k, dcomp_cases[i].n, dcomp_cases[i].m,
+                         dcomp_cases[i].cores, dcomp_cases[i].grid);
+    if (ret < 0)
+        step_add(L, "dcomp", ORK_SELFTEST_FAIL, now_ms() - t0, "M=%u K=%u N=%u L=%u on %u "
+                 "core(s): %s", dcomp_cases[i - 1].m, dcomp_cases[i - 1].k,
+                 dcomp_cases[i - 1].n, dcomp_cases[i - 1].grid, dcomp_cases[i - 1].cores,
+                 ork_error_message());
+    else
+        step_add(L, "dcomp", ORK_SELFTEST_PASS, now_ms() - t0, "compressed weights (L = 7..127, "
+                 "1 and 3 cores, K-sliced, M = 8) equal raw and the CPU: bit-exact (%zu "
+                 "shapes)", nc);
+    if (d != L->npu)
+        ork_npu_close(d);
+    if (L->o->confirm_forms) {
+        L->tested |= ORK_TWIN_FORM_DCOMP;
+        L->confirmed |= ret == 0 ? ORK_TWIN_FORM_DCOMP : 0;
+    }
+}
+
+/* The published M-tile rules for K above 4096 (ORK_NPU_FORM_WIDE_K, npu-weight-decompression.md
+ * §4.3 [SRC]): "not confirmed" unless a capability confirms them, or tested (and recorded)
+ * with confirm_forms on the shapes of wide_k_cases. */
+static void wide_k_step(struct ladder *L)
+{
+    struct ork_npu *d = form_device(L, "wide-k", ORK_NPU_FORM_WIDE_K, "M > 1 in one program at "
+                                    "K in (4096, 8192] (npu-weight-decompression.md §4.3 "
+                                    "[SRC]): no capability confirms it, so such K stays "
+                                    "K-sliced");
+    if (!d)
+        return;
+    double t0 = now_ms();
+    int ret = 0;
+    size_t i = 0, nc = sizeof wide_k_cases / sizeof wide_k_cases[0];
+    for (; i < nc && ret == 0; i++)
+        ret = rows_case(L, d, wide_k_cases[i].k, wide_k_cases[i].n, wide_k_cases[i].m);
+    if (ret < 0)
+        step_add(L, "wide-k", ORK_SELFTEST_FAIL, now_ms() - t0, "M=%u K=%u N=%u in one "
+                 "program: %s", wide_k_cases[i - 1].m, wide_k_cases[i - 1].k,
+                 wide_k_cases[i - 1].n, ork_error_message());
+    else
+        step_add(L, "wide-k", ORK_SELFTEST_PASS, now_ms() - t0, "M up to 32 at K = 4608..6144, "
+                 "16 at 6176..8192, one program per M-tile: bit-exact (%zu shapes)", nc);
+    if (d != L->npu)
+        ork_npu_close(d);
+    if (L->o->confirm_forms) {
+        L->tested |= ORK_TWIN_FORM_WIDE_K;
+        L->confirmed |= ret == 0 ? ORK_TWIN_FORM_WIDE_K : 0;
+    }
+}
+
+/* --confirm-forms: the verdicts of the tested forms into the capability file, in one write. */
+static void record_step(struct ladder *L)
+{
+    if (!L->o->confirm_forms || !L->o->capabilities_out)
+        return;
+    struct ork_twin_caps caps = { .struct_size = sizeof caps, .confirmed = L->confirmed };
+    snprintf(caps.source, sizeof caps.source, "ork selftest --confirm-forms on %s",
+             ork_npu_backend(L->npu));
+    if (ork_twin_caps_save(L->o->capabilities_out, &caps, L->tested) < 0)
+        step_add(L, "record", ORK_SELFTEST_FAIL, 0, "%s", ork_error_message());
+    else
+        step_add(L, "record", ORK_SELFTEST_PASS, 0, "one-job %s, wide-k %s, dcomp %s in %s",
+                 L->confirmed & ORK_TWIN_FORM_ONE_JOB ? "confirmed" : "failed",
+                 L->confirmed & ORK_TWIN_FORM_WIDE_K ? "confirmed" : "failed",
+                 L->confirmed & ORK_TWIN_FORM_DCOMP ? "confirmed" : "failed",
+                 L->o->capabilities_out);
 }
 
 static void domain_step(struct ladder *L)
@@ -353,10 +574,13 @@ int ork_selftest_ladder(const struct ork_selftest_opts *o, struct ork_selftest_r
     form_step(&L, "multi-core", L.npu, 4096, 4096, 3, 0, 0,
               "3-core N-split, one submit per core (rocket: jobs of one SUBMIT), 4096x4096");
     one_job_step(&L);
+    wide_k_step(&L);
+    dcomp_step(&L);
     chain_step(&L);
     form_step(&L, "async", L.npu, 4096, 4096, 3, 0, 1, "3-core plan on the async worker");
     domain_step(&L);
     layer_step(&L);
+    record_step(&L);
     ork_npu_close(L.npu);
     return 0;
 }

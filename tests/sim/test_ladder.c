@@ -3,9 +3,13 @@
  * caught by libork's bounded wait and recovered by the ladder's reset, re-warm and retry, and a
  * faked permission-denied node stops the ladder at discovery with its own message. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include <ork/npu.h>
 #include <ork/sim.h>
+#include <ork/twin.h>
 #include <ork-tooling/selftest.h>
 
 #include "ork_test.h"
@@ -29,10 +33,44 @@ static void test_all_pass(void)
         CHECK(r.n_steps >= 8);
         const struct ork_selftest_step *s = step(&r, "one-job");
         CHECK(s && s->verdict == ORK_SELFTEST_NOT_CONFIRMED);
+        s = step(&r, "dcomp");                     /* the sim implements the decompressor */
+        CHECK(s && s->verdict == ORK_SELFTEST_PASS);
         /* discovery says how waits are bounded: NONBLOCK + doorbell on the rknpu model */
         s = step(&r, "discovery");
         CHECK(s && strstr(s->detail, d == 0 ? "bounded at 1000 ms" : "PREP_BO") != NULL);
     }
+}
+
+/* A device that has not shown the decompressor: "not-confirmed"; --confirm-forms tests it and
+ * records "dcomp", which a later open honours. */
+static void test_dcomp_gate(void)
+{
+    struct ork_sim_opts so = { .struct_size = sizeof so, .deny_dcomp = true };
+    struct ork_selftest_opts o = { .struct_size = sizeof o, .device = "sim", .sim = &so };
+    struct ork_selftest_report r;
+    CHECK_EQ_INT(ork_selftest_ladder(&o, &r), 0);
+    const struct ork_selftest_step *s = step(&r, "dcomp");
+    CHECK(s && s->verdict == ORK_SELFTEST_NOT_CONFIRMED && strstr(s->detail, "--confirm-forms"));
+    char path[] = "/tmp/ork-test-ladder-caps-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    close(fd);
+    unlink(path);
+    o.confirm_forms = true;
+    o.capabilities_out = path;
+    CHECK_EQ_INT(ork_selftest_ladder(&o, &r), 0);
+    s = step(&r, "dcomp");
+    CHECK(s && s->verdict == ORK_SELFTEST_PASS);
+    struct ork_twin_caps caps;
+    CHECK_EQ_INT(ork_twin_caps_load(path, &caps), 0);
+    CHECK(caps.confirmed & ORK_TWIN_FORM_DCOMP);
+    struct ork_npu_opts no = { .struct_size = sizeof no, .device = "sim", .sim = &so,
+                               .capabilities = path };
+    struct ork_npu *npu = NULL;
+    CHECK_EQ_INT(ork_npu_open(&no, &npu), 0);
+    CHECK(ork_npu_confirmed_forms(npu) & ORK_NPU_FORM_DCOMP);
+    ork_npu_close(npu);
+    unlink(path);
 }
 
 static void test_wedge_retry(void)
@@ -82,6 +120,7 @@ static void test_discovery_denied(void)
 int main(void)
 {
     RUN(test_all_pass);
+    RUN(test_dcomp_gate);
     RUN(test_wedge_retry);
     RUN(test_wedge_bounded);
     RUN(test_discovery_denied);
