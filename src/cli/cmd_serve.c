@@ -48,6 +48,7 @@ static void usage(FILE *out)
             "  --device D                where matmuls run: auto (default), cpu, npu, rknpu,\n"
             "                            rocket, sim or sim-rocket (ork run --help)\n"
             "  --pack FILE               the .orkpack to use on an NPU (default: MODEL.orkpack)\n"
+            "  --npu-weights int8|dcomp|dcomp:L  NPU weight codes (ork run --help, docs/dcomp.md)\n"
             "  --twin                    model every batch on the board twin (docs/twin.md)\n"
             "  --sim-calibration FILE    board twin constants (JSON; default: built-in table)\n"
             "  --alias NAME              model id reported by the API (default: the file name)\n"
