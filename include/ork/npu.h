@@ -74,9 +74,10 @@ struct ork_npu_opts {
     bool blocking_submits;          /* submit every job blocking and rely on the kernel's
                                      * timeout (the behaviour before bounded waits; for
                                      * bisecting driver problems) */
-    /* Between runs, the persistent per-core submit workers (docs/scheduling.md) poll for the
-     * next run for up to this long before they sleep on their condition variable, and a
-     * submitter polls as long for the workers' end before it sleeps: within a decode step a
+    /* Between runs, the persistent per-core submit workers and the async worker
+     * (docs/scheduling.md) poll for the next run for up to this long before they sleep on
+     * their condition variable, and a submitter (an async job's waiter) polls as long for
+     * their end before it sleeps: within a decode step a
      * hand-off is then a cache-line transfer instead of a futex wake-up (~25 us each, anchors
      * §2), at the price of a busy A76 core per spinning worker (docs/twin.md "Spinning
      * workers"). 0 = never spin (sleep at once); at most ORK_NPU_WORKER_SPIN_US_MAX. */

@@ -279,9 +279,9 @@ void ork_cli_device_help(FILE *out)
             "  --npu-wait-ms MS          host bound on one NPU job before it is reset\n"
             "                            (default: 1000; docs/npu.md \"Bounded waits\")\n"
             "  --blocking-submits        submit NPU jobs blocking (only the kernel's timeout)\n"
-            "  --npu-spin-us US          libork's per-core NPU submit workers poll US us for\n"
-            "                            the next run before sleeping (default: %u; 0: sleep\n"
-            "                            at once; docs/twin.md \"Spinning workers\")\n",
+            "  --npu-spin-us US          libork's NPU submit workers (per-core and async) poll\n"
+            "                            US us for the next run before sleeping (default: %u;\n"
+            "                            0: sleep at once; docs/twin.md \"Spinning workers\")\n",
             ORK_NPU_WORKER_SPIN_US_DEFAULT);
     ork_cli_npu_weights_help(out);
 }

@@ -4,7 +4,9 @@
  * preparation of the next matmul with the NPU work of this one only pays with a persistent
  * worker on a free big core; a thread per call inheriting the caller's affinity did not (anchors
  * §4; the board figures are in docs/scheduling.md "The decode story"). Multi-core plans fan out
- * from the worker through the per-core pool.
+ * from the worker through the per-core pool. Between jobs the worker polls for the next one for
+ * ork_npu_opts.worker_spin_us before it sleeps, and a waiter polls as long for its job's end
+ * before it sleeps (as the per-core workers do, sched.c).
  * Not here: what a run submits (matmul.c, matmul_chain.c), placement policy (topology.c). */
 #include "ork_priv.h"
 
@@ -26,6 +28,10 @@ struct ork__async {
     pthread_cond_t done_cv;     /* a job completed */
     struct ork_npu_job *head, *tail;
     bool stop;
+    atomic_uint posts;          /* bumped (under mu) for every job queued and at stop */
+    atomic_uint ends;           /* bumped (under mu) for every job done */
+    uint32_t asleep, waiters;   /* the worker on work_cv, waiters on done_cv (under mu) */
+    int64_t spin_ns;            /* poll this long before sleeping; 0: sleep at once */
     int cpu;                    /* pinned CPU, -1 = unpinned */
     atomic_int last_cpu;        /* sched_getcpu() at the worker's last job */
 };
@@ -50,8 +56,17 @@ static void *async_main(void *arg)
     struct ork__async *as = arg;
     pthread_mutex_lock(&as->mu);
     for (;;) {
-        while (!as->head && !as->stop)
+        if (!as->head && !as->stop && as->spin_ns > 0) {
+            unsigned seen = atomic_load_explicit(&as->posts, memory_order_relaxed);
+            pthread_mutex_unlock(&as->mu);
+            ork__spin_until_changed(&as->posts, seen, as->spin_ns);
+            pthread_mutex_lock(&as->mu);
+        }
+        while (!as->head && !as->stop) {
+            as->asleep++;
             pthread_cond_wait(&as->work_cv, &as->mu);
+            as->asleep--;
+        }
         if (!as->head)
             break;
         struct ork_npu_job *j = as->head;
@@ -62,8 +77,10 @@ static void *async_main(void *arg)
         atomic_store(&as->last_cpu, sched_getcpu());
         run_job(j);
         pthread_mutex_lock(&as->mu);
-        j->done = true;
-        pthread_cond_broadcast(&as->done_cv);
+        __atomic_store_n(&j->done, true, __ATOMIC_RELEASE);
+        atomic_fetch_add_explicit(&as->ends, 1, memory_order_release);
+        if (as->waiters)
+            pthread_cond_broadcast(&as->done_cv);
     }
     pthread_mutex_unlock(&as->mu);
     return NULL;
@@ -79,6 +96,7 @@ static int async_start(struct ork_npu *npu)
     pthread_cond_init(&as->work_cv, NULL);
     pthread_cond_init(&as->done_cv, NULL);
     atomic_init(&as->last_cpu, -1);
+    as->spin_ns = (int64_t)npu->worker_spin_us * 1000;
     struct ork_cpu_topology topo;
     if (npu->has_topo)
         topo = npu->topo;
@@ -123,6 +141,7 @@ void ork__async_shutdown(struct ork_npu *npu)
         return;
     pthread_mutex_lock(&as->mu);
     as->stop = true;
+    atomic_fetch_add_explicit(&as->posts, 1, memory_order_release);
     pthread_cond_broadcast(&as->work_cv);
     pthread_mutex_unlock(&as->mu);
     pthread_join(as->th, NULL);
@@ -151,7 +170,9 @@ static int enqueue(struct ork_npu *npu, struct ork_npu_job *j)
     else
         as->head = j;
     as->tail = j;
-    pthread_cond_signal(&as->work_cv);
+    atomic_fetch_add_explicit(&as->posts, 1, memory_order_release);
+    if (as->asleep)             /* a polling worker sees posts change */
+        pthread_cond_signal(&as->work_cv);
     pthread_mutex_unlock(&as->mu);
     return 0;
 }
@@ -216,9 +237,17 @@ int ork_npu_job_wait(struct ork_npu_job *j)
         return ork_errorf(ORK_EINVAL, "npu async: wait on a job that is not in flight");
     struct ork_npu *npu = j->mm ? j->mm->npu : ork__chain_npu(j->ch);
     struct ork__async *as = npu->async;
+    /* poll while jobs keep ending within the spin bound, then sleep */
+    for (unsigned seen = atomic_load_explicit(&as->ends, memory_order_acquire);
+         !__atomic_load_n(&j->done, __ATOMIC_ACQUIRE) &&
+         ork__spin_until_changed(&as->ends, seen, as->spin_ns);
+         seen = atomic_load_explicit(&as->ends, memory_order_acquire))
+        ;
     pthread_mutex_lock(&as->mu);
+    as->waiters++;
     while (!j->done)
         pthread_cond_wait(&as->done_cv, &as->mu);
+    as->waiters--;
     j->queued = false;
     pthread_mutex_unlock(&as->mu);
     if (j->mm)

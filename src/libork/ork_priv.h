@@ -173,6 +173,9 @@ uint32_t ork__budget_cores(struct ork_npu_matmul *mm, uint32_t requested);
  * thread and i >= 1 on worker i (which submits to core i); returns after all finished, with
  * the first failure's code and message. n <= the device's cores. */
 int ork__pool_run(struct ork_npu *npu, uint32_t n, int (*fn)(void *arg, uint32_t i), void *arg);
+/* Poll *word (a pause per poll) until it differs from `from` or spin_ns has passed (sched.c);
+ * true when it changed. spin_ns <= 0: false at once. */
+bool ork__spin_until_changed(_Atomic unsigned *word, unsigned from, int64_t spin_ns);
 /* Stop the device's pool and async worker (device close). */
 void ork__sched_shutdown(struct ork_npu *npu);
 void ork__async_shutdown(struct ork_npu *npu);

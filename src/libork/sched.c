@@ -76,8 +76,7 @@ static inline void spin_pause(void)
 #endif
 }
 
-/* Poll *word until it differs from `from` or spin_ns has passed; true when it changed. */
-static bool spin_until_changed(atomic_uint *word, unsigned from, int64_t spin_ns)
+bool ork__spin_until_changed(_Atomic unsigned *word, unsigned from, int64_t spin_ns)
 {
     if (spin_ns <= 0)
         return false;
@@ -121,7 +120,7 @@ static void *pool_main(void *arg)
         if (!w->head && !p->stop && p->spin_ns > 0) {
             unsigned seen = atomic_load_explicit(&w->posts, memory_order_relaxed);
             pthread_mutex_unlock(&p->mu);
-            spin_until_changed(&w->posts, seen, p->spin_ns);
+            ork__spin_until_changed(&w->posts, seen, p->spin_ns);
             pthread_mutex_lock(&p->mu);
         }
         while (!w->head && !p->stop) {
@@ -232,7 +231,7 @@ int ork__pool_run(struct ork_npu *npu, uint32_t n, int (*fn)(void *arg, uint32_t
         snprintf(msg0, sizeof msg0, "%s", ork_error_describe(r0));
     /* poll while the other cores keep ending within the spin bound, then sleep */
     for (unsigned left; (left = atomic_load_explicit(&b.pending, memory_order_acquire)) &&
-                        spin_until_changed(&b.pending, left, p->spin_ns);)
+                        ork__spin_until_changed(&b.pending, left, p->spin_ns);)
         ;
     pthread_mutex_lock(&b.mu);
     b.asleep = true;

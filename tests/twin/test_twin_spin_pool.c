@@ -1,6 +1,7 @@
 /* test_twin_spin_pool.c -- the spinning per-core workers the twin charges (ork_npu_opts
- * .worker_spin_us, src/libork/sched.c) on the simulator: 3-core split runs in the per-core form
- * give the same bits with workers that never spin, that spin long (every hand-off found while
+ * .worker_spin_us, src/libork/sched.c, async.c) on the simulator: 3-core split runs in the
+ * per-core form, every other one through the async worker, give the same bits with workers
+ * that never spin, that spin long (every hand-off found while
  * polling) and that spin 1 us (the poll expires: the sleep/wake path after a spin), across many
  * runs back to back and with CPU work between them; a spin above the bound is refused at open.
  * No timing is asserted. */
@@ -9,6 +10,7 @@
 #include <ork/alloc.h>
 #include <ork/error.h>
 #include <ork/npu.h>
+#include <ork/sched.h>
 #include <ork/sim.h>
 
 #include <stdint.h>
@@ -43,7 +45,12 @@ static bool run_device(uint32_t spin_us, int32_t *out)
     static int32_t c[N];
     volatile uint64_t sink = 0;
     for (int r = 0; ok && r < RUNS; r++) {
-        ok = ork_npu_matmul_run_i8(mm, A, 1, r ? c : out) == 0;
+        if (r % 2) {            /* odd runs on the async worker, which polls too */
+            struct ork_npu_job *j = NULL;
+            ok = ork_npu_matmul_submit_async(mm, A, 1, c, &j) == 0 && ork_npu_job_wait(j) == 0;
+        } else {
+            ok = ork_npu_matmul_run_i8(mm, A, 1, r ? c : out) == 0;
+        }
         if (ok && r)
             ok = memcmp(c, out, sizeof c) == 0;
         for (uint32_t i = 0; i < (uint32_t)r * 1000u; i++)     /* CPU work between runs */

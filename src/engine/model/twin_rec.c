@@ -37,6 +37,8 @@ struct twin_slot {
     uint32_t n_done;
     bool spin_done;                 /* per-core with spinning workers: done[1..] are the NPU
                                      * ops, the workers' signals are added by the wait */
+    bool async_spin;                /* async with a polling worker: done[0] is its gather, its
+                                     * signal is added by the caller's wait */
     uint64_t c_bytes, c_bo_bytes;   /* C rows gathered (m * n * 4); the C buffer synced */
     uint64_t c_elems;
     uint32_t kslices;
@@ -158,7 +160,7 @@ void ork__twin_begin(struct ork__twin_rec *r)
     for (uint32_t k = 0; k < ORK_TWIN_MAX_NPU; k++) {
         r->wspin[k] = -1;
         if (r->wcarry[k] > 0)
-            r->wspin[k] = spin_op(r, -1, r->wcarry[k], "per-core worker polls");
+            r->wspin[k] = spin_op(r, -1, r->wcarry[k], k ? "per-core worker polls" : "async worker polls");
         r->wwin[k] = r->wcarry[k];
         r->wcarry[k] = 0;
     }
@@ -190,6 +192,47 @@ static int spin_op(struct ork__twin_rec *r, int dep, double window_ns, const cha
                                   .phase = ORK_TWIN_PHASE_SPIN, .flags = ORK_TWIN_OP_SPIN,
                                   .work = { .fixed_ns = window_ns }, .label = label };
     return add(r, &d, &dep, 1);
+}
+
+/* One side of a hand-off with a thread that may be polling (spin op sp; < 0: it sleeps): the
+ * hot work (a line) while it polls, else the cold one (a futex call, or a wake-up with
+ * ORK_TWIN_OP_IDLE); `release` ends the poll and runs on its core. One CPU core; the id. */
+struct handoff_side {
+    enum ork_twin_phase hot_phase, cold_phase;
+    struct ork_twin_work hot, cold;
+    uint32_t cold_flags;
+};
+static int handoff_op(struct ork__twin_rec *r, int sp, bool release, struct handoff_side h,
+                      const int *deps, uint32_t nd, const char *label)
+{
+    struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = 1, .phase = h.cold_phase,
+                                  .flags = h.cold_flags, .work = h.cold, .label = label };
+    if (sp >= 0)
+        d = (struct ork_twin_op_desc){ .res = ORK_TWIN_CPU, .n_cores = 1, .phase = h.hot_phase,
+                                       .flags = release ? ORK_TWIN_OP_RELEASE : 0,
+                                       .work = h.hot, .label = label,
+                                       .spin = { .op = (uint32_t)sp + 1, .cold = h.cold,
+                                                 .cold_flags = h.cold_flags,
+                                                 .cold_phase = h.cold_phase } };
+    return add(r, &d, deps, nd);
+}
+
+/* The poster's side of a hand-off: a line, or the futex call that wakes a sleeper. */
+static struct handoff_side post_side(const struct ork_twin_consts *c)
+{
+    return (struct handoff_side){ .hot_phase = ORK_TWIN_PHASE_HANDOFF,
+                               .cold_phase = ORK_TWIN_PHASE_WAKE,
+                               .hot = { .fixed_ns = c->cpu_line_transfer_ns },
+                               .cold = ork_twin_host_futex(c) };
+}
+
+/* The receiver's side: a spinning hand-off (two lines), or the sleeper's wake-up (IDLE). */
+static struct handoff_side wake_side(const struct ork_twin_consts *c)
+{
+    return (struct handoff_side){ .hot_phase = ORK_TWIN_PHASE_HANDOFF,
+                               .cold_phase = ORK_TWIN_PHASE_WAKE,
+                               .hot = ork_twin_host_handoff(c), .cold = ork_twin_host_wake(c),
+                               .cold_flags = ORK_TWIN_OP_IDLE };
 }
 
 /* A CPU op on `cores` cores after dep; the id. */
@@ -273,19 +316,12 @@ static int wait_spinning(struct ork__twin_rec *r, int bell, struct twin_slot *sl
                          const char *label)
 {
     const struct ork_twin_consts *c = r->c;
-    struct ork_twin_work line = { .fixed_ns = c->cpu_line_transfer_ns };
     int sp = spin_op(r, bell, r->spin_ns, "submitter polls the workers");
     int deps[ORK_TWIN_MAX_NPU + 1];
     uint32_t nd = 0;
     deps[nd++] = bell;
     for (uint32_t k = 1; k < sl->n_done; k++) {
-        struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = 1,
-                                      .phase = ORK_TWIN_PHASE_HANDOFF, .work = line,
-                                      .label = "per-core worker done",
-                                      .spin = { .op = (uint32_t)sp + 1,
-                                                .cold = ork_twin_host_futex(c),
-                                                .cold_phase = ORK_TWIN_PHASE_WAKE } };
-        int id = add(r, &d, &sl->done[k], 1);
+        int id = handoff_op(r, sp, false, post_side(c), &sl->done[k], 1, "per-core worker done");
         deps[nd++] = id;
         if (k < ORK_TWIN_MAX_NPU) {
             r->wspin[k] = spin_op(r, id, r->spin_ns, "per-core worker polls");
@@ -293,14 +329,9 @@ static int wait_spinning(struct ork__twin_rec *r, int bell, struct twin_slot *sl
         }
     }
     sl->spin_done = false;
-    struct ork_twin_op_desc w = { .res = ORK_TWIN_CPU, .n_cores = 1,
-                                  .phase = ORK_TWIN_PHASE_HANDOFF, .flags = ORK_TWIN_OP_RELEASE,
-                                  .work = line, .label = label,
-                                  .spin = { .op = (uint32_t)sp + 1,
-                                            .cold = ork_twin_host_wake(c),
-                                            .cold_flags = ORK_TWIN_OP_IDLE,
-                                            .cold_phase = ORK_TWIN_PHASE_WAKE } };
-    return add(r, &w, deps, nd);
+    struct handoff_side last = wake_side(c);
+    last.hot.fixed_ns = c->cpu_line_transfer_ns;        /* it reads the count's line */
+    return handoff_op(r, sp, true, last, deps, nd, label);
 }
 
 /* What one run of a plan moves, from its info (ork_npu_matmul_get_info) and its rows. */
@@ -367,38 +398,15 @@ static double dcomp_extra_ns(const struct ork_twin_consts *c, const struct run_s
 static void fan_out(struct ork__twin_rec *r, int *chain, uint32_t cores, int *sub)
 {
     const struct ork_twin_consts *c = r->c;
-    struct ork_twin_work line = { .fixed_ns = c->cpu_line_transfer_ns };
-    struct ork_twin_op_desc sig = { .res = ORK_TWIN_CPU, .n_cores = 1,
-                                    .phase = ORK_TWIN_PHASE_WAKE, .work = ork_twin_host_futex(c),
-                                    .label = "signal per-core workers" };
-    if (r->wspin[1] >= 0)       /* the items' line only, unless the worker went to sleep */
-        sig = (struct ork_twin_op_desc){ .res = ORK_TWIN_CPU, .n_cores = 1,
-                                         .phase = ORK_TWIN_PHASE_HANDOFF, .work = line,
-                                         .label = "post to per-core workers",
-                                         .spin = { .op = (uint32_t)r->wspin[1] + 1,
-                                                   .cold = ork_twin_host_futex(c),
-                                                   .cold_phase = ORK_TWIN_PHASE_WAKE } };
-    int id = add(r, &sig, chain, 1);
+    /* the items' line only, unless the worker went to sleep */
+    int id = handoff_op(r, r->wspin[1], false, post_side(c), chain, 1,
+                        r->wspin[1] >= 0 ? "post to per-core workers" : "signal per-core workers");
     if (id >= 0)
         *chain = id;
     for (uint32_t k = 1; k < cores && k < ORK_TWIN_MAX_NPU; k++) {
-        struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = 1,
-                                      .phase = ORK_TWIN_PHASE_WAKE, .flags = ORK_TWIN_OP_IDLE,
-                                      .work = ork_twin_host_wake(c),
-                                      .label = "per-core worker wake" };
-        if (r->wspin[k] >= 0) {
-            d = (struct ork_twin_op_desc){ .res = ORK_TWIN_CPU, .n_cores = 1,
-                                           .phase = ORK_TWIN_PHASE_HANDOFF,
-                                           .flags = ORK_TWIN_OP_RELEASE,
-                                           .work = ork_twin_host_handoff(c),
-                                           .label = "per-core worker hand-off",
-                                           .spin = { .op = (uint32_t)r->wspin[k] + 1,
-                                                     .cold = ork_twin_host_wake(c),
-                                                     .cold_flags = ORK_TWIN_OP_IDLE,
-                                                     .cold_phase = ORK_TWIN_PHASE_WAKE } };
-            r->wspin[k] = -1;   /* released (or found asleep): no poll to carry over */
-        }
-        sub[k] = add(r, &d, chain, 1);
+        sub[k] = handoff_op(r, r->wspin[k], true, wake_side(c), chain, 1,
+                            r->wspin[k] >= 0 ? "per-core worker hand-off" : "per-core worker wake");
+        r->wspin[k] = -1;       /* released (or found asleep): no poll to carry over */
         sub[k] = cpu_after(r, sub[k], ORK_TWIN_PHASE_IOCTL, 1, ork_twin_host_ioctl(c),
                            "SUBMIT (per-core worker)");
     }
@@ -423,14 +431,16 @@ int ork__twin_npu_submit(struct ork__twin_rec *r, const struct ork_npu_matmul_in
     int *chain = &r->last;
     if (async) {
         /* the caller signals libork's persistent worker (a condition variable: a futex wake),
-         * which wakes on its own core and submits */
-        ork__twin_cpu(r, ORK_TWIN_PHASE_WAKE, false, ork_twin_host_futex(c), "signal worker");
+         * which wakes on its own core and submits; a polling worker (wspin[0], async.c)
+         * sees the job's line instead */
+        int id = handoff_op(r, r->wspin[0], false, post_side(c), &r->last, 1, "signal worker");
+        if (id >= 0)
+            r->last = id;
         r->worker_last = r->last;
         chain = &r->worker_last;
-        struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = 1,
-                                      .phase = ORK_TWIN_PHASE_WAKE, .flags = ORK_TWIN_OP_IDLE,
-                                      .work = ork_twin_host_wake(c), .label = "worker wake" };
-        int id = add(r, &d, chain, 1);
+        id = handoff_op(r, r->wspin[0], true, wake_side(c), chain, 1,
+                        r->wspin[0] >= 0 ? "worker hand-off" : "worker wake");
+        r->wspin[0] = -1;
         if (id >= 0)
             *chain = id;
     }
@@ -495,11 +505,30 @@ int ork__twin_npu_submit(struct ork__twin_rec *r, const struct ork_npu_matmul_in
         else
             host_op(r, chain, ORK_TWIN_PHASE_GATHER, ork_twin_cpu_gather(c, sl->c_bytes),
                     "gather C");
-        host_op(r, chain, ORK_TWIN_PHASE_WAKE, ork_twin_host_futex(c), "signal done");
+        sl->async_spin = r->spin_ns > 0 && !floor;
+        if (!sl->async_spin)
+            host_op(r, chain, ORK_TWIN_PHASE_WAKE, ork_twin_host_futex(c), "signal done");
         sl->done[0] = *chain;
         sl->n_done = 1;
     }
     return r->err;
+}
+
+/* The caller's wait for a polling async worker (async.c): the caller polls the jobs' end count
+ * for up to spin_ns (a busy core); the worker, its gather done, bumps it (one line; a futex wake
+ * too if the caller sleeps) and polls for its next job; the caller sees the line or, past its
+ * poll, is woken. The op that ends the wait. */
+static int wait_async_spinning(struct ork__twin_rec *r, const struct twin_slot *sl)
+{
+    const struct ork_twin_consts *c = r->c;
+    int sp = spin_op(r, r->last, r->spin_ns, "caller polls the worker");
+    int sig = handoff_op(r, sp, false, post_side(c), &sl->done[0], 1, "signal done");
+    r->wspin[0] = spin_op(r, sig, r->spin_ns, "async worker polls");
+    r->wwin[0] = r->spin_ns;
+    struct handoff_side last = wake_side(c);
+    last.hot.fixed_ns = c->cpu_line_transfer_ns;
+    int deps[2] = { r->last, sig };
+    return handoff_op(r, sp, true, last, deps, 2, "wait worker");
 }
 
 int ork__twin_npu_wait(struct ork__twin_rec *r, int slot)
@@ -512,7 +541,9 @@ int ork__twin_npu_wait(struct ork__twin_rec *r, int slot)
     struct twin_slot *sl = &r->slot[slot];
     bool floor = (r->flags & ORK_TWIN_REC_HOST_FLOOR) != 0;
     int id;
-    if (sl->async) {
+    if (sl->async && sl->async_spin) {
+        id = wait_async_spinning(r, sl);
+    } else if (sl->async) {
         int deps[2] = { r->last, sl->done[0] };
         struct ork_twin_op_desc d = { .res = ORK_TWIN_CPU, .n_cores = 1,
                                       .phase = ORK_TWIN_PHASE_WAKE,
