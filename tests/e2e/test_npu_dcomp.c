@@ -2,7 +2,8 @@
  * on the simulator with stories260K and its qwen3 variant:
  *   - weights stored as DCOMP streams give the same logits, bit for bit, as the same grid codes
  *     stored raw (ORK_NPU_WENC_RAW_CODES): for a prefill of 5 rows and 12 greedy decode steps,
- *     at L = 127, 31, 15, 7 and the per-tensor pick; and the greedy tokens are the same;
+ *     at L = 127, 31, 15, 7 and the per-tensor pick (the qwen3 variant: 31 and the pick); and
+ *     the greedy tokens are the same;
  *   - dcomp:127 gives int8's logits (the same codes: max-abs onto +-127);
  *   - the compressed weights hold fewer device bytes than int8's, the coarser the fewer;
  *   - a device that has not confirmed ORK_NPU_FORM_DCOMP refuses dcomp with a message naming
@@ -68,7 +69,8 @@ static int run_greedy(const char *path, const struct ork_npu_weights_opts *wo, f
 
 #define LOGITS_N ((size_t)(N_DECODE + 1) * N_VOCAB)
 
-static void check_model(const char *rel)
+/* Each grid of levels[0..n) (0: the per-tensor pick) compressed vs raw codes, against int8. */
+static void check_model(const char *rel, const uint32_t *levels, size_t n)
 {
     const char *path = ork_test_fixture(rel);
     float *a = malloc(LOGITS_N * sizeof(float)), *b = malloc(LOGITS_N * sizeof(float));
@@ -77,8 +79,7 @@ static void check_model(const char *rel)
     int32_t ta[N_DECODE], tb[N_DECODE], t8[N_DECODE];
     uint64_t bytes_i8 = 0, prev = UINT64_MAX;
     REQUIRE(run_greedy(path, NULL, i8, t8, &bytes_i8) == 0);
-    const uint32_t levels[] = { 127, 31, 15, 7, 0 };
-    for (size_t g = 0; g < sizeof levels / sizeof levels[0]; g++) {
+    for (size_t g = 0; g < n; g++) {
         struct ork_npu_weights_opts wo = { .encoding = ORK_NPU_WENC_DCOMP, .levels = levels[g] };
         uint64_t bytes = 0;
         REQUIRE(run_greedy(path, &wo, a, ta, &bytes) == 0);
@@ -107,12 +108,14 @@ static void check_model(const char *rel)
 
 static void test_compressed_equals_raw(void)
 {
-    check_model("models/stories260K.gguf");
+    static const uint32_t levels[] = { 127, 31, 15, 7, 0 };
+    check_model("models/stories260K.gguf", levels, 5);
 }
 
 static void test_compressed_equals_raw_qwen3(void)
 {
-    check_model("models/stories260K-qwen3.gguf");
+    static const uint32_t levels[] = { 31, 0 };     /* the same weights: two grids suffice */
+    check_model("models/stories260K-qwen3.gguf", levels, 2);
 }
 
 static void test_capability(void)
