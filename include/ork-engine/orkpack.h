@@ -148,8 +148,10 @@ int ork_orkpack_tensor_find(const struct ork_orkpack *p, const char *name,
 struct ork_npu_weights_opts;            /* ork-engine/engine.h: NULL = int8 */
 
 /* Make sure the pack of a GGUF model (at pack_path, NULL: MODEL.orkpack beside it) is valid:
- * open and check it, and build it when it is missing, stale, foreign, of another version or
- * corrupt, or always with force. *found (optional) says what was found before any rebuild
+ * open and check it, and build it when it is missing, stale, foreign, of another version,
+ * corrupt, tiled for another max_m or built for another weights setting wo (NULL: int8; a bad
+ * setting is ORK_EINVAL, a DCOMP one on a device without the capability ORK_EUNSUPPORTED), or
+ * always with force. *found (optional) says what was found before any rebuild
  * (ORK_ORKPACK_OK: it was valid and was kept). quiet: no progress bar. */
 int ork_orkpack_build_for_model(const char *model_path, const char *pack_path,
                                 const struct ork_npu_weights_opts *wo, bool force, bool quiet,
