@@ -579,57 +579,54 @@ static void test_decode_multi_q6k(void)
     decode_multi_k(ORK_TYPE_Q6_K);
 }
 
+/* With byte `at` of m's interleaved copy xor `bits`: 1 << 8 when exactly output `row` of a
+ * decode against x moves (y0: the outputs before, updated to those after). */
+static int flip_moves(struct xmat *m, const float *x, float *y0, size_t at, uint8_t bits,
+                      int row)
+{
+    enum { N_MAX = 32 };
+    float y1[N_MAX];
+    m->packed[at] ^= bits;
+    if (m->x.n_rows > N_MAX || ork_matmul_act(pools[0], &m->x, x, 1, y1, ORK_ACT_QUANT) != 0)
+        return -1;
+    int moved = 0;
+    for (int r = 0; r < m->x.n_rows; r++)
+        moved += (y0[r] != y1[r]) << (r == row ? 8 : 0);
+    memcpy(y0, y1, sizeof(float) * (size_t)m->x.n_rows);
+    return moved;
+}
+
 /* One byte of one row's quants changed in the interleaved copy: that row's output moves, no
  * other does (the kernels read every row from its own lanes). */
 static void test_corruption_is_seen(void)
 {
     enum { N = 32, K = 256 };
-    struct xmat m;
-    xmat_make(&m, ORK_TYPE_Q8_0, N, K);
-    float x[K], y0[N], y1[N];
+    const uint32_t types[3] = { ORK_TYPE_Q8_0, ORK_TYPE_Q4_K, ORK_TYPE_Q6_K };
+    float x[K], y0[N];
     for (int i = 0; i < K; i++)
         x[i] = frand();
-    REQUIRE(ork_matmul_act(pools[0], &m.x, x, 1, y0, ORK_ACT_QUANT) == 0);
-    const int row = 21;     /* group 1, lane 5: block 0's chunk 0 byte 4 * 5 */
-    uint8_t *p = m.packed + 16 * m.x.row_bytes + 32 + 4 * (row % 16);
-    *p ^= 0x40;
-    REQUIRE(ork_matmul_act(pools[0], &m.x, x, 1, y1, ORK_ACT_QUANT) == 0);
-    int moved = 0;
-    for (int r = 0; r < N; r++)
-        moved += (y0[r] != y1[r]) << (r == row ? 8 : 0);
-    CHECK_EQ_INT(moved, 1 << 8);
-    xmat_free(&m);
-
-    /* Q4_K: one row's scale byte (row 21: group 1, lane 5, block 0's scale chunk 1) */
-    xmat_make(&m, ORK_TYPE_Q4_K, N, K);
-    REQUIRE(ork_matmul_act(pools[0], &m.x, x, 1, y0, ORK_ACT_QUANT) == 0);
-    m.packed[16 * m.x.row_bytes + 64 + 64 + 4 * (row % 16)] ^= 0x05;
-    REQUIRE(ork_matmul_act(pools[0], &m.x, x, 1, y1, ORK_ACT_QUANT) == 0);
-    moved = 0;
-    for (int r = 0; r < N; r++)
-        moved += (y0[r] != y1[r]) << (r == row ? 8 : 0);
-    CHECK_EQ_INT(moved, 1 << 8);
-    xmat_free(&m);
-
-    /* Q6_K: one row's low bits in R_1 of sub-block 5 (the element 16 * 5 + 12 + 2), then its
-     * scale of sub-block 9 (chunk 2, byte 1 of row 21's word) */
-    xmat_make(&m, ORK_TYPE_Q6_K, N, K);
-    REQUIRE(ork_matmul_act(pools[0], &m.x, x, 1, y0, ORK_ACT_QUANT) == 0);
-    uint8_t *gb = m.packed + 16 * m.x.row_bytes;
-    gb[288 + 64 * (3 * 5 + 1) + 4 * (row % 16) + 2] ^= 0x01;
-    REQUIRE(ork_matmul_act(pools[0], &m.x, x, 1, y1, ORK_ACT_QUANT) == 0);
-    moved = 0;
-    for (int r = 0; r < N; r++)
-        moved += (y0[r] != y1[r]) << (r == row ? 8 : 0);
-    CHECK_EQ_INT(moved, 1 << 8);
-    memcpy(y0, y1, sizeof y0);
-    gb[32 + 64 * (9 / 4) + 4 * (row % 16) + 9 % 4] ^= 0x10;
-    REQUIRE(ork_matmul_act(pools[0], &m.x, x, 1, y1, ORK_ACT_QUANT) == 0);
-    moved = 0;
-    for (int r = 0; r < N; r++)
-        moved += (y0[r] != y1[r]) << (r == row ? 8 : 0);
-    CHECK_EQ_INT(moved, 1 << 8);
-    xmat_free(&m);
+    const int row = 21, lane = row % 16;     /* group 1, lane 5 */
+    for (int t = 0; t < 3; t++) {
+        struct xmat m;
+        xmat_make(&m, types[t], N, K);
+        REQUIRE(ork_matmul_act(pools[0], &m.x, x, 1, y0, ORK_ACT_QUANT) == 0);
+        const size_t g1 = 16 * m.x.row_bytes;
+        if (types[t] == ORK_TYPE_Q8_0) {
+            /* block 0's chunk 0, the row's first quant */
+            CHECK_EQ_INT(flip_moves(&m, x, y0, g1 + 32 + 4 * lane, 0x40, row), 1 << 8);
+        } else if (types[t] == ORK_TYPE_Q4_K) {
+            /* block 0's scale chunk 1 */
+            CHECK_EQ_INT(flip_moves(&m, x, y0, g1 + 64 + 64 + 4 * lane, 0x05, row), 1 << 8);
+        } else {
+            /* the low bits in R_1 of sub-block 5 (element 16 * 5 + 12 + 2), then the scale
+             * of sub-block 9 (scale chunk 2, byte 1 of the row's word) */
+            CHECK_EQ_INT(flip_moves(&m, x, y0, g1 + 288 + 64 * (3 * 5 + 1) + 4 * lane + 2, 0x01,
+                                    row), 1 << 8);
+            CHECK_EQ_INT(flip_moves(&m, x, y0, g1 + 32 + 64 * 2 + 4 * lane + 1, 0x10, row),
+                         1 << 8);
+        }
+        xmat_free(&m);
+    }
 }
 
 static void test_errors(void)
@@ -665,40 +662,25 @@ static void test_errors(void)
 static void test_no_alloc(void)
 {
     enum { K = 1024, N = 64, M = 40 };
-    struct xmat m;
-    xmat_make(&m, ORK_TYPE_Q4_0, N, K);
+    const uint32_t types[3] = { ORK_TYPE_Q4_0, ORK_TYPE_Q4_K, ORK_TYPE_Q6_K };
     float *x = ork_malloc(sizeof(float) * M * K), *y = ork_malloc(sizeof(float) * M * N);
     REQUIRE(x && y);
     for (int i = 0; i < M * K; i++)
         x[i] = frand();
-    REQUIRE(ork_matmul_act(pools[1], &m.x, x, M, y, ORK_ACT_QUANT) == 0);
-    uint64_t a0 = ork_alloc_count();
-    for (int rep = 0; rep < 5; rep++) {
+    for (int t = 0; t < 3; t++) {
+        struct xmat m;
+        xmat_make(&m, types[t], N, K);
         REQUIRE(ork_matmul_act(pools[1], &m.x, x, M, y, ORK_ACT_QUANT) == 0);
-        REQUIRE(ork_matmul_act(pools[1], &m.x, x, 1, y, ORK_ACT_QUANT) == 0);
+        uint64_t a0 = ork_alloc_count();
+        for (int rep = 0; rep < 5; rep++) {
+            REQUIRE(ork_matmul_act(pools[1], &m.x, x, M, y, ORK_ACT_QUANT) == 0);
+            REQUIRE(ork_matmul_act(pools[1], &m.x, x, 1, y, ORK_ACT_QUANT) == 0);
+        }
+        CHECK_EQ_INT((int)(ork_alloc_count() - a0), 0);
+        xmat_free(&m);
     }
-    CHECK_EQ_INT((int)(ork_alloc_count() - a0), 0);
-    xmat_free(&m);
-    xmat_make(&m, ORK_TYPE_Q4_K, N, K);
-    REQUIRE(ork_matmul_act(pools[1], &m.x, x, M, y, ORK_ACT_QUANT) == 0);
-    a0 = ork_alloc_count();
-    for (int rep = 0; rep < 5; rep++) {
-        REQUIRE(ork_matmul_act(pools[1], &m.x, x, M, y, ORK_ACT_QUANT) == 0);
-        REQUIRE(ork_matmul_act(pools[1], &m.x, x, 1, y, ORK_ACT_QUANT) == 0);
-    }
-    CHECK_EQ_INT((int)(ork_alloc_count() - a0), 0);
-    xmat_free(&m);
-    xmat_make(&m, ORK_TYPE_Q6_K, N, K);
-    REQUIRE(ork_matmul_act(pools[1], &m.x, x, M, y, ORK_ACT_QUANT) == 0);
-    a0 = ork_alloc_count();
-    for (int rep = 0; rep < 5; rep++) {
-        REQUIRE(ork_matmul_act(pools[1], &m.x, x, M, y, ORK_ACT_QUANT) == 0);
-        REQUIRE(ork_matmul_act(pools[1], &m.x, x, 1, y, ORK_ACT_QUANT) == 0);
-    }
-    CHECK_EQ_INT((int)(ork_alloc_count() - a0), 0);
     ork_free(x);
     ork_free(y);
-    xmat_free(&m);
 }
 
 /* The paths that have interleaved kernels say so, and a fitting matrix is then wanted
