@@ -11,7 +11,9 @@
  *     old rule) and the load logs that once; with a capability record confirming
  *     "wide_k_m_tile" the batch runs on the copy, with the same logits;
  *   - a pack built for npu_max_m 64 is rebuilt (its header records 128) when the model loads
- *     with 128.
+ *     with 128;
+ *   - libork's gate: 32 rows of K = 6144 in one program per M-tile where the simulator confirms
+ *     the rules (ork_sim_opts.confirm_wide_k), bit-exact; refused, naming the form, where not.
  * Speed of the host is not asserted. */
 #include "ork_test.h"
 
@@ -21,6 +23,8 @@
 #include <ork-tooling/synth.h>
 #include <ork/error.h>
 #include <ork/log.h>
+#include <ork/npu.h>
+#include <ork/sim.h>
 #include <ork/twin.h>
 
 #include <stdio.h>
@@ -239,6 +243,57 @@ static void test_pack_rebuild(void)
     unlink(pack);
 }
 
+/* libork's gate: a device whose simulator confirms the wide-K rules (ork_sim_opts
+ * .confirm_wide_k) plans 32 rows of K = 6144 in one program per M-tile, bit-exact against the
+ * CPU; one that does not refuses the plan, naming the capability. */
+static void test_libork_gate(void)
+{
+    enum { K = 6144, N = 64, M = 32 };
+    static int8_t w[N * K], a[M * K];
+    static int32_t c[M * N];
+    for (int i = 0; i < N * K; i++)
+        w[i] = (int8_t)((i * 7 + 3) % 255 - 127);
+    for (int i = 0; i < M * K; i++)
+        a[i] = (int8_t)((i * 13 + 5) % 255 - 127);
+    for (int on = 0; on < 2; on++) {
+        struct ork_sim_opts so = { .struct_size = sizeof so, .confirm_wide_k = on };
+        struct ork_npu_opts o = { .struct_size = sizeof o, .device = "sim", .sim = &so };
+        struct ork_npu *npu = NULL;
+        REQUIRE(ork_npu_open(&o, &npu) == 0);
+        CHECK_EQ_INT(!!(ork_npu_confirmed_forms(npu) & ORK_NPU_FORM_WIDE_K), on);
+        struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8,
+                                           .k = K, .n = N, .w = w, .max_m = 1 };
+        struct ork_npu_weights *wt = NULL;
+        struct ork_npu_matmul *mm = NULL;
+        REQUIRE(ork_npu_weights_create(npu, &wd, &wt) == 0);
+        struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = M, .cores = 1 };
+        int ret = ork_npu_matmul_create(wt, &md, &mm);
+        if (!on) {
+            CHECK_EQ_INT(ret, ORK_ERANGE);
+            CHECK(strstr(ork_error_message(), "ORK_NPU_FORM_WIDE_K") != NULL);
+        } else {
+            REQUIRE(ret == 0);
+            struct ork_npu_matmul_info in;
+            ork_npu_matmul_get_info(mm, &in);
+            CHECK_EQ_INT(in.n_kslices, 1);
+            CHECK_EQ_INT(in.m_tile, M);
+            REQUIRE(ork_npu_matmul_run_i8(mm, a, M, c) == 0);
+            uint32_t bad = 0;
+            for (int r = 0; r < M; r++)
+                for (int j = 0; j < N; j++) {
+                    int32_t acc = 0;
+                    for (int i = 0; i < K; i++)
+                        acc += (int32_t)a[r * K + i] * w[j * K + i];
+                    bad += c[r * N + j] != acc;
+                }
+            CHECK_EQ_INT(bad, 0);
+        }
+        ork_npu_matmul_destroy(mm);
+        ork_npu_weights_destroy(wt);
+        ork_npu_close(npu);
+    }
+}
+
 /* The model and the capability record, in a fresh directory. */
 static void setup(void)
 {
@@ -262,6 +317,7 @@ static void setup(void)
 
 int main(void)
 {
+    RUN(test_libork_gate);
     RUN(setup);
     RUN(test_big_plans);
     RUN(test_decode_copy);
