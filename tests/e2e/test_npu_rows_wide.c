@@ -50,11 +50,17 @@ static void count_logs(void *user, enum ork_log_level level, const char *msg)
         fprintf(stderr, "ork: %s\n", msg);
 }
 
-static struct ork_model *load(int32_t max_m, int32_t kslice, const char *capfile, bool pack)
+/* Plan sizes: 1, 64 and npu_max_m, plus `rows` (each plan's creation runs two warm-up
+ * submits of all its rows on the simulator: fewer sizes keep the test light under ASan). A
+ * pack's loads (pack) need no arithmetic: timing only. */
+static struct ork_model *load(int32_t max_m, int32_t kslice, const char *capfile, bool pack,
+                              uint32_t rows)
 {
     struct ork_model_params mp;
     ork_model_params_default(&mp);
     mp.device = "sim";
+    mp.sim_timing = pack ? ORK_SIM_TIMING_ONLY : 0;
+    mp.npu_prog_rows = 1u | rows;
     mp.npu_max_m = max_m;
     mp.npu_decode_kslice = kslice;
     mp.npu_capabilities = capfile;
@@ -136,11 +142,11 @@ static uint64_t runs_of(const struct ork_model *m, uint32_t rows_want)
 
 static void test_big_plans(void)
 {
-    struct ork_model *m = load(128, ORK_NPU_DECODE_KSLICE_SHARED, NULL, false);
+    struct ork_model *m = load(128, ORK_NPU_DECODE_KSLICE_SHARED, NULL, false, 0);
     REQUIRE(m);
     struct ork_npu_exec_stats st;
     REQUIRE(ork_model_npu_stats(m, &st) == 0);
-    CHECK_EQ_INT(st.n_prog_sizes, 8);
+    CHECK_EQ_INT(st.n_prog_sizes, 3);         /* 1, 64 (always) and 128 */
     CHECK_EQ_INT(st.prog_rows[st.n_prog_sizes - 1], 128);
     size_t bytes = (size_t)BIG_BATCH * N_VOCAB * sizeof(float);
     float *a = malloc(bytes), *b = malloc(bytes);
@@ -157,8 +163,8 @@ static void test_big_plans(void)
 
 static void test_decode_copy(void)
 {
-    struct ork_model *sh = load(64, ORK_NPU_DECODE_KSLICE_SHARED, NULL, false);
-    struct ork_model *si = load(64, ORK_NPU_DECODE_KSLICE_SINGLE, NULL, false);
+    struct ork_model *sh = load(64, ORK_NPU_DECODE_KSLICE_SHARED, NULL, false, 0);
+    struct ork_model *si = load(64, ORK_NPU_DECODE_KSLICE_SINGLE, NULL, false, 0);
     REQUIRE(sh && si);
     struct ork_npu_exec_stats a, b;
     REQUIRE(ork_model_npu_stats(sh, &a) == 0 && ork_model_npu_stats(si, &b) == 0);
@@ -188,12 +194,12 @@ static void test_wide_k_gate(void)
 {
     ork_log_set(count_logs, NULL);
     n_gate_logs = 0;
-    struct ork_model *off = load(64, ORK_NPU_DECODE_KSLICE_SINGLE, NULL, false);
+    struct ork_model *off = load(64, ORK_NPU_DECODE_KSLICE_SINGLE, NULL, false, SMALL_BATCH);
     CHECK_EQ_INT(n_gate_logs, 1);
     n_gate_logs = 0;
-    struct ork_model *on = load(64, ORK_NPU_DECODE_KSLICE_SINGLE, caps, false);
+    struct ork_model *on = load(64, ORK_NPU_DECODE_KSLICE_SINGLE, caps, false, SMALL_BATCH);
     CHECK_EQ_INT(n_gate_logs, 0);
-    struct ork_model *sh = load(64, ORK_NPU_DECODE_KSLICE_SHARED, NULL, false);
+    struct ork_model *sh = load(64, ORK_NPU_DECODE_KSLICE_SHARED, NULL, false, SMALL_BATCH);
     ork_log_set(NULL, NULL);
     REQUIRE(off && on && sh);
     size_t bytes = (size_t)SMALL_BATCH * N_VOCAB * sizeof(float);
@@ -232,11 +238,11 @@ static void test_pack_rebuild(void)
 {
     char pack[320];
     snprintf(pack, sizeof pack, "%s/m.orkpack", dir);
-    struct ork_model *m = load(64, ORK_NPU_DECODE_KSLICE_SHARED, NULL, true);
+    struct ork_model *m = load(64, ORK_NPU_DECODE_KSLICE_SHARED, NULL, true, 0);
     REQUIRE(m);
     ork_model_free(m);
     CHECK_EQ_INT(pack_max_m(pack), 64);
-    m = load(128, ORK_NPU_DECODE_KSLICE_SHARED, NULL, true);
+    m = load(128, ORK_NPU_DECODE_KSLICE_SHARED, NULL, true, 0);
     REQUIRE(m);
     ork_model_free(m);
     CHECK_EQ_INT(pack_max_m(pack), 128);
