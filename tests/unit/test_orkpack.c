@@ -193,12 +193,8 @@ static void test_abort_leaves_nothing(void)
 
 static void test_model_pack(void)
 {
-    const char *fx = ork_test_fixture("models/stories260K.gguf");
     char model[512], pack[512];
-    tmp_path(model, sizeof model, "m.gguf");
-    tmp_path(pack, sizeof pack, "m.orkpack");
-    REQUIRE(copy_file(fx, model) == 0);
-    unlink(pack);
+    REQUIRE(model_copy_in(g_dir, model, pack, sizeof model) == 0);
     static float ref[512], got[512];
     REQUIRE(logits_of(model, ORK_NPU_EXEC_NO_PACK, NULL, ref) == 0);
     CHECK(file_size(pack) < 0);                     /* NO_PACK wrote nothing */

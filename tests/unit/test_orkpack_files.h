@@ -1,5 +1,6 @@
 /* test_orkpack_files.h -- file helpers of the .orkpack tests (test_orkpack.c,
- * test_orkpack_v4.c): overwrite a little-endian u32 in a file, copy a file, and the logits of
+ * test_orkpack_v4.c): overwrite a little-endian u32 in a file, copy a file (and the fixture
+ * model into a test directory), and the logits of
  * the stories260K prompt on the simulator under given executor flags and NPU weights. */
 #ifndef TEST_ORKPACK_FILES_H
 #define TEST_ORKPACK_FILES_H
@@ -34,6 +35,19 @@ static int copy_file(const char *from, const char *to)
     if (b)
         fclose(b);
     return ok ? 0 : -1;
+}
+
+/* A copy of the stories260K fixture as DIR/m.gguf (skips without the fixtures), no pack beside
+ * it yet; the paths in model and pack (cap bytes each). 0 or -1. */
+static int model_copy_in(const char *dir, char *model, char *pack, size_t cap)
+{
+    const char *fx = ork_test_fixture("models/stories260K.gguf");
+    snprintf(model, cap, "%s/m.gguf", dir);
+    snprintf(pack, cap, "%s/m.orkpack", dir);
+    if (copy_file(fx, model) < 0)
+        return -1;
+    unlink(pack);
+    return 0;
 }
 
 /* wo NULL: int8. */

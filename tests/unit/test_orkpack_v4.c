@@ -122,12 +122,8 @@ static void test_old_and_bad(void)
 
 static void test_model_dcomp_pack(void)
 {
-    const char *fx = ork_test_fixture("models/stories260K.gguf");
     char model[512], pack[512];
-    tmp_path(model, sizeof model, "m.gguf");
-    tmp_path(pack, sizeof pack, "m.orkpack");
-    REQUIRE(copy_file(fx, model) == 0);
-    unlink(pack);
+    REQUIRE(model_copy_in(g_dir, model, pack, sizeof model) == 0);
     const struct ork_npu_weights_opts d31 = { .encoding = ORK_NPU_WENC_DCOMP, .levels = 31 };
     static float ref[512], got[512], i8[512];
     REQUIRE(logits_of(model, ORK_NPU_EXEC_NO_PACK, &d31, ref) == 0);
