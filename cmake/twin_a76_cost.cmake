@@ -6,8 +6,7 @@
 # (docs/twin.md "CPU matmuls from the kernels' cost table"). The twin reads no file at run
 # time; a changed table re-runs the configure step (CMAKE_CONFIGURE_DEPENDS) and rebuilds it.
 # The Q6_K constants (interleaved Q6_K: M = 1 the 4-stream decode, M > 1 tiles of up to 6 X
-# rows) are defined for the twin's Q6_K matmul charge; a definition no table entry of
-# src/twin/twin_consts.c expands is unused.
+# rows) are the twin's Q6_K matmul charge, like the other types'.
 #
 # Columns are found by their header names, so added columns do not matter; a kernel the twin
 # needs that is missing from the table stops the configure step naming it.

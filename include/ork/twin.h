@@ -88,6 +88,14 @@ extern "C" {
       "tools/a76_cost.tsv: " ORK_TWIN_A76_Q4_K_M1_SRC ", llvm-mca")                              \
     X(cpu_mm_q4_k_m4_cycles, "cycles/block", ORK_TWIN_A76_Q4_K_M4, POS,                        \
       "tools/a76_cost.tsv: " ORK_TWIN_A76_Q4_K_M4_SRC ", llvm-mca; also for 2-3 rows")         \
+    X(cpu_mm_q6_k_m1_cycles, "cycles/block", ORK_TWIN_A76_Q6_K_M1, POS,                        \
+      "tools/a76_cost.tsv: " ORK_TWIN_A76_Q6_K_M1_SRC ", llvm-mca")                              \
+    X(cpu_mm_q6_k_m2_cycles, "cycles/block", ORK_TWIN_A76_Q6_K_M2, POS,                        \
+      "tools/a76_cost.tsv: " ORK_TWIN_A76_Q6_K_M2_SRC ", llvm-mca")                              \
+    X(cpu_mm_q6_k_m4_cycles, "cycles/block", ORK_TWIN_A76_Q6_K_M4, POS,                        \
+      "tools/a76_cost.tsv: " ORK_TWIN_A76_Q6_K_M4_SRC ", llvm-mca")                              \
+    X(cpu_mm_q6_k_m6_cycles, "cycles/block", ORK_TWIN_A76_Q6_K_M6, POS,                        \
+      "tools/a76_cost.tsv: " ORK_TWIN_A76_Q6_K_M6_SRC ", llvm-mca")                              \
     X(cpu_mm_rows_m1_cycles, "cycles/block", ORK_TWIN_A76_ROWS_M1, POS,                        \
       "tools/a76_cost.tsv: " ORK_TWIN_A76_ROWS_M1_SRC ", llvm-mca; Q8_0/Q4_0 matrices not "     \
       "interleaved by 16 rows, per X row")                                                      \

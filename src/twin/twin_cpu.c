@@ -30,7 +30,8 @@ static const char *const wtype_names[ORK_TWIN_W_COUNT] = { "F32", "F16", "Q8_0",
 #define X16_ROWS 16u
 #define X16_MAX_ROW_BYTES 65536.0
 /* X rows per M > 1 tile call of the NEON interleaved kernels: Q8_0/Q4_0 XN_TILE_MX
- * (src/kernels/arm/rows16_q8_0_q4_0_neon.c), Q4_K ORK_X16_MX (src/kernels/kern_priv.h). */
+ * (src/kernels/arm/rows16_q8_0_q4_0_neon.c) and Q6_K's six-row tiles
+ * (src/kernels/arm/rows16_q6_k_neon.c), Q4_K ORK_X16_MX (src/kernels/kern_priv.h). */
 #define X16_TILE_ROWS_Q8 6.0
 #define X16_TILE_ROWS_Q4K 4.0
 #define LANES 4.0       /* fp32 lanes of a 128-bit vector */
@@ -285,12 +286,16 @@ static double table_cycles(const struct ork_twin_consts *c, enum ork_twin_wtype 
         m1 = c->cpu_mm_q4_k_m1_cycles, m2 = m4 = m6 = c->cpu_mm_q4_k_m4_cycles;
         tile = X16_TILE_ROWS_Q4K;
         break;
+    case ORK_TWIN_W_Q6_K:
+        m1 = c->cpu_mm_q6_k_m1_cycles, m2 = c->cpu_mm_q6_k_m2_cycles;
+        m4 = c->cpu_mm_q6_k_m4_cycles, m6 = c->cpu_mm_q6_k_m6_cycles, tile = X16_TILE_ROWS_Q8;
+        break;
     default:
         return 0;
     }
     bool x16 = n % X16_ROWS == 0 && ork_twin_wtype_bytes(t, (double)k) <= X16_MAX_ROW_BYTES;
     if (!x16)
-        return t == ORK_TWIN_W_Q4_K ? 0 : rows * c->cpu_mm_rows_m1_cycles;
+        return t == ORK_TWIN_W_Q4_K || t == ORK_TWIN_W_Q6_K ? 0 : rows * c->cpu_mm_rows_m1_cycles;
     if (rows <= 1)
         return m1;
     double full = floor(rows / tile), left = rows - tile * full;

@@ -18,6 +18,8 @@ static const struct { const char *name, *fn; } mapping[] = {
     { "cpu_mm_q4_0_m1_cycles", "xn_q4_g4m1" }, { "cpu_mm_q4_0_m2_cycles", "xn_q4_g1m2" },
     { "cpu_mm_q4_0_m4_cycles", "xn_q4_g1m4" }, { "cpu_mm_q4_0_m6_cycles", "xn_q4_g1m6" },
     { "cpu_mm_q4_k_m1_cycles", "xkn_g4m1" },   { "cpu_mm_q4_k_m4_cycles", "xkn_g1m4" },
+    { "cpu_mm_q6_k_m1_cycles", "x6n_g4m1" },   { "cpu_mm_q6_k_m2_cycles", "x6n_g1m2" },
+    { "cpu_mm_q6_k_m4_cycles", "x6n_g1m4" },   { "cpu_mm_q6_k_m6_cycles", "x6n_g1m6" },
     { "cpu_mm_rows_m1_cycles", "q8_blocks_neon_dot" },
 };
 #define N_MAP (sizeof mapping / sizeof mapping[0])
@@ -106,6 +108,13 @@ static void test_matmul_charges_the_table(void)
     w = ork_twin_cpu_matmul(&c, ORK_TWIN_W_Q4_K, 5, 2048, 4096);
     cyc = c.cpu_mm_q4_k_m4_cycles + c.cpu_mm_q4_k_m1_cycles;
     CHECK_NEAR(w.issue_ns, blocks * cyc / f * 1e9 + 5 * st1, 1e-6);
+    /* 11 rows of Q6_K: one 6-row tile and the 6-row tile's cost for the 5 left; one row the
+     * decode stream */
+    w = ork_twin_cpu_matmul(&c, ORK_TWIN_W_Q6_K, 11, 2048, 4096);
+    cyc = 2 * c.cpu_mm_q6_k_m6_cycles;
+    CHECK_NEAR(w.issue_ns, blocks * cyc / f * 1e9 + 11 * st1, 1e-6);
+    w = ork_twin_cpu_matmul(&c, ORK_TWIN_W_Q6_K, 1, 2048, 4096);
+    CHECK_NEAR(w.issue_ns, blocks * c.cpu_mm_q6_k_m1_cycles / f * 1e9 + st1, 1e-6);
     /* 4100 rows cannot be interleaved by 16: the one-row dot per X row */
     w = ork_twin_cpu_matmul(&c, ORK_TWIN_W_Q8_0, 2, 2048, 4100);
     double b2 = k / 32 * 4100, st2 = 0.25 * 4100 / c.cpu_store_per_cycle / f * 1e9;
