@@ -600,6 +600,7 @@ static void decode(struct ork_server *srv, struct srv_slot **rows, int32_t n)
         for (int32_t i = 0; i < n; i++) {
             srv->batch_sess[i] = rows[i]->sess;
             srv->batch_tok[i] = rows[i]->pending_tok;
+            rows[i]->eval_pos = ork_session_n_past(rows[i]->sess);
         }
         ret = ork_model_eval_multi(srv->batch_sess, srv->batch_tok, n, srv->batch_logits);
         if (ret == 0)
@@ -608,11 +609,13 @@ static void decode(struct ork_server *srv, struct srv_slot **rows, int32_t n)
                        (size_t)srv->n_vocab * sizeof(float));
     }
     if (!srv->p.batched || n <= 1 || ret < 0) {
-        /* One at a time (also the fallback if the batched pass refused, e.g. mixed models). */
+        /* One at a time (also the fallback if the batched pass refused, e.g. mixed models, or
+         * failed part-way: from the position the step began at). */
         for (int32_t i = 0; i < n; i++) {
             struct srv_slot *sl = rows[i];
-            int r = ork_model_eval(sl->sess, &sl->pending_tok, 1, ork_session_n_past(sl->sess),
-                                   sl->logits, ORK_EVAL_LAST_LOGITS);
+            int32_t pos = ret < 0 ? sl->eval_pos : ork_session_n_past(sl->sess);
+            int r = ork_model_eval(sl->sess, &sl->pending_tok, 1, pos, sl->logits,
+                                   ORK_EVAL_LAST_LOGITS);
             if (r < 0)
                 slot_error(srv, sl, r);
         }
@@ -636,13 +639,16 @@ static int mrow_reserve(struct ork_server *srv, int32_t rows)
 
 /* The plain slots' pending tokens and the speculating slots' verify rows (drafted here) in one
  * forward pass (ork_model_eval_multi_rows: M = every row, the weights streamed once), then the
- * speculating slots judge their rows. When the batched pass refuses, every slot runs alone. */
+ * speculating slots judge their rows. When the batched pass refuses or fails part-way (its
+ * first passes may have stored rows), every slot runs alone from the position the step began
+ * at. */
 static void decode_with_verify(struct ork_server *srv, struct srv_slot **rows, int32_t n_rows,
                                struct srv_slot **spec, int32_t n_spec)
 {
     int32_t n_seq = 0, total = 0;
     for (int32_t i = 0; i < n_rows; i++) {
         srv->batch_sess[n_seq] = rows[i]->sess;
+        rows[i]->eval_pos = ork_session_n_past(rows[i]->sess);
         srv->mrow_n[n_seq++] = 1;
         srv->mrow_tok[total++] = rows[i]->pending_tok;
     }
@@ -660,6 +666,7 @@ static void decode_with_verify(struct ork_server *srv, struct srv_slot **rows, i
             continue;
         }
         srv->batch_sess[n_seq] = sl->sess;
+        sl->eval_pos = ork_session_n_past(sl->sess);
         srv->mrow_n[n_seq++] = nr;
         memcpy(srv->mrow_tok + total, tok, (size_t)nr * sizeof(int32_t));
         total += nr;
@@ -676,8 +683,8 @@ static void decode_with_verify(struct ork_server *srv, struct srv_slot **rows, i
         if (r == 0)
             memcpy(sl->logits, lg, nv * sizeof(float));
         else
-            r = ork_model_eval(sl->sess, &sl->pending_tok, 1, ork_session_n_past(sl->sess),
-                               sl->logits, ORK_EVAL_LAST_LOGITS);
+            r = ork_model_eval(sl->sess, &sl->pending_tok, 1, sl->eval_pos, sl->logits,
+                               ORK_EVAL_LAST_LOGITS);
         sl->pending_tok = -1;
         if (r < 0)
             slot_error(srv, sl, r);
@@ -692,8 +699,8 @@ static void decode_with_verify(struct ork_server *srv, struct srv_slot **rows, i
         if (r == 0)
             memcpy(dst, lg, (size_t)nr * nv * sizeof(float));
         else
-            r = ork_model_eval(sl->sess, srv->mrow_tok + at, nr, ork_session_n_past(sl->sess),
-                               dst, nr > 1 ? ORK_EVAL_ALL_LOGITS : ORK_EVAL_LAST_LOGITS);
+            r = ork_model_eval(sl->sess, srv->mrow_tok + at, nr, sl->eval_pos, dst,
+                               nr > 1 ? ORK_EVAL_ALL_LOGITS : ORK_EVAL_LAST_LOGITS);
         lg += (size_t)nr * nv;
         at += nr;
         if (r < 0)

@@ -246,6 +246,9 @@ struct srv_slot {
     size_t hold_cap;
     int32_t n_gen;
     int32_t pending_tok;            /* token to evaluate in the next decode step, or -1 */
+    int32_t eval_pos;               /* the session's n_past when this step's forward began: a
+                                     * one-at-a-time fallback after a batched forward failed
+                                     * part-way evaluates from here (ork_model_eval truncates) */
     double t_gen0;
     uint64_t last_used;             /* step counter when last released (LRU choice) */
     int32_t pub_n_past;             /* published under srv->mu for /slots and /metrics */
