@@ -690,7 +690,8 @@ static void test_no_alloc(void)
 static void test_paths_with_kernels(void)
 {
     const uint32_t types[] = { ORK_TYPE_Q8_0, ORK_TYPE_Q4_0, ORK_TYPE_Q4_K };
-    const enum kisa want[] = { KISA_AVX2, KISA_AVXVNNI, KISA_AVX512VNNI, KISA_NEON_DOT };
+    const enum kisa want[] = { KISA_AVX2, KISA_AVXVNNI, KISA_AVX512VNNI, KISA_NEON_DOT,
+                               KISA_NEON_I8MM };
     int seen = 0;
     for (size_t p = 0; p < sizeof want / sizeof want[0]; p++) {
         if (!ork__kisa_available(want[p]))
@@ -707,7 +708,7 @@ static void test_paths_with_kernels(void)
         uint8_t row6[2 * 210];
         struct ork_mat w6 = { .type = ORK_TYPE_Q6_K, .n_rows = 32, .n_cols = 512,
                               .row_bytes = 420, .data = row6 };
-        const bool q6 = want[p] == KISA_NEON_DOT;
+        const bool q6 = want[p] == KISA_NEON_DOT || want[p] == KISA_NEON_I8MM;
         CHECK(ork__x16_ok(want[p], ORK_TYPE_Q6_K) == q6);
         CHECK(ork_mat_x16_wanted(&w6) == q6);
         fprintf(stderr, "interleaved kernels on path %s (Q6_K: %s)\n", ork__kisa_name(want[p]),
