@@ -258,6 +258,18 @@ static struct ork_npu *open_dev(const struct ork_selftest_opts *o, uint32_t doma
     return npu;
 }
 
+/* The end of a form check on device d: d closed unless it is the ladder's; under confirm_forms
+ * the form (an ORK_TWIN_FORM_* bit) recorded as tested, and as confirmed when ok. */
+static void form_done(struct ladder *L, struct ork_npu *d, uint32_t form, bool ok)
+{
+    if (d != L->npu)
+        ork_npu_close(d);
+    if (L->o->confirm_forms) {
+        L->tested |= form;
+        L->confirmed |= ok ? form : 0;
+    }
+}
+
 static void one_job_step(struct ladder *L)
 {
     bool confirmed = ork_npu_confirmed_forms(L->npu) & ORK_NPU_FORM_ONE_JOB;
@@ -278,12 +290,7 @@ static void one_job_step(struct ladder *L)
     form_step(L, "one-job", d, 4096, 4096, 3, ORK_NPU_MATMUL_ONE_JOB, 0,
               "one job, core_mask 0x7, 4096x4096");
     bool ok = L->r->n_failed == before;
-    if (d != L->npu)
-        ork_npu_close(d);
-    if (L->o->confirm_forms) {
-        L->tested |= ORK_TWIN_FORM_ONE_JOB;
-        L->confirmed |= ok ? ORK_TWIN_FORM_ONE_JOB : 0;
-    }
+    form_done(L, d, ORK_TWIN_FORM_ONE_JOB, ok);
 }
 
 /* One int8 matmul of m rows, n x k, on weights of one K-slice (max_m = 1: K <= 8192 in one
@@ -444,12 +451,7 @@ static void dcomp_step(struct ladder *L)
         step_add(L, "dcomp", ORK_SELFTEST_PASS, now_ms() - t0, "compressed weights (L = 7..127, "
                  "1 and 3 cores, K-sliced, M = 8) equal raw and the CPU: bit-exact (%zu "
                  "shapes)", nc);
-    if (d != L->npu)
-        ork_npu_close(d);
-    if (L->o->confirm_forms) {
-        L->tested |= ORK_TWIN_FORM_DCOMP;
-        L->confirmed |= ret == 0 ? ORK_TWIN_FORM_DCOMP : 0;
-    }
+    form_done(L, d, ORK_TWIN_FORM_DCOMP, ret == 0);
 }
 
 /* The published M-tile rules for K above 4096 (ORK_NPU_FORM_WIDE_K, npu-weight-decompression.md
@@ -475,12 +477,7 @@ static void wide_k_step(struct ladder *L)
     else
         step_add(L, "wide-k", ORK_SELFTEST_PASS, now_ms() - t0, "M up to 32 at K = 4608..6144, "
                  "16 at 6176..8192, one program per M-tile: bit-exact (%zu shapes)", nc);
-    if (d != L->npu)
-        ork_npu_close(d);
-    if (L->o->confirm_forms) {
-        L->tested |= ORK_TWIN_FORM_WIDE_K;
-        L->confirmed |= ret == 0 ? ORK_TWIN_FORM_WIDE_K : 0;
-    }
+    form_done(L, d, ORK_TWIN_FORM_WIDE_K, ret == 0);
 }
 
 /* --confirm-forms: the verdicts of the tested forms into the capability file, in one write. */
