@@ -304,6 +304,8 @@ static int finish_args(struct opts *o)
     o->draft_mp.device = o->draft_device ? o->draft_device : "cpu";
     o->draft_mp.twin = o->mp.twin || (o->mp.device && !strncmp(o->mp.device, "sim", 3));
     o->draft_mp.npu_pack_path = NULL;
+    if (!strcmp(o->draft_mp.device, "cpu"))
+        memset(&o->draft_mp.npu_weights, 0, sizeof o->draft_mp.npu_weights);   /* int8: no NPU */
     if (!o->n_models && !o->membw && !o->peak) {
         fprintf(stderr, "ork %s: give a model with -m, or --membw / --peak (see --help)\n", CMD);
         return -1;

@@ -193,11 +193,31 @@ static void test_cli_values(void)
     }
 }
 
+/* On the CPU the setting has nothing to act on: the load says so instead of ignoring it. */
+static void test_cpu_note(void)
+{
+    const char *path = ork_test_fixture("models/stories260K.gguf");
+    if (!path)
+        return;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s/ork run -m '%s' --device cpu --npu-weights dcomp:31 -p a -n 1 "
+             "-t 1 2>&1 >/dev/null", ORK_BINARY_DIR, path);
+    FILE *p = popen(cmd, "r");
+    REQUIRE(p);
+    char out[4096] = "";
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(strstr(out, "--npu-weights applies to NPU weights") != NULL);
+}
+
 int main(void)
 {
     RUN(test_capability);
     RUN(test_bad_settings);
     RUN(test_cli_values);
+    RUN(test_cpu_note);
     RUN(test_compressed_equals_raw);
     RUN(test_compressed_equals_raw_qwen3);
     return ork_test_done();

@@ -666,6 +666,9 @@ int ork_model_load(const char *path, const struct ork_model_params *p, struct or
         goto err_tok;
     if ((ret = ork__npu_exec_create(m, path, p, &m->npu)) < 0)
         goto err_tok;
+    if (!m->npu && p->npu_weights.encoding != ORK_NPU_WENC_INT8)
+        ORK_LOGN("--npu-weights applies to NPU weights: the CPU runs the model's own (device %s)",
+                 p->device ? p->device : "cpu");
     if (!m->npu && m->read_in && !p->no_repack && (ret = interleave(m)) < 0)
         goto err_npu;
     *out = m;
