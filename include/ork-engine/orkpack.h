@@ -152,10 +152,12 @@ struct ork_npu_weights_opts;            /* ork-engine/engine.h: NULL = int8 */
  * corrupt, tiled for another max_m or built for another weights setting wo (NULL: int8; a bad
  * setting is ORK_EINVAL, a DCOMP one on a device without the capability ORK_EUNSUPPORTED), or
  * always with force. *found (optional) says what was found before any rebuild
- * (ORK_ORKPACK_OK: it was valid and was kept). quiet: no progress bar. */
+ * (ORK_ORKPACK_OK: it was valid and was kept). quiet: no progress bar. capabilities: a board's
+ * capability record (ork_npu_opts.capabilities, `ork selftest --confirm-forms`), which a DCOMP
+ * setting needs on a board; NULL = none. */
 int ork_orkpack_build_for_model(const char *model_path, const char *pack_path,
-                                const struct ork_npu_weights_opts *wo, bool force, bool quiet,
-                                enum ork_orkpack_problem *found);
+                                const struct ork_npu_weights_opts *wo, const char *capabilities,
+                                bool force, bool quiet, enum ork_orkpack_problem *found);
 /* Check only (nothing built): 0 when the pack of the model is valid for the weights setting
  * wo (NULL: int8), else the open error. */
 int ork_orkpack_check_for_model(const char *model_path, const char *pack_path,

@@ -40,6 +40,8 @@ static void usage(FILE *out)
                  "                      older than 0.9.8 offers one)\n"
                  "  --npu-domain-bytes N  bytes per IOMMU domain for that placement (default:\n"
                  "                      the device's, 3900 MiB; as the engine's option)\n"
+                 "  --npu-caps FILE     the board's capability record (`ork selftest\n"
+                 "                      --confirm-forms`): --npu-weights dcomp needs it there\n"
                  "  --force             rebuild even if the pack is valid\n"
                  "  --check             only check: exit 0 if valid, 1 if not (nothing built)\n"
                  "  -q, --quiet         no progress bar\n");
@@ -170,7 +172,7 @@ static int report_placement(const char *pack, const struct ork_npu_probe_info *i
 
 int ork_cmd_pack(int argc, char **argv)
 {
-    const char *model = NULL, *out = NULL, *device = NULL;
+    const char *model = NULL, *out = NULL, *device = NULL, *caps = NULL;
     uint64_t dom_bytes = 0;
     bool force = false, quiet = false, check = false;
     struct ork_npu_weights_opts wo = { 0 };
@@ -189,6 +191,9 @@ int ork_cmd_pack(int argc, char **argv)
                 return ORK_EXIT_USAGE;
         } else if (!strcmp(a, "--device")) {
             if (!(device = ork_cli_value(CMD, argc, argv, &i)))
+                return ORK_EXIT_USAGE;
+        } else if (!strcmp(a, "--npu-caps")) {
+            if (!(caps = ork_cli_value(CMD, argc, argv, &i)))
                 return ORK_EXIT_USAGE;
         } else if (!strcmp(a, "--npu-domain-bytes")) {
             const char *v = ork_cli_value(CMD, argc, argv, &i);
@@ -246,7 +251,7 @@ int ork_cmd_pack(int argc, char **argv)
         return placed ? report_placement(out, &info, dom_bytes) : ORK_EXIT_OK;
     }
     enum ork_orkpack_problem found = ORK_ORKPACK_MISSING;
-    ret = ork_orkpack_build_for_model(model, out, &wo, force, quiet, &found);
+    ret = ork_orkpack_build_for_model(model, out, &wo, caps, force, quiet, &found);
     if (ret < 0) {
         ork_cli_error(CMD, ret);
         return ORK_EXIT_ERROR;

@@ -34,6 +34,12 @@ check "pack file exists" test -s "$tmp/m.orkpack"
 out=$("$ORK" pack -q "$tmp/m.gguf" 2>&1); check "valid pack kept" grep -q "valid, kept" <<<"$out"
 out=$("$ORK" pack -q --force "$tmp/m.gguf" 2>&1); check "--force rebuilds" grep -q "built (ok before)" <<<"$out"
 
+# --npu-caps reaches the device the pack is built on: an unreadable record fails, naming it
+out=$("$ORK" pack -q --force --npu-caps "$tmp/no-such-caps.json" "$tmp/m.gguf" 2>&1)
+check "--npu-caps: unreadable record is an error" test $? -eq 1
+check "--npu-caps: the error names the file" grep -q "no-such-caps.json" <<<"$out"
+"$ORK" pack --check "$tmp/m.gguf" >/dev/null; check "--npu-caps failure left the pack valid" test $? -eq 0
+
 touch -d "2001-01-01" "$tmp/m.gguf"
 out=$("$ORK" pack --check "$tmp/m.gguf" 2>&1); check "stale: --check fails" test $? -eq 1
 check "stale explained" grep -q "is stale" <<<"$out"

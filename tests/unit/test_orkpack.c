@@ -200,10 +200,10 @@ static void test_model_pack(void)
     CHECK(file_size(pack) < 0);                     /* NO_PACK wrote nothing */
 
     enum ork_orkpack_problem found;
-    REQUIRE(ork_orkpack_build_for_model(model, NULL, NULL, false, true, &found) == 0);
+    REQUIRE(ork_orkpack_build_for_model(model, NULL, NULL, NULL, false, true, &found) == 0);
     CHECK_EQ_INT(found, ORK_ORKPACK_MISSING);
     CHECK(ork_orkpack_check_for_model(model, NULL, NULL) == 0);
-    REQUIRE(ork_orkpack_build_for_model(model, NULL, NULL, false, true, &found) == 0);
+    REQUIRE(ork_orkpack_build_for_model(model, NULL, NULL, NULL, false, true, &found) == 0);
     CHECK_EQ_INT(found, ORK_ORKPACK_OK);            /* valid: kept */
     REQUIRE(logits_of(model, 0, NULL, got) == 0);         /* loaded from the pack */
     CHECK(memcmp(ref, got, sizeof ref) == 0);
@@ -248,7 +248,7 @@ static void test_model_pack(void)
         ork_model_free(m);
         CHECK(ork_orkpack_check_for_model(model, NULL, NULL) < 0);
         CHECK(strstr(ork_error_message(), "max_m") != NULL);
-        REQUIRE(ork_orkpack_build_for_model(model, NULL, NULL, false, true, &found) == 0);
+        REQUIRE(ork_orkpack_build_for_model(model, NULL, NULL, NULL, false, true, &found) == 0);
         CHECK_EQ_INT(found, ORK_ORKPACK_OTHER_PLAN);
     }
 
@@ -264,7 +264,7 @@ static void test_model_pack(void)
     struct timespec ts[2] = { { 0, UTIME_NOW }, { 1000000, 0 } };
     REQUIRE(utimensat(AT_FDCWD, model, ts, 0) == 0);
     CHECK(ork_orkpack_check_for_model(model, NULL, NULL) < 0);
-    REQUIRE(ork_orkpack_build_for_model(model, NULL, NULL, false, true, &found) == 0);
+    REQUIRE(ork_orkpack_build_for_model(model, NULL, NULL, NULL, false, true, &found) == 0);
     CHECK_EQ_INT(found, ORK_ORKPACK_STALE);
     CHECK(ork_orkpack_check_for_model(model, NULL, NULL) == 0);
 
@@ -284,7 +284,7 @@ static void test_model_pack(void)
         REQUIRE(write_pack(pack, &sid, &caps) == 0);
         CHECK(ork_orkpack_check_for_model(model, NULL, NULL) < 0);
         CHECK(strstr(ork_error_message(), "does not fit the model") != NULL);
-        REQUIRE(ork_orkpack_build_for_model(model, NULL, NULL, false, true, &found) == 0);
+        REQUIRE(ork_orkpack_build_for_model(model, NULL, NULL, NULL, false, true, &found) == 0);
         CHECK_EQ_INT(found, ORK_ORKPACK_STALE);
         CHECK(ork_orkpack_check_for_model(model, NULL, NULL) == 0);
         struct ork_orkpack *pk2;

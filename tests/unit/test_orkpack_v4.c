@@ -131,7 +131,7 @@ static void test_model_dcomp_pack(void)
     CHECK(memcmp(ref, i8, sizeof ref) != 0);        /* grid 31 is not int8's */
 
     enum ork_orkpack_problem found;
-    REQUIRE(ork_orkpack_build_for_model(model, NULL, &d31, false, true, &found) == 0);
+    REQUIRE(ork_orkpack_build_for_model(model, NULL, &d31, NULL, false, true, &found) == 0);
     CHECK_EQ_INT(found, ORK_ORKPACK_MISSING);
     CHECK(ork_orkpack_check_for_model(model, NULL, &d31) == 0);
     CHECK(ork_orkpack_check_for_model(model, NULL, NULL) < 0);     /* int8 wants its own */
@@ -158,11 +158,11 @@ static void test_model_dcomp_pack(void)
     CHECK(memcmp(i8, got, sizeof got) == 0);
     CHECK(ork_orkpack_check_for_model(model, NULL, NULL) == 0);
     /* and `ork pack --npu-weights dcomp:31` on it reports what it found */
-    REQUIRE(ork_orkpack_build_for_model(model, NULL, &d31, false, true, &found) == 0);
+    REQUIRE(ork_orkpack_build_for_model(model, NULL, &d31, NULL, false, true, &found) == 0);
     CHECK_EQ_INT(found, ORK_ORKPACK_OTHER_WEIGHTS);
     /* a bad setting is refused before any work */
     const struct ork_npu_weights_opts bad = { .encoding = ORK_NPU_WENC_DCOMP, .levels = 9 };
-    CHECK(ork_orkpack_build_for_model(model, NULL, &bad, false, true, &found) == ORK_EINVAL);
+    CHECK(ork_orkpack_build_for_model(model, NULL, &bad, NULL, false, true, &found) == ORK_EINVAL);
     CHECK(strstr(ork_error_message(), "grid 9") != NULL);
     unlink(pack);
     unlink(model);

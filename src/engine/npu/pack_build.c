@@ -244,8 +244,8 @@ int ork_orkpack_check_for_model(const char *model_path, const char *pack_path,
 }
 
 int ork_orkpack_build_for_model(const char *model_path, const char *pack_path,
-                                const struct ork_npu_weights_opts *wo, bool force, bool quiet,
-                                enum ork_orkpack_problem *found)
+                                const struct ork_npu_weights_opts *wo, const char *capabilities,
+                                bool force, bool quiet, enum ork_orkpack_problem *found)
 {
     int ret;
     if (wo && (ret = ork__npu_wenc_check(wo)) < 0)
@@ -263,7 +263,8 @@ int ork_orkpack_build_for_model(const char *model_path, const char *pack_path,
         return ret;
     /* the tiling comes from the NPU when there is one, else from the simulator (same layout) */
     struct ork_npu *npu = NULL;
-    struct ork_npu_opts o = { .struct_size = sizeof o, .device = "auto" };
+    struct ork_npu_opts o = { .struct_size = sizeof o, .device = "auto",
+                              .capabilities = capabilities };
     if (ork_npu_open(&o, &npu) < 0) {
         o.device = "sim";
         if ((ret = ork_npu_open(&o, &npu)) < 0) {
