@@ -177,8 +177,8 @@ static void test_cli_values(void)
     const char *vals[] = { "dcomp:9", "int4", "dcomp:", "dcomp:31x" };
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
         char cmd[1024];
-        snprintf(cmd, sizeof cmd, "%s/ork run -m x.gguf --npu-weights '%s' 2>&1", ORK_BINARY_DIR,
-                 vals[i]);
+        snprintf(cmd, sizeof cmd, "%s %s/ork run -m x.gguf --npu-weights '%s' 2>&1",
+                 ORK_TEST_RUNNER, ORK_BINARY_DIR, vals[i]);
         FILE *p = popen(cmd, "r");
         REQUIRE(p);
         char out[1024] = "";
@@ -200,8 +200,8 @@ static void test_cpu_note(void)
     if (!path)
         return;
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s/ork run -m '%s' --device cpu --npu-weights dcomp:31 -p a -n 1 "
-             "-t 1 2>&1 >/dev/null", ORK_BINARY_DIR, path);
+    snprintf(cmd, sizeof cmd, "%s %s/ork run -m '%s' --device cpu --npu-weights dcomp:31 -p a "
+             "-n 1 -t 1 2>&1 >/dev/null", ORK_TEST_RUNNER, ORK_BINARY_DIR, path);
     FILE *p = popen(cmd, "r");
     REQUIRE(p);
     char out[4096] = "";
