@@ -112,6 +112,10 @@ enum ork_npu_form {
                                      * FEATURE_GRAINS 30); without it such K is K-sliced into
                                      * the full-K envelope of spec §5.3. The simulator confirms
                                      * it when ork_sim_opts.confirm_wide_k asks */
+    ORK_NPU_FORM_W4A8 = 1u << 3,    /* int4 x int4 -> int16 programs (spec §4.6 layouts,
+                                     * npu-weight-decompression.md §2 register values) confirmed
+                                     * bit-exact on this device; the simulator implements them
+                                     * and confirms it unless ork_sim_opts.deny_w4a8 */
 };
 /* The forms this device may use: the options' and the capability file's, plus what the backend
  * confirms itself (only the simulator, when ork_sim_opts.confirm_one_job asks it to). */
@@ -161,6 +165,12 @@ struct ork_npu_weights_desc {
 enum ork_npu_weights_encoding {
     ORK_NPU_WEIGHTS_RAW = 0,        /* tiled int8/fp16 (spec §4.3, §4.4) */
     ORK_NPU_WEIGHTS_DCOMP = 1,      /* CNA decompressor streams (npu-weight-decompression.md) */
+    ORK_NPU_WEIGHTS_W4A8 = 2,       /* int4 codes in [-8, 7] (given as int8), packed two a byte
+                                     * in the int4 layout (spec §4.6), run by the int4 x int4
+                                     * MAC with each int8 activation split into two int4 rows
+                                     * (npu-weight-decompression.md §2); ork_npu_matmul_run_i8
+                                     * still takes int8 A and gives the exact int32 A.W.
+                                     * Without ORK_NPU_FORM_W4A8 confirmed: ORK_EUNSUPPORTED */
 };
 
 /* Pack W into the hardware layout (spec §4.3 int8 [Nt][Kt][32][32], §4.4 fp16 [Nt][Kt][16][32],

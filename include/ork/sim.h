@@ -92,6 +92,9 @@ struct ork_sim_opts {
                                  * npu-weight-decompression.md §1), which the simulator
                                  * implements and confirms by default, so tests see a board
                                  * that has not shown it */
+    bool deny_w4a8;             /* do not confirm ORK_NPU_FORM_W4A8 (int4 x int4 -> int16
+                                 * programs, npu-weight-decompression.md §2), which the
+                                 * simulator implements and confirms by default */
     double dcomp_gbps;          /* the twin's decompressor output rate per core (int8 bytes a
                                  * second / 1e9, constant npu_dcomp_gbps); 0 = the twin table's
                                  * (default or calibration) */

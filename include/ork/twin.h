@@ -178,6 +178,8 @@ enum ork_twin_form {
                                          * (npu-weight-decompression.md §1): "dcomp" */
     ORK_TWIN_FORM_WIDE_K = 1u << 2,     /* int8 M > 1 programs of K in (4096, 8192] by the
                                          * published rules (npu-weight-decompression.md §4.3) */
+    ORK_TWIN_FORM_W4A8 = 1u << 3,       /* int4 x int4 -> int16 programs, bit-exact
+                                         * (npu-weight-decompression.md §2): "w4a8" */
 };
 struct ork_twin_caps {
     uint32_t struct_size;

@@ -54,6 +54,9 @@ struct ork_mm_task {
     const struct ork_dcomp_regs *dcomp; /* B is a DCOMP stream with these registers
                                  * (npu-weight-decompression.md §1.2); NULL = raw B */
     uint64_t b_bytes;           /* DCOMP: the stream's bytes at b (its DMA extent) */
+    bool i4;                    /* int4 x int4 -> int16 (W4A8, npu-weight-decompression.md §2):
+                                 * dtype is ORK_NPU_I8, m counts physical int4 rows, A/B/C are
+                                 * in the layouts of i4_layout.h (spec §4.6), stride unused */
 };
 
 /* A DMA range one program touches, recorded at emission for ork__prog_validate. */
