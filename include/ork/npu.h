@@ -293,6 +293,10 @@ struct ork_npu_matmul_info {
     uint64_t w_dcomp_bytes;         /* of that pass, the int8 bytes the decompressors output
                                      * (0 for raw weights; a timing model charges them at
                                      * npu_dcomp_gbps per core, <ork/twin.h>) */
+    bool w4a8;                      /* W4A8 weights (ORK_NPU_WEIGHTS_W4A8): each of the m rows
+                                     * runs as 2 physical int4 rows (m_tile counts tokens), the
+                                     * partials are int16 (2 rows x n x 2 bytes a token and
+                                     * K-slice), w_stored_bytes is the int4 bytes (k n / 2) */
 };
 void ork_npu_matmul_get_info(const struct ork_npu_matmul *mm, struct ork_npu_matmul_info *out);
 
