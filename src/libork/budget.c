@@ -51,13 +51,15 @@ static const struct {
 /* Hardware tile multiples (spec §4.3/§4.4): K to 32, N to 16 (fp16 32), approximated as 32. */
 #define PAD32(x) (((uint64_t)(x) + 31u) / 32u * 32u)
 
-double ork_npu_cost_ns(enum ork_npu_dtype dt, uint32_t m, uint32_t k, uint32_t n, uint32_t cores)
+/* The model with `esz` weight bytes per weight (int8 1, fp16 2, W4A8 0.5: the int4 codes,
+ * npu-weight-decompression.md §2 "half those of int8"). */
+static double cost_ns(enum ork_npu_dtype dt, uint32_t m, uint32_t k, uint32_t n, uint32_t cores,
+                      double esz)
 {
     if (cores < 1)
         cores = 1;
-    const uint64_t esz = dt == ORK_NPU_I8 ? 1 : 2;
     const uint64_t kp = PAD32(k), np = PAD32(n);
-    const double w_bytes = (double)(kp * np * esz);
+    const double w_bytes = (double)(kp * np) * esz;
     const double macs = (double)m * (double)kp * (double)np;
     /* programs per core: K-slices x N-slices of that core's columns (M-tiles ignored at the
      * small M the budget matters for; they scale every option alike) */
@@ -77,8 +79,13 @@ double ork_npu_cost_ns(enum ork_npu_dtype dt, uint32_t m, uint32_t k, uint32_t n
     return t;
 }
 
-uint32_t ork_npu_budget_pick(enum ork_npu_dtype dt, uint32_t m, uint32_t k, uint32_t n,
-                             uint32_t max_cores)
+double ork_npu_cost_ns(enum ork_npu_dtype dt, uint32_t m, uint32_t k, uint32_t n, uint32_t cores)
+{
+    return cost_ns(dt, m, k, n, cores, dt == ORK_NPU_I8 ? 1.0 : 2.0);
+}
+
+static uint32_t budget_pick(enum ork_npu_dtype dt, uint32_t m, uint32_t k, uint32_t n,
+                            uint32_t max_cores, double esz)
 {
     if (max_cores > ORK_MM_MAX_CORES)
         max_cores = ORK_MM_MAX_CORES;
@@ -87,15 +94,21 @@ uint32_t ork_npu_budget_pick(enum ork_npu_dtype dt, uint32_t m, uint32_t k, uint
     if (max_cores > tiles / 2)
         max_cores = tiles / 2;
     uint32_t best = 1;
-    double t1 = ork_npu_cost_ns(dt, m, k, n, 1), tbest = t1;
+    double t1 = cost_ns(dt, m, k, n, 1, esz), tbest = t1;
     for (uint32_t c = 2; c <= max_cores; c++) {
-        double t = ork_npu_cost_ns(dt, m, k, n, c);
+        double t = cost_ns(dt, m, k, n, c, esz);
         if (t < tbest && t < t1 * (1.0 - C.split_margin)) {
             best = c;
             tbest = t;
         }
     }
     return best;
+}
+
+uint32_t ork_npu_budget_pick(enum ork_npu_dtype dt, uint32_t m, uint32_t k, uint32_t n,
+                             uint32_t max_cores)
+{
+    return budget_pick(dt, m, k, n, max_cores, dt == ORK_NPU_I8 ? 1.0 : 2.0);
 }
 
 int ork_npu_set_core_budget(struct ork_npu *npu, uint32_t n)
@@ -120,7 +133,9 @@ uint32_t ork_npu_core_budget(const struct ork_npu *npu)
 uint32_t ork__budget_cores(struct ork_npu_matmul *mm, uint32_t requested)
 {
     const uint32_t cap = ork_npu_core_budget(mm->npu);
-    if (requested == 0)
-        return ork_npu_budget_pick(mm->w->dtype, mm->m, mm->w->k, mm->w->n, cap);
+    if (requested == 0)   /* W4A8 streams half the bytes (the int4 codes; 2 rows a token) */
+        return ork__weights_w4a8(mm->w)
+                   ? budget_pick(mm->w->dtype, 2 * mm->m, mm->w->k, mm->w->n, cap, 0.5)
+                   : ork_npu_budget_pick(mm->w->dtype, mm->m, mm->w->k, mm->w->n, cap);
     return requested < cap ? requested : cap;
 }

@@ -54,7 +54,9 @@ static int make_tiles(struct ork_npu_matmul *mm)
 {
     const struct ork_npu_weights *w = mm->w;
     uint32_t tile = mm->m;
-    for (uint32_t j = 0; j < w->kplan.n_slices; j++) {
+    if (ork__weights_w4a8(w))   /* 2 physical int4 rows a token, <= 128 a program (plan.h) */
+        tile = ork__plan_m_tile_i4(mm->m);
+    for (uint32_t j = 0; j < w->kplan.n_slices && !ork__weights_w4a8(w); j++) {
         uint32_t t = ork__plan_m_tile_forms(w->dtype, mm->m, w->kplan.s[j].pad,
                                             mm->npu->confirmed_forms);
         if (!t)
@@ -101,7 +103,7 @@ static uint32_t core_run_tasks(const struct ork_npu_matmul *mm, uint32_t c, uint
 }
 
 /* Index in c_bo of N-slice i's C buffer: 0, or the owning core's on a rocket split. */
-static uint32_t cbo_idx(const struct ork_npu_matmul *mm, uint32_t nslice)
+uint32_t ork__matmul_cbo_idx(const struct ork_npu_matmul *mm, uint32_t nslice)
 {
     uint32_t b = 0;
     if (mm->n_cbo > 1)
@@ -113,7 +115,7 @@ static uint32_t cbo_idx(const struct ork_npu_matmul *mm, uint32_t nslice)
 /* The C buffer task t writes. */
 static struct ork_kbo *cbo_of_task(struct ork_npu_matmul *mm, uint32_t t)
 {
-    return &mm->c_bo[cbo_idx(mm, mm->tiles[t].nslice)];
+    return &mm->c_bo[ork__matmul_cbo_idx(mm, mm->tiles[t].nslice)];
 }
 
 static int make_buffers(struct ork_npu_matmul *mm)
@@ -133,7 +135,7 @@ static int make_buffers(struct ork_npu_matmul *mm)
         return ork_errorf(ORK_ENOMEM, "npu matmul: output offsets");
     for (uint32_t j = 0; j < w->kplan.n_slices; j++)
         for (uint32_t i = 0; i < mm->n_ns; i++) {
-            uint32_t b = cbo_idx(mm, i);
+            uint32_t b = ork__matmul_cbo_idx(mm, i);
             mm->c_off[j * mm->n_ns + i] = c_total[b];
             c_total[b] += (uint64_t)mm->m * mm->ns[i].pad * OUT_BYTES;
         }
@@ -182,6 +184,15 @@ static int emit_programs(struct ork_npu_matmul *mm)
             .cbuf = ork__plan_cbuf_con0_forms(w->dtype, tl->m, ks->pad, mm->npu->confirmed_forms),
             .grains = ork__plan_grains_forms(w->dtype, tl->m, ks->pad, mm->npu->confirmed_forms),
         };
+        if (ork__weights_w4a8(w)) {
+            /* the tile's split rows, int16 C; the CBUF split and grains the program derives
+             * for int4 (cbuf, grains 0: program.c) */
+            task.i4 = true;
+            task.m = 2 * tl->m;
+            task.stride = 0;
+            task.cbuf = 0;
+            task.grains = 0;
+        }
         ork__weights_block(w, tl->kslice, tl->nslice, ns, &task);  /* B: raw or a DCOMP stream */
         struct ork_prog_reloc rel[ORK_PROG_MAX_RELOCS];
         uint32_t n_rel = 0;
@@ -197,6 +208,8 @@ static int emit_programs(struct ork_npu_matmul *mm)
             .op_idx = t,
         };
     }
+    if (ret == 0 && ork__weights_w4a8(w))
+        ret = ork__w4a8_sentinels(mm);
     if (ret < 0)
         goto out;
     for (uint32_t c = 0; chain && c < mm->n_cores; c++) {
@@ -284,10 +297,16 @@ bool ork__matmul_sentinel_needed(const struct ork_npu_matmul *mm)
     return mm->npu->multi_job;
 }
 
+/* The doorbell sentinel of task t: one no result can equal (W4A8: per task, w4a8.h). */
+static uint32_t sentinel_of(const struct ork_npu_matmul *mm, uint32_t t)
+{
+    return mm->sentinel ? mm->sentinel[t] : DOORBELL_SENTINEL;
+}
+
 int ork__matmul_sentinel_seed(struct ork_npu_matmul *mm, uint32_t last_task)
 {
     uint64_t off = last_word_off(mm, last_task);
-    uint32_t seed = DOORBELL_SENTINEL;
+    uint32_t seed = sentinel_of(mm, last_task);
     struct ork_kbo *cb = cbo_of_task(mm, last_task);
     memcpy((uint8_t *)cb->map + off, &seed, sizeof seed);
     return ork__npu_bo_sync(mm->npu, cb, off, sizeof seed, ORK_KBO_SYNC_TO_DEVICE);
@@ -298,11 +317,11 @@ int ork__matmul_sentinel_check(struct ork_npu_matmul *mm, uint32_t last_task, co
     uint64_t off = last_word_off(mm, last_task);
     uint32_t v;
     memcpy(&v, (const uint8_t *)cbo_of_task(mm, last_task)->map + off, sizeof v); /* synced */
-    if (v != DOORBELL_SENTINEL)
+    if (v != sentinel_of(mm, last_task))
         return 0;
     int ret = ork_errorf(ORK_ETIMEDOUT, "task %u completed without writing its last output word "
                          "(still the sentinel 0x%08x): the kernel timed the job out and reset "
-                         "the core (500 ms, spec §11.3)", last_task, DOORBELL_SENTINEL);
+                         "the core (500 ms, spec §11.3)", last_task, sentinel_of(mm, last_task));
     return ork__npu_failed(mm->npu, ret, what);
 }
 
@@ -338,7 +357,7 @@ int ork__matmul_arm(struct ork_npu_matmul *mm, struct ork_kjob *job, uint32_t la
     job->flags |= ORK_KJOB_NONBLOCK;
     job->doorbell_bo = cbo_of_task(mm, last);
     job->doorbell_off = last_word_off(mm, last);
-    job->doorbell_sentinel = DOORBELL_SENTINEL;
+    job->doorbell_sentinel = sentinel_of(mm, last);
     /* the kernel gives up when the host does, so a dropped job is not left in its list */
     job->timeout_ms = ork__matmul_bound_ms(mm);
     return 1;
@@ -628,6 +647,7 @@ void ork_npu_matmul_destroy(struct ork_npu_matmul *mm)
     ork__npu_bo_destroy(mm->npu, &mm->a_bo);
     ork_free(mm->xq);
     ork_free(mm->xscale);
+    ork_free(mm->sentinel);
     ork_free(mm->c_off);
     ork_free(mm->ns);
     ork_free(mm->tiles);
@@ -639,6 +659,8 @@ int ork__matmul_copy_in(struct ork_npu_matmul *mm, const void *a, uint32_t m)
 {
     const struct ork_npu_weights *w = mm->w;
     const uint32_t esz = esz_of(w->dtype);
+    if (ork__weights_w4a8(w))
+        return ork__w4a8_copy_in(mm, a, m);
     /* Copy A into each K-slice's dense block; padding columns stay zero (set at creation). */
     for (uint32_t j = 0; j < w->kplan.n_slices; j++) {
         const struct ork_slice *s = &w->kplan.s[j];
@@ -665,11 +687,13 @@ int ork__matmul_gather(struct ork_npu_matmul *mm, void *c, uint32_t m)
         if (ret < 0)
             return ret;
     }
+    if (ork__weights_w4a8(w))
+        return ork__w4a8_gather(mm, c, m);
     /* Sum the K-slice partials (spec §1.4, §6.5) and gather the N-slices into C[m][n]. */
     for (uint32_t j = 0; j < w->kplan.n_slices; j++) {
         for (uint32_t i = 0; i < mm->n_ns; i++) {
             const struct ork_slice *ns = &mm->ns[i];
-            const uint8_t *blk = (const uint8_t *)mm->c_bo[cbo_idx(mm, i)].map +
+            const uint8_t *blk = (const uint8_t *)mm->c_bo[ork__matmul_cbo_idx(mm, i)].map +
                                  mm->c_off[j * mm->n_ns + i];
             for (uint32_t r = 0; r < m; r++) {
                 if (w->dtype == ORK_NPU_I8) {
@@ -829,6 +853,7 @@ void ork_npu_matmul_get_info(const struct ork_npu_matmul *mm, struct ork_npu_mat
     out->n_cores = mm->n_cores;
     out->m_tile = mm->m_tile;
     out->n_tasks = mm->n_tasks;
+    out->w4a8 = ork__weights_w4a8(w);
     ork__weights_pass_bytes(w, &out->w_stored_bytes, &out->w_dcomp_bytes);
     for (uint32_t c = 0; c < mm->n_cores; c++) {
         uint32_t r = (core_run_tasks(mm, c, mm->n_mtiles) + mm->group - 1) / mm->group;

@@ -2,12 +2,16 @@
  * K-slice of W into the tiled layout (pack.c, spec §4.3/§4.4) in one device buffer, keep the
  * per-column scales. DCOMP weights (encoding = ORK_NPU_WEIGHTS_DCOMP) hold instead one
  * decompressor stream per K-slice x N-partition block (dcomp_weights.c,
- * npu-weight-decompression.md §1.6), their export a self-describing blob (dcomp_blob.c). Plans
+ * npu-weight-decompression.md §1.6), their export a self-describing blob (dcomp_blob.c). W4A8
+ * weights (ORK_NPU_WEIGHTS_W4A8) hold int4 codes in the layout of spec §4.6, K-sliced by the
+ * int16 accumulator bound, with per-column sums for the correction (w4a8_weights.c); their
+ * export is a blob too (w4a8_blob.c). Plans
  * (matmul.c) borrow these and take their N-split and each task's weight operand from here;
  * nothing here submits work. */
 #include "dcomp_blob.h"
 #include "ork_priv.h"
 #include "pack.h"
+#include "w4a8.h"
 
 #include <ork/alloc.h>
 #include <ork/error.h>
@@ -23,8 +27,19 @@ static int check_encoding(const struct ork_npu *npu, const struct ork_npu_weight
 {
     if (wd->encoding == ORK_NPU_WEIGHTS_RAW)
         return 0;
+    if (wd->encoding == ORK_NPU_WEIGHTS_W4A8) {
+        if (wd->dtype != ORK_NPU_I8)
+            return ork_errorf(ORK_EINVAL, "npu weights: W4A8 weights are int4 codes given as "
+                              "int8 (dtype ORK_NPU_I8), not fp16");
+        if (!(npu->confirmed_forms & ORK_NPU_FORM_W4A8))
+            return ork_errorf(ORK_EUNSUPPORTED, "npu weights: W4A8 weights need the 'w4a8' "
+                              "capability (int4 x int4 -> int16 programs confirmed bit-exact on "
+                              "this device, npu-weight-decompression.md §2); confirm it with "
+                              "`ork selftest --confirm-forms FILE` and load FILE with --npu-caps");
+        return 0;
+    }
     if (wd->encoding != ORK_NPU_WEIGHTS_DCOMP)
-        return ork_errorf(ORK_EINVAL, "npu weights: unknown encoding %u (0 raw, 1 dcomp)",
+        return ork_errorf(ORK_EINVAL, "npu weights: unknown encoding %u (0 raw, 1 dcomp, 2 w4a8)",
                           wd->encoding);
     if (wd->dtype != ORK_NPU_I8)
         return ork_errorf(ORK_EINVAL, "npu weights: DCOMP weights are int8 only (the "
@@ -75,10 +90,14 @@ static int weights_setup(struct ork_npu *npu, const struct ork_npu_weights_desc 
     w->dtype = wd->dtype;
     w->k = wd->k;
     w->n = wd->n;
-    int ret = ork__plan_kslices(wd->dtype, wd->k, max_m, &w->kplan);
+    w->encoding = wd->encoding;
+    const bool w4 = ork__weights_w4a8(w);
+    /* W4A8: the K-slicing comes from the codes (or the blob) and sizes the buffer later */
+    int ret = w4 ? 0 : ork__plan_kslices(wd->dtype, wd->k, max_m, &w->kplan);
     if (ret < 0)
         goto err_free;
-    ret = ork__plan_nslices(wd->dtype, wd->n, &w->nplan);
+    w->kplan.max_m = max_m;
+    ret = w4 ? ork__plan_nslices_i4(wd->n, &w->nplan) : ork__plan_nslices(wd->dtype, wd->n, &w->nplan);
     if (ret < 0)
         goto err_free;
     if (wd->scales) {
@@ -97,7 +116,6 @@ static int weights_setup(struct ork_npu *npu, const struct ork_npu_weights_desc 
         w->slice_off[j] = total;
         total += (uint64_t)w->kplan.s[j].pad * np * esz;    /* a slice: K_j x Np (spec §4.5) */
     }
-    w->encoding = wd->encoding;
     w->grid_max_abs = wd->grid_max_abs ? wd->grid_max_abs : ORK_DCOMP_GRID_MAX;
     if (wd->encoding == ORK_NPU_WEIGHTS_RAW)   /* DCOMP: sized by the streams (dcomp_alloc) */
         ret = ork__npu_bo_create(npu, total, ORK_KBO_CACHEABLE, &w->bo, "npu weights");
@@ -124,6 +142,61 @@ static int weights_finish(struct ork_npu_weights *w, struct ork_npu_weights **ou
     }
     *out = w;
     return 0;
+}
+
+/* ---- W4A8 weights ------------------------------------------------------------------------- */
+
+/* The buffer of the int4 slices (w->kplan set), filled from `data` (NULL: packed from W) and
+ * checked, with the column sums. */
+static int w4a8_fill(struct ork_npu_weights *w, const int8_t *codes, const uint8_t *data,
+                     struct ork_npu_weights **out)
+{
+    const uint32_t np = w->nplan.n_padded;
+    const uint64_t total = ork__w4a8_layout(&w->kplan, np, w->slice_off);
+    w->colsum = ork_malloc((size_t)w->n * sizeof *w->colsum);
+    int ret = w->colsum ? 0 : ork_errorf(ORK_ENOMEM, "npu weights: W4A8 sums of %u columns", w->n);
+    if (ret == 0)
+        ret = ork__npu_bo_create(w->npu, total, ORK_KBO_CACHEABLE, &w->bo, "npu weights (w4a8)");
+    if (ret == 0 && data) {
+        memcpy(w->bo.map, data, (size_t)total);
+    } else if (ret == 0) {
+        for (uint32_t j = 0; j < w->kplan.n_slices; j++)
+            ork__w4a8_pack_slice((uint8_t *)w->bo.map + w->slice_off[j], codes, w->k, w->n,
+                                 &w->kplan.s[j], np);
+    }
+    /* the bytes as the NPU gets them: padding zero, the bound kept, and the sums from them */
+    if (ret == 0)
+        ret = ork__w4a8_check_packed(w->bo.map, &w->kplan, w->n, np, w->slice_off, w->colsum);
+    if (ret < 0) {
+        ork_npu_weights_destroy(w);
+        return ret;
+    }
+    return weights_finish(w, out);
+}
+
+static int w4a8_create(struct ork_npu_weights *w, const struct ork_npu_weights_desc *wd,
+                       struct ork_npu_weights **out)
+{
+    int ret = ork__w4a8_check_codes(wd->w, wd->n, wd->k);
+    if (ret == 0)
+        ret = ork__w4a8_kslices(wd->w, wd->n, wd->k, w->kplan.max_m, &w->kplan);
+    if (ret < 0) {
+        ork_npu_weights_destroy(w);
+        return ret;
+    }
+    return w4a8_fill(w, wd->w, NULL, out);
+}
+
+static int w4a8_create_packed(struct ork_npu_weights *w, const void *blob, uint64_t bytes,
+                              struct ork_npu_weights **out)
+{
+    const uint8_t *data;
+    int ret = ork__w4a8_blob_parse(blob, bytes, w->k, w->n, w->kplan.max_m, &w->kplan, &data);
+    if (ret < 0) {
+        ork_npu_weights_destroy(w);
+        return ret;
+    }
+    return w4a8_fill(w, NULL, data, out);
 }
 
 /* ---- DCOMP weights ------------------------------------------------------------------------ */
@@ -209,9 +282,13 @@ static int dcomp_create_packed(struct ork_npu_weights *w, const struct ork_npu_w
 int ork__weights_nsplit(const struct ork_npu_weights *w, uint32_t want, uint32_t *n_cores,
                         struct ork_slice **ns, uint32_t *n_ns, uint32_t *core_ns0)
 {
-    uint32_t nc = ork__plan_split_cores(w->dtype, w->n, want);
+    const bool w4 = ork__weights_w4a8(w);
+    uint32_t nc = w4 ? ork__plan_split_cores_i4(w->n, want)
+                     : ork__plan_split_cores(w->dtype, w->n, want);
     const bool dc = w->encoding == ORK_NPU_WEIGHTS_DCOMP;
-    uint32_t total = dc ? w->dw.n_nslices : ork__plan_nsplit(w->dtype, w->n, nc, NULL, NULL);
+    uint32_t total = dc ? w->dw.n_nslices
+                        : w4 ? ork__plan_nsplit_i4(w->n, nc, NULL, NULL)
+                             : ork__plan_nsplit(w->dtype, w->n, nc, NULL, NULL);
     if (dc && nc > total)
         nc = total;
     *ns = ork_calloc(total, sizeof **ns);
@@ -219,6 +296,10 @@ int ork__weights_nsplit(const struct ork_npu_weights *w, uint32_t want, uint32_t
         return ork_errorf(ORK_ENOMEM, "npu matmul: %u N-slices", total);
     *n_cores = nc;
     *n_ns = total;
+    if (w4) {
+        ork__plan_nsplit_i4(w->n, nc, *ns, core_ns0);
+        return 0;
+    }
     if (!dc) {
         ork__plan_nsplit(w->dtype, w->n, nc, *ns, core_ns0);
         return 0;
@@ -239,6 +320,12 @@ void ork__weights_block(const struct ork_npu_weights *w, uint32_t kslice, uint32
                         const struct ork_slice *ns, struct ork_mm_task *task)
 {
     const uint32_t esz = w->dtype == ORK_NPU_I8 ? 1 : 2;
+    if (ork__weights_w4a8(w)) {
+        /* column block ns->off of the int4 slice: pad / 2 bytes a column (spec §4.6) */
+        task->b = (uint32_t)(w->bo.iova + w->slice_off[kslice] +
+                             (uint64_t)ns->off * w->kplan.s[kslice].pad / 2u);
+        return;
+    }
     if (w->encoding != ORK_NPU_WEIGHTS_DCOMP) {
         /* column block ns->off of K-slice kslice (spec §4.5) */
         task->b = (uint32_t)(w->bo.iova + w->slice_off[kslice] +
@@ -257,6 +344,11 @@ void ork__weights_pass_bytes(const struct ork_npu_weights *w, uint64_t *stored, 
 {
     *stored = 0;
     *dcomp = 0;
+    if (ork__weights_w4a8(w)) {             /* the int4 slices: K_j x N_padded / 2 each */
+        uint64_t off[ORK_PLAN_MAX_KSLICES];
+        *stored = ork__w4a8_layout(&w->kplan, w->nplan.n_padded, off);
+        return;
+    }
     if (w->encoding != ORK_NPU_WEIGHTS_DCOMP) {
         *stored = w->bo.size;
         return;
@@ -280,6 +372,8 @@ int ork_npu_weights_create(struct ork_npu *npu, const struct ork_npu_weights_des
     *out = NULL;
     if (w->encoding == ORK_NPU_WEIGHTS_DCOMP)
         return dcomp_create(w, &wd, out);
+    if (ork__weights_w4a8(w))
+        return w4a8_create(w, &wd, out);
     const uint32_t np = w->nplan.n_padded;
     for (uint32_t j = 0; j < w->kplan.n_slices; j++) {
         const struct ork_slice *s = &w->kplan.s[j];
@@ -306,6 +400,8 @@ int ork_npu_weights_create_packed(struct ork_npu *npu, const struct ork_npu_weig
     *out = NULL;
     if (w->encoding == ORK_NPU_WEIGHTS_DCOMP)
         return dcomp_create_packed(w, &wd, tiled, bytes, out);
+    if (ork__weights_w4a8(w))
+        return w4a8_create_packed(w, tiled, bytes, out);
     if (bytes != w->bo.size) {
         uint64_t want = w->bo.size;
         ork_npu_weights_destroy(w);
@@ -325,6 +421,12 @@ int ork_npu_weights_export(const struct ork_npu_weights *w, void *buf, uint64_t 
     if (cap < need)
         return ork_errorf(ORK_ENOSPC, "npu weights export: %llu bytes of room for %llu",
                           (unsigned long long)cap, (unsigned long long)need);
+    if (ork__weights_w4a8(w)) {
+        const uint64_t table = ork__w4a8_blob_table_bytes(w->kplan.n_slices);
+        ork__w4a8_blob_write_table(&w->kplan, w->n, w->nplan.n_padded, need - table, buf);
+        memcpy((uint8_t *)buf + table, w->bo.map, (size_t)(need - table));
+        return 0;
+    }
     if (w->encoding != ORK_NPU_WEIGHTS_DCOMP) {
         memcpy(buf, w->bo.map, (size_t)w->bo.size);
         return 0;
@@ -341,6 +443,7 @@ void ork_npu_weights_destroy(struct ork_npu_weights *w)
         return;
     ork__npu_bo_destroy(w->npu, &w->bo);
     ork_dcomp_weights_fini(&w->dw);
+    ork_free(w->colsum);
     ork_free(w->scales);
     ork__plan_nslices_fini(&w->nplan);
     ork_free(w);
@@ -355,6 +458,11 @@ uint64_t ork_npu_weights_bytes(const struct ork_npu_weights *w)
 {
     if (w && w->encoding == ORK_NPU_WEIGHTS_DCOMP)
         return ork__dcomp_blob_table_bytes(w->dw.n_parts) + w->dw.bytes;
+    if (w && ork__weights_w4a8(w)) {      /* the blob: table + the int4 slices (not page-rounded) */
+        uint64_t off[ORK_PLAN_MAX_KSLICES];
+        return ork__w4a8_blob_table_bytes(w->kplan.n_slices) +
+               ork__w4a8_layout(&w->kplan, w->nplan.n_padded, off);
+    }
     return w ? w->bo.size : 0;
 }
 

@@ -52,7 +52,16 @@ struct ork_npu_weights {
     struct ork_dcomp_weights dw;/* DCOMP: the task weight blocks, K-slice major (parts[].off:
                                  * offsets in `bo`, parts[].regs: the task's DCOMP registers),
                                  * cut for dw.n_cores cores; dw.data is NULL (the bytes are bo's) */
+    int32_t *colsum;            /* W4A8: [n] sum over the whole K of each column's codes, for
+                                 * the correction 8 sum_k B[k][n] (w4a8.h); NULL otherwise.
+                                 * W4A8 slices are (Np/64, pad_j/32, 64, 32) int4, pad_j * Np / 2
+                                 * bytes each (spec §4.6), Np = N padded to 64 */
 };
+
+static inline bool ork__weights_w4a8(const struct ork_npu_weights *w)
+{
+    return w->encoding == ORK_NPU_WEIGHTS_W4A8;
+}
 
 /* The N-split of a plan on w over `want` cores (clamped: ork__plan_split_cores): raw weights
  * take plan.c's ork__plan_nsplit; DCOMP weights keep their blocks' N-slices (the partition the
@@ -104,7 +113,10 @@ struct ork_npu_matmul {
     uint32_t core_ns0[ORK_MM_MAX_CORES + 1];   /* core c owns N-slices [ns0[c], ns0[c+1]) */
     uint32_t core_t0[ORK_MM_MAX_CORES + 1];    /* and tasks [t0[c], t0[c+1]) */
     uint32_t flags, timeout_ms;
-    struct ork_kbo a_bo;        /* per K-slice j: A_j [m][pad_j] dense (spec §4.1) */
+    struct ork_kbo a_bo;        /* per K-slice j: A_j [m][pad_j] dense (spec §4.1); W4A8: per
+                                 * K-slice and M-tile of mt tokens at the same offsets, the
+                                 * split rows (pad_j/32, 2 mt, 32) int4 (spec §4.6), and the C
+                                 * blocks below (pad_i/8, 2 mt, 8) int16 */
     struct ork_kbo c_bo[ORK_MM_MAX_CORES]; /* per (j, i): C_ji [m][pad_i] int32/fp32 (spec
                                  * §4.2) in c_bo[0]; on rocket a multi-core plan gives each
                                  * core its own C buffer (c_bo[core]), so its jobs do not order
@@ -117,6 +129,8 @@ struct ork_npu_matmul {
     struct ork_mm_tile *tiles;  /* [n_tasks], M-tile outermost so a run of fewer rows is a prefix */
     struct ork_ktask *tasks;    /* [n_tasks] */
     uint32_t group;             /* tasks per core per job; programs chain within a group only */
+    uint32_t *sentinel;         /* W4A8: [n_tasks] each task's doorbell sentinel (w4a8.h
+                                 * ork__w4a8_sentinel); NULL: DOORBELL_SENTINEL for all */
     void *xq;                   /* run_f32 scratch: quantised/rounded X [m][k], lazily made */
     float *xscale;              /* run_f32 scratch: per-row scales [m] (int8) */
     /* state of the run in flight */
@@ -155,6 +169,14 @@ int ork__matmul_wait_armed(struct ork_npu_matmul *mm, struct ork_kjob *job);
  * K-slice blocks (and sync), and sum/gather the partial C blocks into C[m][n]. */
 int ork__matmul_copy_in(struct ork_npu_matmul *mm, const void *a, uint32_t m);
 int ork__matmul_gather(struct ork_npu_matmul *mm, void *c, uint32_t m);
+/* Index in mm->c_bo of N-slice i's C buffer (0, or the owning core's on a rocket split). */
+uint32_t ork__matmul_cbo_idx(const struct ork_npu_matmul *mm, uint32_t nslice);
+/* The same halves for W4A8 plans (w4a8_plan.c): split each row into its h and l int4 rows per
+ * K-slice and M-tile, and widen the int16 partials into the exact int32 C (the correction once);
+ * and, at emission, each task's doorbell sentinel (mm->sentinel). */
+int ork__w4a8_copy_in(struct ork_npu_matmul *mm, const int8_t *a, uint32_t m);
+int ork__w4a8_gather(struct ork_npu_matmul *mm, int32_t *c, uint32_t m);
+int ork__w4a8_sentinels(struct ork_npu_matmul *mm);
 
 /* Run a plan's first m rows to completion, blocking (async worker, stream); copy-in before and
  * gather after are the caller's. `hw_core`: -1 = as planned; else a single-core plan runs on

@@ -211,6 +211,21 @@ static void kplan_fill(struct ork_kplan *p, uint32_t n, uint32_t units, uint32_t
     p->k_padded = units * unit;
 }
 
+int ork__plan_kslices_even(enum ork_npu_dtype dt, uint32_t k, uint32_t max_m, uint32_t n_slices,
+                           struct ork_kplan *out)
+{
+    memset(out, 0, sizeof *out);
+    const uint32_t units = div_up(k, ORK_PLAN_K_ALIGN);
+    if (k < 1 || n_slices < 1 || n_slices > ORK_PLAN_MAX_KSLICES || n_slices > units)
+        return ork_errorf(ORK_ERANGE, "matmul plan: %u K-slices of K=%u (1..%u, at most one "
+                          "per %u)", n_slices, k, ORK_PLAN_MAX_KSLICES, ORK_PLAN_K_ALIGN);
+    out->dtype = dt;
+    out->k = k;
+    out->max_m = max_m;
+    kplan_fill(out, n_slices, units, ORK_PLAN_K_ALIGN);
+    return 0;
+}
+
 int ork__plan_kslices(enum ork_npu_dtype dt, uint32_t k, uint32_t max_m, struct ork_kplan *out)
 {
     if (dt != ORK_NPU_I8 && dt != ORK_NPU_F16)
@@ -280,16 +295,16 @@ int ork__plan_kslices(enum ork_npu_dtype dt, uint32_t k, uint32_t max_m, struct 
     return 0;
 }
 
-int ork__plan_nslices(enum ork_npu_dtype dt, uint32_t n, struct ork_nplan *out)
+static int nslices_tile(uint32_t tile, uint32_t nmax, uint32_t n, struct ork_nplan *out)
 {
     memset(out, 0, sizeof *out);
     if (n < 1)
         return ork_errorf(ORK_EINVAL, "matmul plan: N=%u must be >= 1", n);
     out->n = n;
-    out->tile = ork__plan_n_tile(dt);
+    out->tile = tile;
     uint32_t units = div_up(n, out->tile);
     out->n_padded = units * out->tile;
-    out->n_slices = div_up(out->n_padded, ORK_PLAN_N_MAX);
+    out->n_slices = div_up(out->n_padded, nmax);
     out->s = ork_calloc(out->n_slices, sizeof *out->s);
     if (!out->s)
         return ork_errorf(ORK_ENOMEM, "matmul plan: %u N-slices", out->n_slices);
@@ -297,23 +312,43 @@ int ork__plan_nslices(enum ork_npu_dtype dt, uint32_t n, struct ork_nplan *out)
     return 0;
 }
 
-uint32_t ork__plan_split_cores(enum ork_npu_dtype dt, uint32_t n, uint32_t want)
+int ork__plan_nslices(enum ork_npu_dtype dt, uint32_t n, struct ork_nplan *out)
 {
-    const uint32_t nn = div_up(n, ork__plan_n_tile(dt));
+    return nslices_tile(ork__plan_n_tile(dt), ORK_PLAN_N_MAX, n, out);
+}
+
+int ork__plan_nslices_i4(uint32_t n, struct ork_nplan *out)
+{
+    return nslices_tile(ORK_PLAN_I4_N_TILE, ORK_PLAN_I4_N_MAX, n, out);
+}
+
+static uint32_t split_cores_tile(uint32_t tile, uint32_t n, uint32_t want)
+{
+    const uint32_t nn = div_up(n, tile);
     uint32_t nc = want ? want : 1;
     if (nc > nn / 2)                     /* >= 2 column tiles per core (spec §9) */
         nc = nn / 2 ? nn / 2 : 1;
     return nc > ORK_PLAN_MAX_CORES ? ORK_PLAN_MAX_CORES : nc;
 }
 
-uint32_t ork__plan_nsplit(enum ork_npu_dtype dt, uint32_t n, uint32_t nc, struct ork_slice *ns,
-                          uint32_t *core_ns0)
+uint32_t ork__plan_split_cores(enum ork_npu_dtype dt, uint32_t n, uint32_t want)
 {
-    const uint32_t tile = ork__plan_n_tile(dt), nn = div_up(n, tile);
+    return split_cores_tile(ork__plan_n_tile(dt), n, want);
+}
+
+uint32_t ork__plan_split_cores_i4(uint32_t n, uint32_t want)
+{
+    return split_cores_tile(ORK_PLAN_I4_N_TILE, n, want);
+}
+
+static uint32_t nsplit_tile(uint32_t tile, uint32_t nmax, uint32_t n, uint32_t nc,
+                            struct ork_slice *ns, uint32_t *core_ns0)
+{
+    const uint32_t nn = div_up(n, tile);
     uint32_t k = 0;
     for (uint32_t c = 0; c < nc; c++) {
         uint32_t t0 = (uint32_t)((uint64_t)c * nn / nc), t1 = (uint32_t)((uint64_t)(c + 1) * nn / nc);
-        uint32_t units = t1 - t0, pieces = div_up(units * tile, ORK_PLAN_N_MAX);
+        uint32_t units = t1 - t0, pieces = div_up(units * tile, nmax);
         if (core_ns0)
             core_ns0[c] = k;
         uint32_t off = t0 * tile;
@@ -330,6 +365,22 @@ uint32_t ork__plan_nsplit(enum ork_npu_dtype dt, uint32_t n, uint32_t nc, struct
     if (core_ns0)
         core_ns0[nc] = k;
     return k;
+}
+
+uint32_t ork__plan_nsplit(enum ork_npu_dtype dt, uint32_t n, uint32_t nc, struct ork_slice *ns,
+                          uint32_t *core_ns0)
+{
+    return nsplit_tile(ork__plan_n_tile(dt), ORK_PLAN_N_MAX, n, nc, ns, core_ns0);
+}
+
+uint32_t ork__plan_nsplit_i4(uint32_t n, uint32_t nc, struct ork_slice *ns, uint32_t *core_ns0)
+{
+    return nsplit_tile(ORK_PLAN_I4_N_TILE, ORK_PLAN_I4_N_MAX, n, nc, ns, core_ns0);
+}
+
+uint32_t ork__plan_m_tile_i4(uint32_t m)
+{
+    return m < ORK_PLAN_I4_TOKENS_MAX ? m : ORK_PLAN_I4_TOKENS_MAX;
 }
 
 void ork__plan_nslices_fini(struct ork_nplan *p)

@@ -94,4 +94,33 @@ uint32_t ork__plan_nsplit(enum ork_npu_dtype dt, uint32_t n, uint32_t nc, struct
 /* M-tile size for m rows with slice reduction kpad: min(m, cap) (m = 1 -> 1). */
 uint32_t ork__plan_m_tile(enum ork_npu_dtype dt, uint32_t m, uint32_t kpad);
 
+/* ---- W4A8 (int4 x int4 -> int16, npu-weight-decompression.md §2) ------------------------- *
+ * Per-program limits (§2 "Limits" [SRC]): K % 32 and K <= 2048, N % 64 and N <= 4096, at most
+ * 128 physical int4 rows (native layout). Every token is two physical rows (h and l), so an
+ * M-tile holds at most 64 tokens. A K-slice of at most 480 never overflows the int16
+ * accumulator; a wider one (up to 2048) only for weights whose every column passes
+ * 7P + 8Q <= 32767 and 8P + 7Q <= 32768 in that slice (§2 "int16 accumulator limit";
+ * w4a8_weights.c chooses the slicing from the codes). */
+#define ORK_PLAN_I4_K_SAFE 480u
+#define ORK_PLAN_I4_K_MAX 2048u
+#define ORK_PLAN_I4_N_TILE 64u
+#define ORK_PLAN_I4_N_MAX 4096u
+#define ORK_PLAN_I4_ROWS_MAX 128u
+#define ORK_PLAN_I4_TOKENS_MAX (ORK_PLAN_I4_ROWS_MAX / 2u)
+
+/* K-slicing of reduction k into n_slices even slices of whole 32-wide units (the larger
+ * first, only the last padded), as every dtype's slicing is cut. ORK_ERANGE when n_slices is
+ * 0, above ORK_PLAN_MAX_KSLICES or above the units. */
+int ork__plan_kslices_even(enum ork_npu_dtype dt, uint32_t k, uint32_t max_m, uint32_t n_slices,
+                           struct ork_kplan *out);
+/* N-slicing of W4A8 weights: 64-column tiles, slices of at most 4096 columns. */
+int ork__plan_nslices_i4(uint32_t n, struct ork_nplan *out);
+/* The core split and its N-slices for W4A8 plans: as ork__plan_split_cores / ork__plan_nsplit
+ * with 64-column tiles (>= 2 tiles a core, spec §9) and slices of <= 4096 columns; column
+ * blocks stay contiguous in B and C (spec §4.6, i4_layout.h). */
+uint32_t ork__plan_split_cores_i4(uint32_t n, uint32_t want);
+uint32_t ork__plan_nsplit_i4(uint32_t n, uint32_t nc, struct ork_slice *ns, uint32_t *core_ns0);
+/* Tokens per M-tile for a plan of m tokens: min(m, 64). */
+uint32_t ork__plan_m_tile_i4(uint32_t m);
+
 #endif
