@@ -19,6 +19,8 @@ _Static_assert((unsigned)ORK_NPU_FORM_DCOMP == (unsigned)ORK_TWIN_FORM_DCOMP,
                "npu.h and twin.h name the same form bits");
 _Static_assert((unsigned)ORK_NPU_FORM_WIDE_K == (unsigned)ORK_TWIN_FORM_WIDE_K,
                "npu.h and twin.h name the same form bits");
+_Static_assert((unsigned)ORK_NPU_FORM_W4A8 == (unsigned)ORK_TWIN_FORM_W4A8,
+               "npu.h and twin.h name the same form bits");
 
 /* Tasks per job when the backend does not say (the vendor driver's max_submit_number, spec §10.1). */
 #define DEFAULT_MAX_TASKS 4095u
@@ -87,6 +89,8 @@ int ork_npu_open(const struct ork_npu_opts *opts, struct ork_npu **out)
             forms |= ORK_NPU_FORM_ONE_JOB;
         if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_DCOMP_CONFIRMED, &v) == 0 && v)
             forms |= ORK_NPU_FORM_DCOMP;
+        if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_W4A8_CONFIRMED, &v) == 0 && v)
+            forms |= ORK_NPU_FORM_W4A8;
         if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_PC_CHAIN, &v) == 0)
             npu->pc_chain = v != 0;
         if (npu->kmd->query(npu->kctx, ORK_KMD_CAP_MAX_TASKS, &v) == 0 && v)

@@ -60,4 +60,29 @@ static inline void ork__i4_set(uint8_t *p, unsigned hi, int v)
 static inline int ork__i4_split_hi(int8_t q) { return q >> 4; }
 static inline int ork__i4_split_lo(int8_t q) { return (q & 15) - 8; }
 
+/* The CBUF bank split of an int4 program (CNA_CBUF_CON0, spec §5.2) [INF]: no int4 schedule is
+ * published, so ork applies the int8 rule of spec §5.3/§5.5 to the feature bytes. A physical
+ * row holds K/2 bytes; the data banks are filled in groups of 64 rows (§5.3 "use ceil"), so
+ * D = ceil(64 ceil(M/64) (K/2) / 32768) banks of 32 KiB (§1.3), at least 1, and the other
+ * 12 - D banks hold weights (§5.2: D + W = 12, v = ((12 - D) << 4) | D). Within the int4
+ * limits (M <= 128, K <= 2048) D is at most 4; M = 1..64 with K <= 1024 gives the template
+ * value 0xb1. */
+#define ORK_I4_CBUF_BANKS 12u           /* spec §1.3: 12 banks */
+#define ORK_I4_CBUF_BANK_BYTES 32768u   /* of 32 KiB */
+#define ORK_I4_CBUF_ROW_GROUP 64u       /* spec §5.3: one schedule step per 64 rows */
+#define ORK_I4_CBUF_DATA_MAX 11u        /* spec §5.2: at least one weight bank */
+static inline uint32_t ork__i4_cbuf_data_banks(uint32_t M, uint32_t K)
+{
+    const uint64_t rows = (uint64_t)ORK_I4_CBUF_ROW_GROUP *
+                          ((M + ORK_I4_CBUF_ROW_GROUP - 1) / ORK_I4_CBUF_ROW_GROUP);
+    const uint64_t bytes = M > ORK_I4_CBUF_ROW_GROUP ? rows * (K / 2u) : (uint64_t)M * (K / 2u);
+    uint64_t d = (bytes + ORK_I4_CBUF_BANK_BYTES - 1) / ORK_I4_CBUF_BANK_BYTES;
+    return d < 1 ? 1u : d > ORK_I4_CBUF_DATA_MAX ? ORK_I4_CBUF_DATA_MAX : (uint32_t)d;
+}
+static inline uint32_t ork__i4_cbuf_con0(uint32_t M, uint32_t K)
+{
+    const uint32_t d = ork__i4_cbuf_data_banks(M, K);
+    return ((ORK_I4_CBUF_BANKS - d) << 4) | d;
+}
+
 #endif

@@ -8,6 +8,8 @@
  * buffers live comes from matmul.c. */
 #include "program.h"
 
+#include "i4_layout.h"
+
 #include <ork/dcomp.h>
 #include <ork/error.h>
 
@@ -22,6 +24,7 @@ enum {
     PREC_FP16 = 2,
     PREC_INT32 = 4,
     PREC_FP32 = 5,
+    PREC_INT4 = 6,      /* npu-weight-decompression.md §2: "precision code 6" [SRC] */
 };
 
 /* #4 DPU S_POINTER: pointer ping-pong enable | executer ping-pong enable | pointer ping-pong
@@ -58,6 +61,38 @@ enum {
 #define CBUF_ENTRY_BYTES 64u
 /* DMA_CON1 LINE_STRIDE counts 16-byte units (spec §3.1 #28, §4.1). */
 #define LINE_STRIDE_UNIT 16u
+
+/* ---- int4 x int4 -> int16 programs (W4A8) --------------------------------------------------- *
+ * Values of npu-weight-decompression.md §2 "int4 program values" [SRC], for M physical int4
+ * rows, K and N elements. Every other entry keeps the int8 rule of spec §3.1 with the element
+ * sizes of the int4 layouts (spec §4.6): A (K/32, M, 32) of M*K/2 bytes, B of K*N/2 bytes,
+ * C (N/8, M, 8) int16 of M*N*2 bytes. */
+/* #3/#5 CONV_CON1 = 0x360: PROC_PRECISION = IN_PRECISION = 6; GROUP_LINE_OFF (bit 29) is the
+ * panel layouts' bit (§2: "plus bit 29 for panel layouts"), clear for the native layout. */
+#define I4_CONV_CON1_GROUP_LINE_OFF 0u
+/* #53 MISC_CFG = 0x601: PROC_PRECISION 6, QD_EN (§2). */
+/* #59 DATA_FORMAT = 0x38000006: OUT_PRECISION int16 (§6.1 code 1), IN/PROC 6 (§2). */
+/* #12 WEIGHT_SIZE0 = K*N/2, #13 WEIGHT_SIZE1 = K/2: two int4 codes a byte (§2). */
+#define I4_PER_BYTE 2u
+/* #16 CBUF_CON1 = M*ceil(K/128): a row's K/2 bytes in 64-byte entries, for all M rows (§2). */
+#define I4_CBUF_CON1_K_UNIT 128u
+/* #28 DMA_CON1 = 4M, #29 DMA_CON2 = (-3M) & 0xfffffff (§2; the mask is the source's, the
+ * 28 bits of a LINE_STRIDE-wide field). */
+#define I4_DMA_CON1_PER_ROW 4u
+#define I4_DMA_CON2_PER_ROW 3u
+#define I4_DMA_CON2_MASK 0xfffffffu
+/* #62 DST_SURF_STRIDE = 16M: one C surface (M, 8) of int16 is 16 bytes a row (§2, §4.6). */
+#define I4_DST_SURF_STRIDE_PER_ROW 16u
+/* #71 BS_OW_CFG = 0x7fe, #94 SURFACE_ADD = 128M (§2). */
+#define I4_BS_OW_CFG 0x7feu
+#define I4_SURFACE_ADD_PER_ROW 128u
+/* int16 output (spec §4.6, §6.1). */
+#define I4_OUT_BYTES 2u
+/* Limits per program (§2 "Limits"): K % 32, K <= 2048; N % 64, N <= 4096 per core; native
+ * layout M <= 128 physical rows. */
+#define I4_MAX_K 2048u
+#define I4_MAX_N 4096u
+#define I4_MAX_M 128u
 
 /* Per-program limits (spec §5.1). */
 #define MAX_M 2047u          /* DATAIN_HEIGHT is 11 bits */
@@ -97,8 +132,54 @@ uint32_t ork__cs_reloc(struct ork_cs *cs, uint16_t reg, uint32_t iova, uint64_t 
     return iova;
 }
 
+/* The int4 task (npu-weight-decompression.md §2 "Limits"): int8 dtype, no DCOMP, M physical rows
+ * <= 128, K % 32 <= 2048, N % 64 <= 4096, no C row stride (C is (N/8, M, 8)); CBUF_CON0 and
+ * FEATURE_GRAINS 0 take the derived values (ork__i4_cbuf_con0, rows M + 1 of spec §5.6). */
+static int i4_task_check(const struct ork_mm_task *t)
+{
+    if (t->dtype != ORK_NPU_I8)
+        return ork_errorf(ORK_EINVAL, "matmul task: i4 task with dtype %d: int4 tasks carry "
+                          "dtype ORK_NPU_I8 (program.h)", (int)t->dtype);
+    if (t->dcomp)
+        return ork_errorf(ORK_EINVAL, "matmul task: i4 task with dcomp set: int4 weights are "
+                          "not decompressed (npu-weight-decompression.md §2)");
+    if (t->m < 1 || t->m > I4_MAX_M)
+        return ork_errorf(ORK_EINVAL, "matmul task: i4 M=%u physical rows outside 1..%u "
+                          "(npu-weight-decompression.md §2 Limits)", t->m, I4_MAX_M);
+    if (t->k < ORK_I4_K_ALIGN || t->k % ORK_I4_K_ALIGN || t->k > I4_MAX_K)
+        return ork_errorf(ORK_EINVAL, "matmul task: i4 K=%u not a multiple of %u in %u..%u "
+                          "(npu-weight-decompression.md §2 Limits)", t->k, ORK_I4_K_ALIGN,
+                          ORK_I4_K_ALIGN, I4_MAX_K);
+    if (t->n < ORK_I4_N_ALIGN || t->n % ORK_I4_N_ALIGN || t->n > I4_MAX_N)
+        return ork_errorf(ORK_EINVAL, "matmul task: i4 N=%u not a multiple of %u in %u..%u "
+                          "(npu-weight-decompression.md §2 Limits)", t->n, ORK_I4_N_ALIGN,
+                          ORK_I4_N_ALIGN, I4_MAX_N);
+    if (t->stride && t->stride != t->n)
+        return ork_errorf(ORK_EINVAL, "matmul task: i4 C stride %u for N=%u: the int4 C "
+                          "layout (N/8, M, 8) has no row stride (spec §4.6)", t->stride, t->n);
+    if (!t->a || !t->b || !t->c || t->a % ADDR_ALIGN || t->b % ADDR_ALIGN || t->c % ADDR_ALIGN)
+        return ork_errorf(ORK_EINVAL,
+                          "matmul task: A=0x%08x B=0x%08x C=0x%08x must be non-zero and 16-byte "
+                          "aligned (spec §14.3)", t->a, t->b, t->c);
+    if (t->cbuf) {
+        const uint32_t d = ORK_CNA_CBUF_CON0_DATA_BANK_GET(t->cbuf);
+        const uint32_t need = ork__i4_cbuf_data_banks(t->m, t->k);
+        if (ORK_CNA_CBUF_CON0_WEIGHT_BANK_GET(t->cbuf) == 0 || d < need || d >= ORK_I4_CBUF_BANKS)
+            return ork_errorf(ORK_EINVAL, "matmul task: i4 CBUF_CON0=0x%x: M=%u rows of K=%u "
+                              "int4 need %u..11 data banks and a weight bank (spec §5.2, "
+                              "i4_layout.h)", t->cbuf, t->m, t->k, need);
+    }
+    if (t->grains && t->grains != ORK_CNA_CONV_CON2_FEATURE_GRAINS_GET(
+                                      ORK_CNA_CONV_CON2_FEATURE_GRAINS(t->grains)))
+        return ork_errorf(ORK_EINVAL, "matmul task: FEATURE_GRAINS %u does not fit (spec §5.6)",
+                          t->grains);
+    return 0;
+}
+
 int ork__mm_task_check(const struct ork_mm_task *t)
 {
+    if (t->i4)
+        return i4_task_check(t);
     uint32_t n_align = t->dtype == ORK_NPU_I8 ? N_ALIGN_I8 : N_ALIGN_F16;
     uint32_t s = t->stride ? t->stride : t->n;
     if (t->dtype != ORK_NPU_I8 && t->dtype != ORK_NPU_F16)
@@ -136,22 +217,38 @@ static void emit_cna(struct ork_cs *cs, const struct ork_mm_task *t)
     const bool f16 = t->dtype == ORK_NPU_F16;
     const uint32_t esz = f16 ? 2 : 1;                    /* bytes per input element (§0) */
     const uint32_t M = t->m, K = t->k, N = t->n;
-    const uint32_t in_prec = f16 ? PREC_FP16 : PREC_INT8;
+    const bool i4 = t->i4;
+    const uint32_t in_prec = i4 ? PREC_INT4 : f16 ? PREC_FP16 : PREC_INT8;
 
-    const uint32_t conv_con1 = ORK_CNA_CONV_CON1_GROUP_LINE_OFF(1) |
-                               ORK_CNA_CONV_CON1_PROC_PRECISION(in_prec) |
-                               ORK_CNA_CONV_CON1_IN_PRECISION(in_prec);          /* #3/#5 */
-    const uint32_t cbuf = t->cbuf;                                               /* #0/#15 */
+    const uint32_t conv_con1 =
+        ORK_CNA_CONV_CON1_GROUP_LINE_OFF(i4 ? I4_CONV_CON1_GROUP_LINE_OFF : 1) |
+        ORK_CNA_CONV_CON1_PROC_PRECISION(in_prec) |
+        ORK_CNA_CONV_CON1_IN_PRECISION(in_prec);                                 /* #3/#5 */
+    const uint32_t cbuf = i4 && !t->cbuf ? ork__i4_cbuf_con0(M, K) : t->cbuf;  /* #0/#15 */
+    /* FEATURE_GRAINS: an int4 task without one takes rows M + 1 (§5.6, a hint only) */
+    const uint32_t grains = i4 && !t->grains ? M + 1 : t->grains;               /* #6 */
     /* decompression: off for raw B; a DCOMP task's CTRL/REGNUM in both copies and its 16 lane
      * sizes (npu-weight-decompression.md §1.2), the stream at ADDR0 (§1.5: nothing else
      * changes, WEIGHT_SIZE0..2 keep the uncompressed values) */
     const struct ork_dcomp_regs *dc = t->dcomp;
     const uint32_t dcomp_regnum = dc ? dc->regnum : 0, dcomp_ctrl = dc ? dc->ctrl : 0; /* #1/#33, #2/#32 */
-    const uint64_t b_extent = dc ? t->b_bytes : (uint64_t)K * N * esz;
+    /* weight bytes (#12, B extent) and bytes per column (#13): int4 packs two a byte */
+    const uint32_t w_bytes = i4 ? K * N / I4_PER_BYTE : K * N * esz;
+    const uint32_t w_per_kernel = i4 ? K / I4_PER_BYTE : K * esz;
+    const uint64_t b_extent = dc ? t->b_bytes : w_bytes;
     const uint32_t data_size0 = ORK_CNA_DATA_SIZE0_DATAIN_WIDTH(1) |
                                 ORK_CNA_DATA_SIZE0_DATAIN_HEIGHT(M);
     /* #16: 64-byte CBUF entries per feature row: int8 ceil(K/64), fp16 K/32 = 2K/64. */
-    const uint32_t data_entries = (K * esz + CBUF_ENTRY_BYTES - 1) / CBUF_ENTRY_BYTES;
+    const uint32_t data_entries =
+        i4 ? M * ((K + I4_CBUF_CON1_K_UNIT - 1) / I4_CBUF_CON1_K_UNIT)
+           : (K * esz + CBUF_ENTRY_BYTES - 1) / CBUF_ENTRY_BYTES;
+    /* A extent: dense rows (§4.1), or the int4 (K/32, M, 32) block of M*K/2 bytes (§4.6) */
+    const uint64_t a_extent = i4 ? (uint64_t)M * K / I4_PER_BYTE
+                                 : (uint64_t)(M - 1) * K * esz + (uint64_t)K * esz;
+    /* #28/#29: the A row pitch, or the int4 values of npu-weight-decompression.md §2 */
+    const uint32_t dma_con1 = i4 ? ORK_CNA_DMA_CON1_LINE_STRIDE(I4_DMA_CON1_PER_ROW * M)
+                                 : ORK_CNA_DMA_CON1_LINE_STRIDE(K * esz / LINE_STRIDE_UNIT);
+    const uint32_t dma_con2 = i4 ? (0u - I4_DMA_CON2_PER_ROW * M) & I4_DMA_CON2_MASK : 0;
 
     EMIT(cs, CNA_CBUF_CON0, cbuf);                                      /* #0 (copy 1) */
     EMIT(cs, CNA_DCOMP_REGNUM, dcomp_regnum);                           /* #1 (copy 1) */
@@ -159,7 +256,7 @@ static void emit_cna(struct ork_cs *cs, const struct ork_mm_task *t)
     EMIT(cs, CNA_CONV_CON1, conv_con1);                                 /* #3 (copy 1) */
     EMIT(cs, DPU_S_POINTER, DPU_S_POINTER_PINGPONG);                    /* #4 */
     EMIT(cs, CNA_CONV_CON1, conv_con1);                                 /* #5 */
-    EMIT(cs, CNA_CONV_CON2, ORK_CNA_CONV_CON2_FEATURE_GRAINS(t->grains)); /* #6 */
+    EMIT(cs, CNA_CONV_CON2, ORK_CNA_CONV_CON2_FEATURE_GRAINS(grains));  /* #6 */
     EMIT(cs, CNA_CONV_CON3, ORK_CNA_CONV_CON3_CONV_Y_STRIDE(1) |
                             ORK_CNA_CONV_CON3_CONV_X_STRIDE(1));        /* #7 */
     EMIT(cs, CNA_DATA_SIZE0, data_size0);                               /* #8 */
@@ -167,8 +264,8 @@ static void emit_cna(struct ork_cs *cs, const struct ork_mm_task *t)
                              ORK_CNA_DATA_SIZE1_DATAIN_CHANNEL(K));     /* #9 */
     EMIT(cs, CNA_DATA_SIZE2, 1);                                        /* #10 output width 1 */
     EMIT(cs, CNA_DATA_SIZE3, ORK_CNA_DATA_SIZE3_DATAOUT_ATOMICS(M));    /* #11 */
-    EMIT(cs, CNA_WEIGHT_SIZE0, K * N * esz);                            /* #12 */
-    EMIT(cs, CNA_WEIGHT_SIZE1, ORK_CNA_WEIGHT_SIZE1_WEIGHT_BYTES_PER_KERNEL(K * esz)); /* #13 */
+    EMIT(cs, CNA_WEIGHT_SIZE0, w_bytes);                                /* #12 */
+    EMIT(cs, CNA_WEIGHT_SIZE1, ORK_CNA_WEIGHT_SIZE1_WEIGHT_BYTES_PER_KERNEL(w_per_kernel)); /* #13 */
     EMIT(cs, CNA_WEIGHT_SIZE2, ORK_CNA_WEIGHT_SIZE2_WEIGHT_WIDTH(1) |
                                ORK_CNA_WEIGHT_SIZE2_WEIGHT_HEIGHT(1) |
                                ORK_CNA_WEIGHT_SIZE2_WEIGHT_KERNELS(N)); /* #14 */
@@ -183,13 +280,12 @@ static void emit_cna(struct ork_cs *cs, const struct ork_mm_task *t)
     EMIT(cs, CNA_FC_CON1, 0);                                           /* #23 */
     EMIT(cs, CNA_PAD_CON0, ORK_CNA_PAD_CON0_PAD_LEFT(0) | ORK_CNA_PAD_CON0_PAD_TOP(0)); /* #24 */
     EMIT(cs, CNA_FEATURE_DATA_ADDR,
-        ork__cs_reloc(cs, ORK_REG_CNA_FEATURE_DATA_ADDR, t->a,
-                      (uint64_t)(M - 1) * K * esz + (uint64_t)K * esz, false)); /* #25 A */
+        ork__cs_reloc(cs, ORK_REG_CNA_FEATURE_DATA_ADDR, t->a, a_extent, false)); /* #25 A */
     EMIT(cs, CNA_FC_CON2, 0);                                           /* #26 */
     EMIT(cs, CNA_DMA_CON0, ORK_CNA_DMA_CON0_WEIGHT_BURST_LEN(CNA_BURST_MAX) |
                            ORK_CNA_DMA_CON0_DATA_BURST_LEN(CNA_BURST_MAX)); /* #27 */
-    EMIT(cs, CNA_DMA_CON1, ORK_CNA_DMA_CON1_LINE_STRIDE(K * esz / LINE_STRIDE_UNIT)); /* #28 */
-    EMIT(cs, CNA_DMA_CON2, 0);                                          /* #29 */
+    EMIT(cs, CNA_DMA_CON1, dma_con1);                                   /* #28 */
+    EMIT(cs, CNA_DMA_CON2, dma_con2);                                   /* #29 */
     EMIT(cs, CNA_FC_DATA_SIZE0, ORK_CNA_FC_DATA_SIZE0_DMA_WIDTH(1) |
                                 ORK_CNA_FC_DATA_SIZE0_DMA_HEIGHT(M));   /* #30 */
     EMIT(cs, CNA_FC_DATA_SIZE1, K);                                     /* #31 */
@@ -209,9 +305,18 @@ static void emit_core_dpu(struct ork_cs *cs, const struct ork_mm_task *t)
 {
     const bool f16 = t->dtype == ORK_NPU_F16;
     const uint32_t M = t->m, N = t->n;
-    const uint32_t s = t->stride ? t->stride : N;
-    const uint32_t in_prec = f16 ? PREC_FP16 : PREC_INT8;
-    const uint32_t out_prec = f16 ? PREC_FP32 : PREC_INT32;
+    const bool i4 = t->i4;
+    const uint32_t s = t->stride && !i4 ? t->stride : N;
+    const uint32_t in_prec = i4 ? PREC_INT4 : f16 ? PREC_FP16 : PREC_INT8;
+    const uint32_t out_prec = i4 ? PREC_INT16 : f16 ? PREC_FP32 : PREC_INT32;
+    const uint32_t osz = i4 ? I4_OUT_BYTES : OUT_BYTES;
+    /* C extent: rows of stride s (§4.2), or the int4 (N/8, M, 8) int16 block (§4.6) */
+    const uint64_t c_extent = i4 ? (uint64_t)N * M * I4_OUT_BYTES
+                                 : ((uint64_t)(M - 1) * s + N) * OUT_BYTES;
+    const uint32_t surf_stride = i4 ? I4_DST_SURF_STRIDE_PER_ROW * M : DPU_DST_SURF_STRIDE_MATMUL;
+    const uint32_t bs_ow = i4 ? I4_BS_OW_CFG : f16 ? DPU_BS_OW_CFG_F32 : DPU_BS_OW_CFG_I32;
+    const uint32_t surface_add = i4 ? I4_SURFACE_ADD_PER_ROW * M
+                                    : f16 ? DPU_SURFACE_ADD_F32 : DPU_SURFACE_ADD_I32;
 
     EMIT(cs, CORE_MISC_CFG, ORK_CORE_MISC_CFG_PROC_PRECISION(in_prec) |
                             ORK_CORE_MISC_CFG_QD_EN(1));                /* #53 */
@@ -223,26 +328,25 @@ static void emit_core_dpu(struct ork_cs *cs, const struct ork_mm_task *t)
     EMIT(cs, DPU_FEATURE_MODE_CFG, ORK_DPU_FEATURE_MODE_CFG_BURST_LEN(DPU_BURST_LEN) |
                                    ORK_DPU_FEATURE_MODE_CFG_OUTPUT_MODE(DPU_OUTPUT_MODE)); /* #58 */
     EMIT(cs, DPU_DATA_FORMAT, ORK_DPU_DATA_FORMAT_OUT_PRECISION(out_prec) |
-                              ORK_DPU_DATA_FORMAT_IN_PRECISION(f16 ? PREC_FP16 : PREC_INT8) |
-                              ORK_DPU_DATA_FORMAT_PROC_PRECISION(f16 ? PREC_FP16 : PREC_INT8));
+                              ORK_DPU_DATA_FORMAT_IN_PRECISION(in_prec) |
+                              ORK_DPU_DATA_FORMAT_PROC_PRECISION(in_prec));
                                                                          /* #59 (§6.1) */
     EMIT(cs, DPU_UNNAMED_4014, 0);                                      /* #60 */
     EMIT(cs, DPU_DST_BASE_ADDR,
-        ork__cs_reloc(cs, ORK_REG_DPU_DST_BASE_ADDR, t->c,
-                      ((uint64_t)(M - 1) * s + N) * OUT_BYTES, true));  /* #61 C */
-    EMIT(cs, DPU_DST_SURF_STRIDE, DPU_DST_SURF_STRIDE_MATMUL);          /* #62 */
+        ork__cs_reloc(cs, ORK_REG_DPU_DST_BASE_ADDR, t->c, c_extent, true)); /* #61 C */
+    EMIT(cs, DPU_DST_SURF_STRIDE, surf_stride);                         /* #62 */
     EMIT(cs, DPU_DATA_CUBE_WIDTH, 0);                                   /* #63 W-1 */
     EMIT(cs, DPU_DATA_CUBE_HEIGHT, M - 1);                              /* #64 */
     EMIT(cs, DPU_DATA_CUBE_NOTCH_ADDR,
-        ORK_DPU_DATA_CUBE_NOTCH_ADDR_ROW_PITCH_M1(s * OUT_BYTES / DPU_UNIT_BYTES - 1) |
-        ORK_DPU_DATA_CUBE_NOTCH_ADDR_ROW_LEN_M1(N * OUT_BYTES / DPU_UNIT_BYTES - 1)); /* #65 */
+        ORK_DPU_DATA_CUBE_NOTCH_ADDR_ROW_PITCH_M1(s * osz / DPU_UNIT_BYTES - 1) |
+        ORK_DPU_DATA_CUBE_NOTCH_ADDR_ROW_LEN_M1(N * osz / DPU_UNIT_BYTES - 1)); /* #65 */
     EMIT(cs, DPU_DATA_CUBE_CHANNEL, ORK_DPU_DATA_CUBE_CHANNEL_ORIG_CHANNEL(s - 1) |
                                     ORK_DPU_DATA_CUBE_CHANNEL_CHANNEL(N - 1)); /* #66 */
     EMIT(cs, DPU_BS_CFG, DPU_BS_BYPASS);                                /* #67 */
     EMIT(cs, DPU_BS_ALU_CFG, 0);                                        /* #68 */
     EMIT(cs, DPU_BS_MUL_CFG, 0);                                        /* #69 */
     EMIT(cs, DPU_BS_RELUX_CMP_VALUE, 0);                                /* #70 */
-    EMIT(cs, DPU_BS_OW_CFG, f16 ? DPU_BS_OW_CFG_F32 : DPU_BS_OW_CFG_I32); /* #71 */
+    EMIT(cs, DPU_BS_OW_CFG, bs_ow);                                     /* #71 */
     EMIT(cs, DPU_BS_OW_OP, 0);                                          /* #72 */
     EMIT(cs, DPU_WDMA_SIZE_0, N - 1);                                   /* #73 */
     EMIT(cs, DPU_WDMA_SIZE_1, ORK_DPU_WDMA_SIZE_1_HEIGHT_M1(M - 1));    /* #74 */
@@ -265,7 +369,7 @@ static void emit_core_dpu(struct ork_cs *cs, const struct ork_mm_task *t)
     EMIT(cs, DPU_EW_OP_VALUE_5, 0);
     EMIT(cs, DPU_EW_OP_VALUE_6, 0);
     EMIT(cs, DPU_EW_OP_VALUE_7, 0);                                     /* #93 */
-    EMIT(cs, DPU_SURFACE_ADD, f16 ? DPU_SURFACE_ADD_F32 : DPU_SURFACE_ADD_I32); /* #94 */
+    EMIT(cs, DPU_SURFACE_ADD, surface_add);                             /* #94 */
     EMIT(cs, DPU_UNNAMED_40C4, 0);                                      /* #95 */
     EMIT(cs, DPU_LUT_INDEX, 0);                                         /* #96 */
     EMIT(cs, DPU_LUT_DATA, 0);

@@ -1,5 +1,6 @@
 /* exec_matmul.c -- functional execution of one checked task for the simulator (spec §3.4 steps
- * 4-5): reads A (§4.1) and B (§4.3 int8, §4.4 fp16) through the walker's memory callback,
+ * 4-5): reads A (§4.1) and B (§4.3 int8, §4.4 fp16; int4 tasks go to exec_i4.c once mapped)
+ * through the walker's memory callback,
  * multiplies (int8: exact int32 accumulation; fp16: fp32 accumulation in blocks of 32 along K),
  * applies the output stage (§6.2-§6.4) and writes C (§4.2), the last element last (§8.6).
  * Also ork__sim_task_run(), which chains decode, check and execute.
@@ -447,13 +448,16 @@ int ork__sim_exec(const struct ork_sim_matmul *mm, const struct ork_sim_mem *mem
     st->n = mm->n;
     st->macs = (uint64_t)mm->m * mm->k * mm->n;
     st->a_bytes = (uint64_t)mm->m * mm->k * mm->esz;
+    if (mm->in_prec == ORK_SIM_PREC_INT4)
+        st->a_bytes = mm->a_extent;              /* M*K/2: two int4 a byte (exec_i4.c) */
     st->b_bytes = mm->b_extent;
     st->c_bytes = (uint64_t)mm->m * mm->n * mm->osz;
     st->cbuf_data_banks = ORK_CNA_CBUF_CON0_DATA_BANK_GET(mm->cbuf);
 
     int err = 0;
+    const bool i4 = mm->in_prec == ORK_SIM_PREC_INT4;
     const uint8_t *a = map_range(mem, t, mm->a, mm->a_extent, false, ORK_REG_CNA_FEATURE_DATA_ADDR,
-                                 "A", "(M-1)*pitch + K*esz", &err);
+                                 "A", i4 ? "M*K/2 of int4" : "(M-1)*pitch + K*esz", &err);
     if (!a)
         return err;
     const uint8_t *b = map_range(mem, t, mm->b, mm->b_extent, false, ORK_REG_CNA_DCOMP_ADDR0, "B",
@@ -462,13 +466,15 @@ int ork__sim_exec(const struct ork_sim_matmul *mm, const struct ork_sim_mem *mem
     if (!b)
         return err;
     uint8_t *c = map_range(mem, t, mm->c, mm->c_extent, true, ORK_REG_DPU_DST_BASE_ADDR, "C",
-                           "((M-1)*s + N)*osz", &err);
+                           i4 ? "N*M*2 of int16" : "((M-1)*s + N)*osz", &err);
     if (!c)
         return err;
     if (mm->dcomp)
         st->dcomp_bytes = (uint64_t)mm->k * mm->n;
     if (timing_only)
         return 0;
+    if (i4)
+        return ork__sim_exec_i4(mm, t, a, b, c, &st->warnings);
     if (mm->in_prec != ORK_SIM_PREC_INT8)
         return exec_fp16(mm, a, b, c);
     if (!mm->dcomp)

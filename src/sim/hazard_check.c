@@ -8,6 +8,8 @@
  * spec's simulator column says; where the spec leaves a choice, the comment says which. */
 #include "sim_exec.h"
 
+#include "libork/i4_layout.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -67,6 +69,8 @@ static const struct out_mode out_modes[] = {
     { ORK_SIM_PREC_INT8, ORK_SIM_PREC_INT8, 1, 0x124, 0x20, true, "int8 -> int8 requant" },
     { ORK_SIM_PREC_INT8, ORK_SIM_PREC_INT16, 2, 0x36e, 0x40, true, "int8 -> int16" },
     { ORK_SIM_PREC_FP16, ORK_SIM_PREC_FP16, 2, 0x126, 0x20, false, "fp16 -> fp16" },
+    /* npu-weight-decompression.md §2: BS_OW_CFG 0x7fe, SURFACE_ADD 128*M (exec_i4.c checks both) */
+    { ORK_SIM_PREC_INT4, ORK_SIM_PREC_INT16, 2, 0x7fe, 0, false, "int4 -> int16" },
 };
 #define OUT_CVT_SCALE_ONE 1u                  /* §6.2: plain modes write scale 1, shift 0 */
 #define OUT_CVT_SCALE_FP16 0x00010001u        /* §6.4: FP32TOFP16_EN | scale 1 */
@@ -75,6 +79,8 @@ static const struct out_mode out_modes[] = {
 
 #define R(off) ork__sim_reg(rf, (off))
 #define NAME(off) ork__sim_reg_name(off)
+
+static const char *prec_name(uint32_t p);
 
 static void warn(struct ork_sim_matmul *mm, enum ork_sim_hazard h)
 {
@@ -131,6 +137,13 @@ static bool block_written(const struct ork_sim_regfile *rf, enum ork_reg_block b
 static uint32_t cbuf_m_cap(enum ork_sim_prec in, uint32_t k, uint32_t d)
 {
     uint64_t bytes = (uint64_t)CBUF_BANK_BYTES * d;
+    if (in == ORK_SIM_PREC_INT4) {
+        /* the int8 rule on K/2-byte rows (i4_layout.h ork__i4_cbuf_data_banks [INF]) */
+        uint64_t row = k / 2u, cap = bytes / row;
+        if (cap > SCHED_ROWS)
+            cap = SCHED_ROWS * (bytes / ((uint64_t)SCHED_ROWS * row));
+        return (uint32_t)(cap > 0xffffffffu ? 0xffffffffu : cap);
+    }
     if (in == ORK_SIM_PREC_INT8) {
         uint64_t cap = bytes / k;                    /* M*K <= 32768*D */
         if (cap > SCHED_ROWS)                        /* 64*ceil(M/64)*K <= 32768*D */
@@ -148,6 +161,8 @@ static uint32_t cbuf_m_cap(enum ork_sim_prec in, uint32_t k, uint32_t d)
 static uint32_t cbuf_rule(enum ork_sim_prec in, uint32_t k, uint32_t m)
 {
     uint32_t g = ceil_div(m, SCHED_ROWS);
+    if (in == ORK_SIM_PREC_INT4)
+        return ork__i4_cbuf_con0(m, k);              /* i4_layout.h [INF] */
     if (in == ORK_SIM_PREC_INT8) {
         if (k % FULLK_K_STEP || k > FULLK_K_MAX)
             return 0;
@@ -205,7 +220,7 @@ static int check_cbuf(const struct ork_sim_regfile *rf, uint32_t ti, struct ork_
                               "task %u: M_ABOVE_CAP: %s.DATAIN_HEIGHT M=%u exceeds the %s cap "
                               "M=%u for K=%u with %s = 0x%x (%u data banks): rows beyond the "
                               "cap are wrong (§5.3-§5.5)",
-                              ti, NAME(ORK_REG_CNA_DATA_SIZE0), m, int8 ? "int8" : "fp16", cap,
+                              ti, NAME(ORK_REG_CNA_DATA_SIZE0), m, prec_name(mm->in_prec), cap,
                               k, NAME(ORK_REG_CNA_CBUF_CON0), v, d);
         warn(mm, ORK_SIM_HAZARD_M_ABOVE_CAP);
         mm->m_cap = cap;
@@ -239,6 +254,7 @@ static const char *prec_name(uint32_t p)
     case ORK_SIM_PREC_FP16: return "fp16";
     case ORK_SIM_PREC_INT32: return "int32";
     case ORK_SIM_PREC_FP32: return "fp32";
+    case ORK_SIM_PREC_INT4: return "int4";
     }
     return "unknown";
 }
@@ -264,10 +280,10 @@ static int check_precision(const struct ork_sim_regfile *rf, uint32_t ti,
                           ti, NAME(ORK_REG_CNA_CONV_CON1), cna_in, prec_name(cna_in), cna_proc,
                           NAME(ORK_REG_CORE_MISC_CFG), core_proc, NAME(ORK_REG_DPU_DATA_FORMAT),
                           dpu_in, dpu_proc);
-    if (cna_in != ORK_SIM_PREC_INT8 && cna_in != ORK_SIM_PREC_FP16)
+    if (cna_in != ORK_SIM_PREC_INT8 && cna_in != ORK_SIM_PREC_FP16 && cna_in != ORK_SIM_PREC_INT4)
         return ork_errorf(ORK_EUNSUPPORTED,
-                          "task %u: UNSUPPORTED_OP: %s.IN_PRECISION=%u (%s): only int8 and fp16 "
-                          "matmuls are simulated (§1.2, §3.4)",
+                          "task %u: UNSUPPORTED_OP: %s.IN_PRECISION=%u (%s): only int8, fp16 and "
+                          "int4 matmuls are simulated (§1.2, §3.4)",
                           ti, NAME(ORK_REG_CNA_CONV_CON1), cna_in, prec_name(cna_in));
     if (ORK_CNA_CONV_CON1_CONV_MODE_GET(con1) != CONV_MODE_DIRECT)
         return ork_errorf(ORK_EUNSUPPORTED,
@@ -275,7 +291,7 @@ static int check_precision(const struct ork_sim_regfile *rf, uint32_t ti,
                           "convolution of §1.4 is simulated", ti, NAME(ORK_REG_CNA_CONV_CON1),
                           ORK_CNA_CONV_CON1_CONV_MODE_GET(con1));
     mm->in_prec = (enum ork_sim_prec)cna_in;
-    mm->esz = cna_in == ORK_SIM_PREC_INT8 ? 1 : 2;
+    mm->esz = cna_in == ORK_SIM_PREC_FP16 ? 2 : 1;   /* int4: extents in exec_i4.c */
 
     /* DATA_FORMAT extra bits: fused element-wise (DEAD) or LUT activation (unmodelled). */
     uint32_t extra = fmt & ~DATA_FORMAT_FIELDS;
@@ -346,8 +362,9 @@ static int check_precision(const struct ork_sim_regfile *rf, uint32_t ti,
                               "modelled (§3.1)",
                               ti, NAME(fixed_regs[i]), R(fixed_regs[i]), fixed_vals[i]);
 
-    /* The output-write configuration of the mode (§6.2). */
-    if (R(ORK_REG_DPU_BS_OW_CFG) != mode->bs_ow_cfg || R(ORK_REG_DPU_SURFACE_ADD) != mode->surface_add)
+    /* The output-write configuration of the mode (§6.2; int4: exec_i4.c, it depends on M). */
+    if (mode->in != ORK_SIM_PREC_INT4 &&
+        (R(ORK_REG_DPU_BS_OW_CFG) != mode->bs_ow_cfg || R(ORK_REG_DPU_SURFACE_ADD) != mode->surface_add))
         return ork_errorf(ORK_EHAZARD,
                           "task %u: INCONSISTENT_GEOMETRY: %s = 0x%x and %s = 0x%x, but the %s "
                           "output mode needs 0x%x and 0x%x (§6.2)",
@@ -536,9 +553,9 @@ static int check_dcomp(const struct ork_sim_regfile *rf, uint32_t ti, struct ork
                           regnum, ORK_DCOMP_REGNUM_NORMAL);
     if (mm->in_prec != ORK_SIM_PREC_INT8)
         return ork_errorf(ORK_EUNSUPPORTED,
-                          "task %u: DCOMP_MODE: %s = 1 on fp16 weights: the decompressor is shown "
+                          "task %u: DCOMP_MODE: %s = 1 on %s weights: the decompressor is shown "
                           "for int8 only (npu-weight-decompression.md §1.3, §5 (c))", ti,
-                          NAME(ORK_REG_CNA_DCOMP_CTRL));
+                          NAME(ORK_REG_CNA_DCOMP_CTRL), prec_name(mm->in_prec));
     const uint32_t addr = R(ORK_REG_CNA_DCOMP_ADDR0);
     if (addr % ORK_DCOMP_ALIGN)
         return ork_errorf(ORK_EHAZARD,
@@ -661,7 +678,9 @@ int ork__sim_check(const struct ork_sim_regfile *rf, const struct ork_sim_decode
         return ret < 0 ? ret : 0; /* 1: LUT load, nothing more to check */
     if ((ret = check_precision(rf, ti, mm, &mode)) < 0)
         return ret;
-    if ((ret = check_geometry(rf, ti, mm, mode)) < 0)
+    ret = mm->in_prec == ORK_SIM_PREC_INT4 ? ork__sim_check_i4(rf, ti, mm)
+                                           : check_geometry(rf, ti, mm, mode);
+    if (ret < 0)
         return ret;
     if ((ret = check_cbuf(rf, ti, mm, t->strict)) < 0)
         return ret;

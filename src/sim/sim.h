@@ -51,6 +51,9 @@ int ork__sim_rocket_ioctl(struct ork_sim *sim, int file, uint32_t request, void 
 /* The weight decompressor (ORK_NPU_FORM_DCOMP) is confirmed here unless ork_sim_opts.deny_dcomp:
  * the simulator implements the format (exec_matmul.c). */
 bool ork__sim_confirms_dcomp(const struct ork_sim *sim);
+/* int4 x int4 -> int16 programs (ORK_NPU_FORM_W4A8) are confirmed here unless
+ * ork_sim_opts.deny_w4a8: the simulator implements them (exec_i4.c). */
+bool ork__sim_confirms_w4a8(const struct ork_sim *sim);
 /* ork_sim_opts.confirm_one_job: the one-job multi-core form is declared confirmed here. */
 bool ork__sim_confirms_one_job(const struct ork_sim *sim);
 

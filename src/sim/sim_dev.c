@@ -516,6 +516,11 @@ bool ork__sim_confirms_dcomp(const struct ork_sim *sim)
     return sim && !sim->o.deny_dcomp;
 }
 
+bool ork__sim_confirms_w4a8(const struct ork_sim *sim)
+{
+    return sim && !sim->o.deny_w4a8;
+}
+
 bool ork__sim_confirms_one_job(const struct ork_sim *sim)
 {
     return sim && sim->o.confirm_one_job;

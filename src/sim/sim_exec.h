@@ -83,7 +83,10 @@ struct ork_sim_mem {
     X(DCOMP_MODE,             "DCOMP_CTRL/DCOMP_REGNUM not a known mode (dcomp §1.2)")        \
     X(DCOMP_ALIGN,            "DCOMP stream not 64-byte aligned (dcomp §1.4)")                 \
     X(DCOMP_AMOUNT,           "DCOMP_AMOUNTn below the 8-unit lane minimum (dcomp §1.4)")     \
-    X(DCOMP_STREAM,           "malformed DCOMP stream or AMOUNTn (dcomp §1.4)")
+    X(DCOMP_STREAM,           "malformed DCOMP stream or AMOUNTn (dcomp §1.4)")          \
+    /* int4 x int4 -> int16 programs (W4A8, npu-weight-decompression.md §2) */                \
+    X(I4_LIMIT,               "int4 program beyond M <= 128, K <= 2048, N <= 4096 (dcomp §2)") \
+    X(I4_OVERFLOW,            "int4 partial sum outside the int16 accumulator (dcomp §2)")
 
 enum ork_sim_hazard {
 #define ORK_SIM_HAZARD_ENUM_(name, desc) ORK_SIM_HAZARD_##name,
@@ -167,18 +170,20 @@ enum ork_sim_prec {
     ORK_SIM_PREC_FP16 = 2,
     ORK_SIM_PREC_INT32 = 4,
     ORK_SIM_PREC_FP32 = 5,
+    ORK_SIM_PREC_INT4 = 6,    /* int4 A and B, int16 accumulator (npu-weight-decompression.md §2) */
 };
 
 /* A validated task, ready to execute. */
 struct ork_sim_matmul {
     enum ork_sim_op op;
-    enum ork_sim_prec in_prec;   /* INT8 or FP16 (A and B) */
+    enum ork_sim_prec in_prec;   /* INT8, FP16 or INT4 (A and B) */
     enum ork_sim_prec out_prec;  /* INT32, FP32, INT8, INT16 or FP16 (C) */
     uint32_t m, k, n;            /* geometry (spec §3.4 step 1) */
     uint32_t s;                  /* C row stride in elements (spec §4.2) */
     uint32_t a, b, c;            /* IOVAs of A, B, C */
     uint32_t a_pitch;            /* bytes between A rows (16 * LINE_STRIDE, spec §4.1) */
-    uint32_t esz, osz;           /* bytes per input / output element */
+    uint32_t esz, osz;           /* bytes per input / output element (int4: esz 1 counts a
+                                  * byte of two elements; its extents are computed apart) */
     uint64_t a_extent;           /* (M-1)*pitch + K*esz (spec §14.3) */
     uint64_t b_extent;           /* WEIGHT_SIZE0 = K*N*esz; a DCOMP task: its stream's bytes,
                                   * the 16 lanes the AMOUNTs give (dcomp §1.4) */
@@ -208,7 +213,7 @@ struct ork_sim_stats {
     enum ork_sim_prec in_prec, out_prec;
     uint32_t m, k, n;
     uint64_t macs;               /* M*K*N */
-    uint64_t a_bytes;            /* feature bytes read (M*K*esz) */
+    uint64_t a_bytes;            /* feature bytes read (M*K*esz; int4 M*K/2) */
     uint64_t b_bytes;            /* weight bytes read from DRAM (K*N*esz; a DCOMP task: the
                                   * stream's bytes) */
     uint64_t dcomp_bytes;        /* a DCOMP task: the int8 bytes the decompressor outputs
@@ -225,6 +230,19 @@ struct ork_sim_stats {
  * (§8.6). `timing_only`: validate the ranges, compute nothing, leave C untouched. */
 int ork__sim_exec(const struct ork_sim_matmul *mm, const struct ork_sim_mem *mem,
                   const struct ork_sim_task_in *t, bool timing_only, struct ork_sim_stats *st);
+
+/* ---- int4 programs (exec_i4.c) ------------------------------------------------------------ */
+
+/* Geometry and every int4-specific register of a task whose precisions are 6 (checked
+ * consistent by the caller): fills m, k, n, s, a_pitch, osz and the extents of `mm`.
+ * ORK_EHAZARD naming the register (INCONSISTENT_GEOMETRY, K_ALIGN, N_ALIGN, I4_LIMIT). */
+int ork__sim_check_i4(const struct ork_sim_regfile *rf, uint32_t ti, struct ork_sim_matmul *mm);
+
+/* int4 x int4 -> int16 of a checked task from the mapped A, B and C (spec §4.6 layouts). An
+ * accumulator leaving int16 is I4_OVERFLOW: ORK_EHAZARD naming task, row and column, or with
+ * t->strict (reproduce the hardware) a saturated value and the warning in *warnings. */
+int ork__sim_exec_i4(const struct ork_sim_matmul *mm, const struct ork_sim_task_in *t,
+                     const uint8_t *a, const uint8_t *b, uint8_t *c, uint64_t *warnings);
 
 /* decode + check + exec. `rf` is scratch (see struct ork_sim_regfile); `dec` (may be NULL)
  * receives the trailer for the walker's chain step, filled even when check/exec fail after a

@@ -98,6 +98,12 @@ struct core_run {
     double ns;                  /* modelled busy time */
 };
 
+/* The precision mode a matmul ran in (STALE_FIRST_SUBMIT, §14.4: int8 <-> fp16 <-> int4). */
+static const char *mode_name(int prec)
+{
+    return prec == ORK_SIM_PREC_INT4 ? "int4" : prec == ORK_SIM_PREC_FP16 ? "fp16" : "int8";
+}
+
 /* Walk tasks [start, start + number) of the task buffer on `core`, as the kernel commits them
  * (chunks of <= max_submit_number, PC programmed from each chunk's first task, §8.2) and as the
  * PC follows each program's trailer (§8.3). */
@@ -214,7 +220,7 @@ static void walk_core(struct ork_sim *sim, int core, const struct sim_bo *tbo, u
                 if (sim->core[core].last_prec != prec && ork_debug(ORK_DBG_SIM))
                     ORK_LOGI("sim: core %d: first %s matmul since reset or a mode change: on a "
                              "board the first submit may return stale data "
-                             "(STALE_FIRST_SUBMIT, §14.4)", core, prec ? "fp16" : "int8");
+                             "(STALE_FIRST_SUBMIT, §14.4)", core, mode_name(prec));
                 sim->core[core].last_prec = prec;
             }
             r->ns += ork__sim_task_time_ns(&sim->timing, &st, t == 0, streaming,

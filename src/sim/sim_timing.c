@@ -9,6 +9,11 @@
  *   tasks 2..T of a core's chained range pay t_chain instead of t_launch;
  *   BW_core = min(BW_core_max, BW_npu_total / streaming_cores).
  *
+ * An int4 task (W4A8, npu-weight-decompression.md §2) reads its K*N/2 weight bytes and M*K/2
+ * feature bytes and writes M*N*2 bytes of int16; its int4 MACs are charged at the int8 rate
+ * R_mac: no int4 MAC rate is published (a stated assumption; the §2 source measures none, and
+ * a faster int4 array would only shorten the MAC term).
+ *
  * The model is additive (no overlap of weight streaming and MACs), which the anchors fit within
  * ~10 % once host work is excluded (§8 "Known gaps"). Host-side costs (program build, MEM_SYNC,
  * copies, thread hand-off; the 167 µs open-runtime floor of §2) are NOT modelled here: they are
@@ -63,6 +68,7 @@ double ork__sim_task_time_ns(const struct ork_sim_timing_table *T, const struct 
     if (bw > T->bw_core_max)
         bw = T->bw_core_max;
     double f = freq_mhz ? (double)freq_mhz : T->ref_freq_mhz;
+    /* int8 and int4 (no published int4 rate, see above) at mac_int8 */
     double mac = (st->in_prec == ORK_SIM_PREC_FP16 ? T->mac_fp16 : T->mac_int8) *
                  (f / T->ref_freq_mhz);
     double tw = (double)st->b_bytes / bw * 1e9;

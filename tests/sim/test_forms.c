@@ -102,15 +102,29 @@ static void test_one_job_gate(void)
 {
     struct ork_npu *npu = NULL;
     CHECK_EQ_INT(open_dev("sim", NULL, 0, NULL, &npu), 0);
-    /* the simulator confirms only the decompressor, whose format it implements */
-    CHECK_EQ_INT(ork_npu_confirmed_forms(npu), ORK_NPU_FORM_DCOMP);
+    /* the simulator confirms only the decompressor and the int4 programs, whose formats it
+     * implements */
+    CHECK_EQ_INT(ork_npu_confirmed_forms(npu), ORK_NPU_FORM_DCOMP | ORK_NPU_FORM_W4A8);
     CHECK(one_job_mask(npu) != 0x7);              /* fell back to one submit per core */
     ork_npu_close(npu);
 
     struct ork_sim_opts so = { .struct_size = sizeof so, .confirm_one_job = true };
     CHECK_EQ_INT(open_dev("sim", &so, 0, NULL, &npu), 0);
-    CHECK_EQ_INT(ork_npu_confirmed_forms(npu), ORK_NPU_FORM_ONE_JOB | ORK_NPU_FORM_DCOMP);
+    CHECK_EQ_INT(ork_npu_confirmed_forms(npu),
+                 ORK_NPU_FORM_ONE_JOB | ORK_NPU_FORM_DCOMP | ORK_NPU_FORM_W4A8);
     CHECK_EQ_INT(one_job_mask(npu), 0x7);         /* the one-job form, confirmed */
+    ork_npu_close(npu);
+
+    /* deny_w4a8: a device that has not shown the int4 programs (also on the rocket model) */
+    struct ork_sim_opts so4 = { .struct_size = sizeof so4, .deny_w4a8 = true };
+    CHECK_EQ_INT(open_dev("sim", &so4, 0, NULL, &npu), 0);
+    CHECK_EQ_INT(ork_npu_confirmed_forms(npu), ORK_NPU_FORM_DCOMP);
+    ork_npu_close(npu);
+    CHECK_EQ_INT(open_dev("sim-rocket", NULL, 0, NULL, &npu), 0);
+    CHECK(ork_npu_confirmed_forms(npu) & ORK_NPU_FORM_W4A8);
+    ork_npu_close(npu);
+    CHECK_EQ_INT(open_dev("sim-rocket", &so4, 0, NULL, &npu), 0);
+    CHECK(!(ork_npu_confirmed_forms(npu) & ORK_NPU_FORM_W4A8));
     ork_npu_close(npu);
 
     /* a capability file, as `ork selftest --confirm-forms` writes it */

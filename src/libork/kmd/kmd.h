@@ -134,6 +134,8 @@ enum ork_kmd_cap {
     ORK_KMD_CAP_DRV_VERSION,      /* driver version as major*10000 + minor*100 + patch */
     ORK_KMD_CAP_DCOMP_CONFIRMED,  /* 1: the CNA weight decompressor is confirmed on this device
                                    * (npu-weight-decompression.md); only the sim says so */
+    ORK_KMD_CAP_W4A8_CONFIRMED,   /* 1: int4 x int4 -> int16 programs are confirmed on this
+                                   * device (npu-weight-decompression.md §2); only the sim */
 };
 
 /* A backend's modelled device clock (docs/sim.md "Timing model"): the time a board would have

@@ -403,6 +403,7 @@ int ork__kmd_rknpu_query(void *ctx, enum ork_kmd_cap cap, uint64_t *val)
     case ORK_KMD_CAP_MULTI_JOB: *val = 0; return 0;
     case ORK_KMD_CAP_ONE_JOB_CONFIRMED: *val = 0; return 0;    /* §9 [CAP]: not by us */
     case ORK_KMD_CAP_DCOMP_CONFIRMED: *val = 0; return 0;      /* a capability file's to say */
+    case ORK_KMD_CAP_W4A8_CONFIRMED: *val = 0; return 0;       /* a capability file's to say */
     case ORK_KMD_CAP_DRV_VERSION: *val = c->drv_version; return 0;
     default:
         return ork_errorf(ORK_EUNSUPPORTED, "%s: unknown capability %d", c->tr.name, (int)cap);

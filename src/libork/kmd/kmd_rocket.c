@@ -361,6 +361,7 @@ int ork__kmd_rocket_query(void *ctx, enum ork_kmd_cap cap, uint64_t *val)
     case ORK_KMD_CAP_SIM: *val = strcmp(c->tr.name, "rocket") != 0; return 0;
     case ORK_KMD_CAP_ONE_JOB_CONFIRMED: *val = 0; return 0;    /* no core_mask in the uapi */
     case ORK_KMD_CAP_DCOMP_CONFIRMED: *val = 0; return 0;      /* a capability file's to say */
+    case ORK_KMD_CAP_W4A8_CONFIRMED: *val = 0; return 0;       /* a capability file's to say */
     default:
         return ork_errorf(ORK_EUNSUPPORTED, "%s: unknown capability %d", c->tr.name, (int)cap);
     }

@@ -111,6 +111,10 @@ static int sim_query(void *ctx, enum ork_kmd_cap cap, uint64_t *val)
         *val = ork__sim_confirms_dcomp(sim);
         return 0;
     }
+    if (cap == ORK_KMD_CAP_W4A8_CONFIRMED) {
+        *val = ork__sim_confirms_w4a8(sim);
+        return 0;
+    }
     return ork__kmd_rknpu_query(ctx, cap, val);
 }
 
@@ -222,6 +226,10 @@ static int simr_query(void *ctx, enum ork_kmd_cap cap, uint64_t *val)
         return r;
     if (cap == ORK_KMD_CAP_DCOMP_CONFIRMED) {
         *val = ork__sim_confirms_dcomp(sim);
+        return 0;
+    }
+    if (cap == ORK_KMD_CAP_W4A8_CONFIRMED) {
+        *val = ork__sim_confirms_w4a8(sim);
         return 0;
     }
     return ork__kmd_rocket_query(ctx, cap, val);
