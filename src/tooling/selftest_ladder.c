@@ -5,9 +5,14 @@
  *                on rocket several jobs in one SUBMIT (§11.3)
  *   one-job      core_mask 0x7 with subcore_task[2..4] (§9 [CAP]): "not confirmed" unless a
  *                capability confirms it, or tested and recorded with confirm_forms
+ *   wide-k       int8 M > 1 programs of K in (4096, 8192] (npu-weight-decompression.md §4.3):
+ *                "not confirmed" as one-job
  *   dcomp        the CNA weight decompressor (npu-weight-decompression.md §1): DCOMP weights
  *                against raw ones and the CPU, bit-exact; "not confirmed" as one-job (the
  *                simulator confirms it: it implements the format)
+ *   w4a8         int4 x int4 -> int16 programs with split activations (npu-weight-decompression.md
+ *                §2): W4A8 weights against the CPU's int32 A.W, bit-exact; "not confirmed" as
+ *                dcomp (the simulator confirms it: it implements them)
  *   chain        three plans in one chained submit (§8.3)
  *   async        a 3-core plan run from the async worker while the caller waits
  *   multi-domain a second device in IOMMU domain 1 (§13): refused on drivers < 0.9.8
@@ -427,31 +432,78 @@ out:
     return ret;
 }
 
-/* The decompressor: "not confirmed" unless a capability (or the simulator, which implements
- * the format) confirms it, or tested and recorded with confirm_forms. */
-static void dcomp_step(struct ladder *L)
+/* One form check (dcomp, wide-k, w4a8): its shapes run in order on the form's device
+ * (form_device), the first failure ends it naming the shape (`describe`), the pass line says
+ * what was covered; under confirm_forms the verdict is recorded (form_done). */
+struct form_check {
+    const char *name;
+    uint32_t npu_form, twin_form;
+    const char *why_not;            /* "not confirmed" detail */
+    size_t n_cases;
+    int (*run)(struct ladder *L, struct ork_npu *d, size_t i);
+    void (*describe)(size_t i, char *buf, size_t cap);
+    const char *pass;               /* pass detail, before " (N shapes)" */
+};
+
+static void form_check_step(struct ladder *L, const struct form_check *fc)
 {
-    struct ork_npu *d = form_device(L, "dcomp", ORK_NPU_FORM_DCOMP, "the CNA weight "
-                                    "decompressor (npu-weight-decompression.md §1): no "
-                                    "capability confirms it, so DCOMP weights are refused");
+    struct ork_npu *d = form_device(L, fc->name, fc->npu_form, fc->why_not);
     if (!d)
         return;
     double t0 = now_ms();
     int ret = 0;
-    size_t i = 0, nc = sizeof dcomp_cases / sizeof dcomp_cases[0];
-    for (; i < nc && ret == 0; i++)
-        ret = dcomp_case(L, d, dcomp_cases[i].k, dcomp_cases[i].n, dcomp_cases[i].m,
-                         dcomp_cases[i].cores, dcomp_cases[i].grid);
-    if (ret < 0)
-        step_add(L, "dcomp", ORK_SELFTEST_FAIL, now_ms() - t0, "M=%u K=%u N=%u L=%u on %u "
-                 "core(s): %s", dcomp_cases[i - 1].m, dcomp_cases[i - 1].k,
-                 dcomp_cases[i - 1].n, dcomp_cases[i - 1].grid, dcomp_cases[i - 1].cores,
+    size_t i = 0;
+    for (; i < fc->n_cases && ret == 0; i++)
+        ret = fc->run(L, d, i);
+    if (ret < 0) {
+        char what[128];
+        fc->describe(i - 1, what, sizeof what);
+        step_add(L, fc->name, ORK_SELFTEST_FAIL, now_ms() - t0, "%s: %s", what,
                  ork_error_message());
-    else
-        step_add(L, "dcomp", ORK_SELFTEST_PASS, now_ms() - t0, "compressed weights (L = 7..127, "
-                 "1 and 3 cores, K-sliced, M = 8) equal raw and the CPU: bit-exact (%zu "
-                 "shapes)", nc);
-    form_done(L, d, ORK_TWIN_FORM_DCOMP, ret == 0);
+    } else {
+        step_add(L, fc->name, ORK_SELFTEST_PASS, now_ms() - t0, "%s (%zu shapes)", fc->pass,
+                 fc->n_cases);
+    }
+    form_done(L, d, fc->twin_form, ret == 0);
+}
+
+static int dcomp_run(struct ladder *L, struct ork_npu *d, size_t i)
+{
+    return dcomp_case(L, d, dcomp_cases[i].k, dcomp_cases[i].n, dcomp_cases[i].m,
+                      dcomp_cases[i].cores, dcomp_cases[i].grid);
+}
+
+static void dcomp_describe(size_t i, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "M=%u K=%u N=%u L=%u on %u core(s)", dcomp_cases[i].m, dcomp_cases[i].k,
+             dcomp_cases[i].n, dcomp_cases[i].grid, dcomp_cases[i].cores);
+}
+
+/* The decompressor: "not confirmed" unless a capability (or the simulator, which implements
+ * the format) confirms it, or tested and recorded with confirm_forms. */
+static void dcomp_step(struct ladder *L)
+{
+    static const struct form_check fc = {
+        .name = "dcomp", .npu_form = ORK_NPU_FORM_DCOMP, .twin_form = ORK_TWIN_FORM_DCOMP,
+        .why_not = "the CNA weight decompressor (npu-weight-decompression.md §1): no capability "
+                   "confirms it, so DCOMP weights are refused",
+        .n_cases = sizeof dcomp_cases / sizeof dcomp_cases[0],
+        .run = dcomp_run, .describe = dcomp_describe,
+        .pass = "compressed weights (L = 7..127, 1 and 3 cores, K-sliced, M = 8) equal raw and "
+                "the CPU: bit-exact",
+    };
+    form_check_step(L, &fc);
+}
+
+static int wide_k_run(struct ladder *L, struct ork_npu *d, size_t i)
+{
+    return rows_case(L, d, wide_k_cases[i].k, wide_k_cases[i].n, wide_k_cases[i].m);
+}
+
+static void wide_k_describe(size_t i, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "M=%u K=%u N=%u in one program", wide_k_cases[i].m, wide_k_cases[i].k,
+             wide_k_cases[i].n);
 }
 
 /* The published M-tile rules for K above 4096 (ORK_NPU_FORM_WIDE_K, npu-weight-decompression.md
@@ -459,25 +511,92 @@ static void dcomp_step(struct ladder *L)
  * with confirm_forms on the shapes of wide_k_cases. */
 static void wide_k_step(struct ladder *L)
 {
-    struct ork_npu *d = form_device(L, "wide-k", ORK_NPU_FORM_WIDE_K, "M > 1 in one program at "
-                                    "K in (4096, 8192] (npu-weight-decompression.md §4.3 "
-                                    "[SRC]): no capability confirms it, so such K stays "
-                                    "K-sliced");
-    if (!d)
-        return;
-    double t0 = now_ms();
-    int ret = 0;
-    size_t i = 0, nc = sizeof wide_k_cases / sizeof wide_k_cases[0];
-    for (; i < nc && ret == 0; i++)
-        ret = rows_case(L, d, wide_k_cases[i].k, wide_k_cases[i].n, wide_k_cases[i].m);
-    if (ret < 0)
-        step_add(L, "wide-k", ORK_SELFTEST_FAIL, now_ms() - t0, "M=%u K=%u N=%u in one "
-                 "program: %s", wide_k_cases[i - 1].m, wide_k_cases[i - 1].k,
-                 wide_k_cases[i - 1].n, ork_error_message());
-    else
-        step_add(L, "wide-k", ORK_SELFTEST_PASS, now_ms() - t0, "M up to 32 at K = 4608..6144, "
-                 "16 at 6176..8192, one program per M-tile: bit-exact (%zu shapes)", nc);
-    form_done(L, d, ORK_TWIN_FORM_WIDE_K, ret == 0);
+    static const struct form_check fc = {
+        .name = "wide-k", .npu_form = ORK_NPU_FORM_WIDE_K, .twin_form = ORK_TWIN_FORM_WIDE_K,
+        .why_not = "M > 1 in one program at K in (4096, 8192] (npu-weight-decompression.md §4.3 "
+                   "[SRC]): no capability confirms it, so such K stays K-sliced",
+        .n_cases = sizeof wide_k_cases / sizeof wide_k_cases[0],
+        .run = wide_k_run, .describe = wide_k_describe,
+        .pass = "M up to 32 at K = 4608..6144, 16 at 6176..8192, one program per M-tile: "
+                "bit-exact",
+    };
+    form_check_step(L, &fc);
+}
+
+/* The W4A8 check (ORK_NPU_FORM_W4A8, npu-weight-decompression.md §2): int8 A x int4 codes
+ * against the CPU's int32 product, bit for bit -- decode shapes on 3 cores, K-sliced at 2048
+ * (small codes) and by the int16 bound (full-range codes: narrower slices), odd K and N,
+ * M > 64 tokens (two M-tiles of 128 physical rows). `wmax`: codes in [-wmax - 1, wmax]. */
+static const struct { uint32_t k, n, m, cores, wmax; } w4a8_cases[] = {
+    { 4096, 4096, 1, 3, 1 }, { 11008, 1024, 1, 1, 7 }, { 1000, 100, 3, 1, 7 },
+    { 2048, 2816, 1, 3, 2 }, { 1536, 512, 70, 1, 7 },
+};
+
+static int w4a8_run(struct ladder *L, struct ork_npu *d, size_t ci)
+{
+    const uint32_t k = w4a8_cases[ci].k, n = w4a8_cases[ci].n, m = w4a8_cases[ci].m;
+    const uint32_t span = 2 * w4a8_cases[ci].wmax + 2;
+    int8_t *a = ork_malloc((size_t)m * k), *w = ork_malloc((size_t)n * k);
+    int32_t *c = ork_calloc((size_t)m * n, sizeof *c);
+    struct ork_npu_weights *wt = NULL;
+    struct ork_npu_matmul *mm = NULL;
+    int ret = ORK_ENOMEM;
+    if (!a || !w || !c)
+        goto out;
+    for (size_t i = 0; i < (size_t)m * k; i++)
+        a[i] = rnd8(L);
+    for (size_t i = 0; i < (size_t)n * k; i++)
+        w[i] = (int8_t)((int)((uint8_t)rnd8(L) % span) - (int)(span / 2));
+    struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8, .k = k,
+                                       .n = n, .w = w, .max_m = m,
+                                       .encoding = ORK_NPU_WEIGHTS_W4A8 };
+    struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = m,
+                                      .cores = w4a8_cases[ci].cores };
+    if ((ret = ork_npu_weights_create(d, &wd, &wt)) < 0 ||
+        (ret = ork_npu_matmul_create(wt, &md, &mm)) < 0 ||
+        (ret = ork_npu_matmul_run_i8(mm, a, m, c)) < 0)
+        goto out;
+    uint32_t bad = 0;
+    for (uint32_t r = 0; r < m; r++)
+        for (uint32_t j = 0; j < n; j++) {
+            int32_t acc = 0;
+            for (uint32_t i = 0; i < k; i++)
+                acc += (int32_t)a[(size_t)r * k + i] * w[(size_t)j * k + i];
+            bad += c[(size_t)r * n + j] != acc;
+        }
+    if (bad)
+        ret = ork_errorf(ORK_EHAZARD, "%u of %u outputs differ from the CPU", bad, m * n);
+out:
+    if (ret < 0 && ret != ORK_EHAZARD)
+        ret = ork_errorf(ret, "%s", ork_error_describe(ret));
+    ork_npu_matmul_destroy(mm);
+    ork_npu_weights_destroy(wt);
+    ork_free(a);
+    ork_free(w);
+    ork_free(c);
+    return ret;
+}
+
+static void w4a8_describe(size_t i, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "M=%u K=%u N=%u codes in [%d, %u] on %u core(s)", w4a8_cases[i].m,
+             w4a8_cases[i].k, w4a8_cases[i].n, -(int)w4a8_cases[i].wmax - 1, w4a8_cases[i].wmax,
+             w4a8_cases[i].cores);
+}
+
+static void w4a8_step(struct ladder *L)
+{
+    static const struct form_check fc = {
+        .name = "w4a8", .npu_form = ORK_NPU_FORM_W4A8, .twin_form = ORK_TWIN_FORM_W4A8,
+        .why_not = "int4 x int4 -> int16 programs with split activations "
+                   "(npu-weight-decompression.md §2): no capability confirms them, so W4A8 "
+                   "weights are refused",
+        .n_cases = sizeof w4a8_cases / sizeof w4a8_cases[0],
+        .run = w4a8_run, .describe = w4a8_describe,
+        .pass = "int8 A x int4 W (1 and 3 cores, K-sliced at 2048 and by the int16 bound, odd "
+                "K and N, 70 tokens) equal the CPU's int32: bit-exact",
+    };
+    form_check_step(L, &fc);
 }
 
 /* --confirm-forms: the verdicts of the tested forms into the capability file, in one write. */
@@ -491,10 +610,11 @@ static void record_step(struct ladder *L)
     if (ork_twin_caps_save(L->o->capabilities_out, &caps, L->tested) < 0)
         step_add(L, "record", ORK_SELFTEST_FAIL, 0, "%s", ork_error_message());
     else
-        step_add(L, "record", ORK_SELFTEST_PASS, 0, "one-job %s, wide-k %s, dcomp %s in %s",
-                 L->confirmed & ORK_TWIN_FORM_ONE_JOB ? "confirmed" : "failed",
+        step_add(L, "record", ORK_SELFTEST_PASS, 0, "one-job %s, wide-k %s, dcomp %s, w4a8 %s "
+                 "in %s", L->confirmed & ORK_TWIN_FORM_ONE_JOB ? "confirmed" : "failed",
                  L->confirmed & ORK_TWIN_FORM_WIDE_K ? "confirmed" : "failed",
                  L->confirmed & ORK_TWIN_FORM_DCOMP ? "confirmed" : "failed",
+                 L->confirmed & ORK_TWIN_FORM_W4A8 ? "confirmed" : "failed",
                  L->o->capabilities_out);
 }
 
@@ -573,6 +693,7 @@ int ork_selftest_ladder(const struct ork_selftest_opts *o, struct ork_selftest_r
     one_job_step(&L);
     wide_k_step(&L);
     dcomp_step(&L);
+    w4a8_step(&L);
     chain_step(&L);
     form_step(&L, "async", L.npu, 4096, 4096, 3, 0, 1, "3-core plan on the async worker");
     domain_step(&L);

@@ -195,7 +195,7 @@ out:
 /* ---- capabilities: submit forms a board has confirmed (docs/npu.md "Submit forms") --------- */
 
 /* Form names in the "capabilities" object, by ORK_TWIN_FORM_* bit. */
-static const char *const caps_form_names[] = { "one_job_0x7", "dcomp", "wide_k_m_tile" };
+static const char *const caps_form_names[] = { "one_job_0x7", "dcomp", "wide_k_m_tile", "w4a8" };
 #define CAPS_N_FORMS (sizeof caps_form_names / sizeof caps_form_names[0])
 #define CAPS_CONFIRMED "confirmed"
 
@@ -216,7 +216,7 @@ static int caps_apply(const cJSON *obj, struct ork_twin_caps *out)
             k++;
         if (k == CAPS_N_FORMS)
             return ork_errorf(ORK_EFORMAT, "capabilities: unknown form '%s' (known: one_job_0x7, "
-                              "dcomp, wide_k_m_tile)", it->string);
+                              "dcomp, wide_k_m_tile, w4a8)", it->string);
         if (!cJSON_IsString(it))
             return ork_errorf(ORK_EFORMAT, "capabilities: form '%s' must be a string "
                               "(\"confirmed\", \"failed\" or \"untested\")", it->string);
