@@ -389,7 +389,7 @@ static uint64_t prog_hash(void)
 }
 
 /* Raw int8, fp16 and DCOMP programs: the hashes of the emitter before int4 programs existed
- * (its commit 5a89af0, same tasks), so the int4 branches changed no other byte. */
+ * (program.c as of cfbfa54, same tasks), so the int4 branches changed no other byte. */
 static void test_raw_programs_unchanged(void)
 {
     struct ork_dcomp_regs dr = { .ctrl = 1, .regnum = 0x55555555 };
