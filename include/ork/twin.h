@@ -231,6 +231,20 @@ struct ork_twin_work ork_twin_cpu_silu_mul(const struct ork_twin_consts *c, uint
 struct ork_twin_work ork_twin_cpu_residual(const struct ork_twin_consts *c, uint64_t n);
 struct ork_twin_work ork_twin_cpu_kslice_sum(const struct ork_twin_consts *c, uint64_t n, uint32_t slices);
 struct ork_twin_work ork_twin_cpu_gather(const struct ork_twin_consts *c, uint64_t bytes);
+/* W4A8 (npu-weight-decompression.md §2; docs/twin.md "W4A8"): the host's split of `rows` int8
+ * activation rows, k_padded each, into two int4 rows a token (h = q >> 4, l = (q & 15) - 8,
+ * two nibbles a byte: rows * k_padded bytes written to the device buffer), and the
+ * reconstruction of n_out int32 results from `slices` K-slices of int16 partials (two rows a
+ * token: 16 h.B + l.B + the per-column correction 8 sum B of n_cols columns, read per call). */
+struct ork_twin_work ork_twin_cpu_i4_split(const struct ork_twin_consts *c, uint64_t rows,
+                                           uint64_t k_padded);
+struct ork_twin_work ork_twin_cpu_i4_reconstruct(const struct ork_twin_consts *c, uint64_t n_out,
+                                                 uint64_t n_cols, uint32_t slices);
+/* A core's DRAM share when `cores` NPU cores stream at once: min(npu_bw_core, npu_bw_all /
+ * cores) in B/s (the simulator's and the twin's rule; cores 0 = npu_cores). A DCOMP block takes
+ * max(stream / share, int8 / (npu_dcomp_gbps 1e9)) against raw int8's int8 / share, so DCOMP
+ * can never be faster than raw when npu_dcomp_gbps 1e9 <= the share. */
+double ork_twin_npu_share_bps(const struct ork_twin_consts *c, uint32_t cores);
 /* top_k = 1: greedy argmax; k > 1: threshold selection then softmax and a draw over k;
  * 0: temperature softmax over the whole vocabulary. */
 struct ork_twin_work ork_twin_cpu_sample(const struct ork_twin_consts *c, uint64_t vocab, uint32_t top_k);
@@ -276,7 +290,8 @@ enum ork_twin_phase {
     X(RESIDUAL, "residual") X(KSLICE, "kslice_sum") X(GATHER, "gather")                         \
     X(CPU_MATMUL, "cpu_matmul") X(LM_HEAD, "lm_head") X(SAMPLE, "sample") X(IOCTL, "ioctl")     \
     X(CACHE_SYNC, "cache_sync") X(WAKE, "wake") X(HANDOFF, "handoff") X(NPU_MATMUL, "npu_matmul") \
-    X(DOMAIN_SWITCH, "domain_switch") X(SPIN, "spin")
+    X(DOMAIN_SWITCH, "domain_switch") X(SPIN, "spin")                                           \
+    X(I4_SPLIT, "i4_split") X(I4_RECON, "i4_recon") X(ROTATE, "rotate")
 #define ORK_TWIN_PHASE_ENUM_(id, name) ORK_TWIN_PHASE_##id,
     ORK_TWIN_PHASES(ORK_TWIN_PHASE_ENUM_)
 #undef ORK_TWIN_PHASE_ENUM_

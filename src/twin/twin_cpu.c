@@ -225,6 +225,45 @@ struct ork_twin_work ork_twin_cpu_gather(const struct ork_twin_consts *c, uint64
     return work(rows_ns(c, 1, (bytes + 3) / 4, mx_copy, mx_zero), (double)bytes);
 }
 
+/* W4A8's host halves (npu-weight-decompression.md §2; docs/twin.md "W4A8"). The split, per
+ * 32 int8 activations of a token (two 16-byte vectors): h's nibble is q >> 4 (USHR, the low
+ * 4 bits of the arithmetic shift), l's is (q & 15) - 8 = (q ^ 8) & 15 (EOR); each row packs
+ * its 32 nibbles into 16 bytes, the even element low (UZP1, UZP2, SLI #4): 2 LD, 10 ALU, 2 ST
+ * (one per physical row) [INF] (counted, not measured). */
+static const struct mix mx_i4_split = { .ld = 2, .vec = 10, .st = 2 };
+/* The reconstruction, per 4 int32 results and K-slice: the h and l partials of 4 columns are
+ * one 16-byte load of the (N/8, M, 8) int16 layout (rows 2r, 2r + 1 adjacent), SSHLL #4 (16 h,
+ * widened), SADDW (+ l), ADD into the sum (the first slice adds the correction); per 4 results
+ * once: the correction's load and the int32 store [INF]. */
+static const struct mix mx_i4_recon_slice = { .ld = 1, .vec = 3 };
+static const struct mix mx_i4_recon_out = { .ld = 1, .st = 1 };
+
+struct ork_twin_work ork_twin_cpu_i4_split(const struct ork_twin_consts *c, uint64_t rows,
+                                           uint64_t k_padded)
+{
+    double blocks = ceil((double)k_padded / WBLOCK) * (double)rows;
+    /* every written byte is the device buffer's, cleaned to DRAM by the MEM_SYNC that follows
+     * (as the int8 copy-in, ork_twin_cpu_gather) */
+    return work(mix_ns(c, mix_add(mx_zero, mx_i4_split, blocks)), (double)rows * (double)k_padded);
+}
+
+struct ork_twin_work ork_twin_cpu_i4_reconstruct(const struct ork_twin_consts *c, uint64_t n_out,
+                                                 uint64_t n_cols, uint32_t slices)
+{
+    double s = slices ? (double)slices : 1;
+    struct mix m = mix_add(mx_i4_recon_out, mx_i4_recon_slice, s);
+    /* NPU-written partials: 2 rows x 2 bytes a result and slice; the correction (int32 a
+     * column) misses too: a model's corrections exceed the L3 */
+    return work(rows_ns(c, 1, n_out, m, mx_zero), 4.0 * s * (double)n_out + 4.0 * (double)n_cols);
+}
+
+double ork_twin_npu_share_bps(const struct ork_twin_consts *c, uint32_t cores)
+{
+    double k = cores ? (double)cores : c->npu_cores;
+    double bw = c->npu_bw_all / k;
+    return bw < c->npu_bw_core ? bw : c->npu_bw_core;
+}
+
 struct ork_twin_work ork_twin_cpu_sample(const struct ork_twin_consts *c, uint64_t vocab, uint32_t top_k)
 {
     double v = (double)vocab;

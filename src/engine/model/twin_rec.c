@@ -42,6 +42,8 @@ struct twin_slot {
     uint64_t c_bytes, c_bo_bytes;   /* C rows gathered (m * n * 4); the C buffer synced */
     uint64_t c_elems;
     uint32_t kslices;
+    bool w4a8;                      /* int16 partials rebuilt into int32 (n_cols columns) */
+    uint64_t n_cols;
 };
 
 struct ork__twin_rec {
@@ -340,7 +342,14 @@ struct run_shape {
     uint64_t a_bytes, a_bo_bytes, c_bytes, c_bo_bytes;
     uint64_t w_core, macs_core, out_core;
     uint64_t dcomp_core;        /* DCOMP weights: int8 bytes a core's decompressor outputs */
+    uint64_t hw_rows;           /* physical rows the NPU computes (W4A8: 2 a token) */
 };
+
+/* W4A8 (ork_npu_matmul_info.w4a8; npu-weight-decompression.md §2): each token is two
+ * physical int4 rows, the partials are int16. */
+#define W4A8_ROWS_PER_TOKEN 2u
+#define W4A8_PARTIAL_BYTES 2u       /* int16 */
+#define I8_RESULT_BYTES 4u          /* int32 */
 
 static void run_shape(const struct ork_npu_matmul_info *in, uint32_t m, struct run_shape *s)
 {
@@ -371,7 +380,19 @@ static void run_shape(const struct ork_npu_matmul_info *in, uint32_t m, struct r
         s->dcomp_core = in->w_dcomp_bytes / cores * s->mtiles;
     }
     s->macs_core = hw_rows * kp * np / cores;
-    s->out_core = hw_rows * np / cores * 4 * ks;
+    s->out_core = hw_rows * np / cores * I8_RESULT_BYTES * ks;
+    s->hw_rows = hw_rows;
+    if (in->w4a8) {
+        /* int4 weights (w_stored_bytes = k_padded n_padded / 2); two int4 rows a token at the
+         * int8 MAC rate (no int4 rate is published: the simulator's assumption too, docs/sim.md);
+         * int16 partials of both rows per K-slice, in the device's C buffer (the plan's m
+         * tokens) and on the NPU's DRAM side (each core's columns) */
+        s->hw_rows = hw_rows * W4A8_ROWS_PER_TOKEN;
+        s->w_core = in->w_stored_bytes / cores * s->mtiles;
+        s->macs_core = s->hw_rows * kp * np / cores;
+        s->out_core = s->hw_rows * np / cores * W4A8_PARTIAL_BYTES * ks;
+        s->c_bo_bytes = (uint64_t)in->m * W4A8_ROWS_PER_TOKEN * np * W4A8_PARTIAL_BYTES * ks;
+    }
 }
 
 /* What a core's weight decompressor adds to its task: it outputs the int8 block at
@@ -383,11 +404,18 @@ static double dcomp_extra_ns(const struct ork_twin_consts *c, const struct run_s
 {
     if (!s->dcomp_core)
         return 0.0;
-    double bw = c->npu_bw_all / (double)s->cores;
-    bw = bw < c->npu_bw_core ? bw : c->npu_bw_core;
+    double bw = ork_twin_npu_share_bps(c, s->cores);
     double td = (double)s->dcomp_core / (c->npu_dcomp_gbps * 1e9) * 1e9;
     double tw = (double)s->w_core / bw * 1e9;
     return td > tw ? td - tw : 0.0;
+}
+
+/* W4A8: the host rebuilds each int32 result from its two int16 partial rows and K-slices
+ * (libork's host half; ork_twin_cpu_i4_reconstruct). */
+#define RECON_LABEL "rebuild C (int16 -> int32)"
+static struct ork_twin_work recon_work(const struct ork_twin_consts *c, const struct twin_slot *sl)
+{
+    return ork_twin_cpu_i4_reconstruct(c, sl->c_elems, sl->n_cols, sl->kslices);
 }
 
 /* The submitter hands a run to the per-core workers 1..cores-1 (sched.c): it posts the items
@@ -423,8 +451,14 @@ int ork__twin_npu_submit(struct ork__twin_rec *r, const struct ork_npu_matmul_in
     struct run_shape s;
     run_shape(in, m, &s);
     bool floor = (r->flags & ORK_TWIN_REC_HOST_FLOOR) != 0;
-    /* caller: A into the device buffer (per K-slice dense blocks), cleaned to DRAM */
-    ork__twin_cpu(r, ORK_TWIN_PHASE_GATHER, false, ork_twin_cpu_gather(c, s.a_bytes), "copy A in");
+    /* caller: A into the device buffer (per K-slice dense blocks), cleaned to DRAM; W4A8: each
+     * int8 row split into its two int4 rows there (libork's host half) */
+    if (in->w4a8)
+        ork__twin_cpu(r, ORK_TWIN_PHASE_I4_SPLIT, false,
+                      ork_twin_cpu_i4_split(c, m, in->k_padded), "split A into int4 rows");
+    else
+        ork__twin_cpu(r, ORK_TWIN_PHASE_GATHER, false, ork_twin_cpu_gather(c, s.a_bytes),
+                      "copy A in");
     if (!floor)
         ork__twin_cpu(r, ORK_TWIN_PHASE_CACHE_SYNC, false,
                       ork_twin_host_cache_sync(c, s.a_bo_bytes, true), "mem_sync A");
@@ -473,6 +507,8 @@ int ork__twin_npu_submit(struct ork__twin_rec *r, const struct ork_npu_matmul_in
     sl->c_bo_bytes = s.c_bo_bytes;
     sl->c_elems = (uint64_t)m * in->n;
     sl->kslices = in->n_kslices ? in->n_kslices : 1;
+    sl->w4a8 = in->w4a8;
+    sl->n_cols = in->n;
     sub[0] = *chain;
     for (uint32_t k = 0; k < s.cores && k < ORK_TWIN_MAX_NPU; k++) {
         struct ork_twin_work w = ork_twin_npu_task(c, true, in->dtype == ORK_NPU_F16,
@@ -499,7 +535,9 @@ int ork__twin_npu_submit(struct ork__twin_rec *r, const struct ork_npu_matmul_in
         if (!floor)
             host_op(r, chain, ORK_TWIN_PHASE_CACHE_SYNC,
                     ork_twin_host_cache_sync(c, sl->c_bo_bytes, false), "mem_sync C");
-        if (sl->kslices > 1)
+        if (sl->w4a8)
+            host_op(r, chain, ORK_TWIN_PHASE_I4_RECON, recon_work(c, sl), RECON_LABEL);
+        else if (sl->kslices > 1)
             host_op(r, chain, ORK_TWIN_PHASE_KSLICE,
                     ork_twin_cpu_kslice_sum(c, sl->c_elems, sl->kslices), "k-slice sums");
         else
@@ -558,7 +596,9 @@ int ork__twin_npu_wait(struct ork__twin_rec *r, int slot)
         if (!floor)
             ork__twin_cpu(r, ORK_TWIN_PHASE_CACHE_SYNC, false,
                           ork_twin_host_cache_sync(c, sl->c_bo_bytes, false), "mem_sync C");
-        if (sl->kslices > 1)
+        if (sl->w4a8)
+            ork__twin_cpu(r, ORK_TWIN_PHASE_I4_RECON, false, recon_work(c, sl), RECON_LABEL);
+        else if (sl->kslices > 1)
             ork__twin_cpu(r, ORK_TWIN_PHASE_KSLICE, false,
                           ork_twin_cpu_kslice_sum(c, sl->c_elems, sl->kslices), "k-slice sums");
         else
