@@ -1,0 +1,66 @@
+/* calib.h -- calibrated, error-compensating quantisation of the NPU weights (docs/dcomp.md
+ * "Calibrated quantisation"): gptq.c quantises one tensor's rows with their per-channel scales
+ * fixed, spreading each column's rounding error over the columns not yet quantised through the
+ * inverse of the input second moment H = sum x x^T; calib.c collects H per NPU tensor slot from
+ * the rows the executor quantises while the model runs over a calibration text, and re-creates
+ * the executor with the compensated codes. Private to src/engine/npu/ and its tests. */
+#ifndef ORK_ENGINE_NPU_CALIB_H
+#define ORK_ENGINE_NPU_CALIB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Damping added to H's diagonal before it is inverted, as a fraction of its mean diagonal:
+ * keeps H positive definite when some inputs are (nearly) linearly dependent or never active.
+ * 0.01 is the published method's default, not tuned here. */
+#define ORK__NPU_GPTQ_DAMP 0.01
+
+/* Codes q [n][k] of the rows w [n][k] on the integer grid [lo, hi] at the fixed per-row scales
+ * scales[n] (> 0), quantising column j = 0 .. k-1 in order and, after each, spreading every
+ * row's rounding error over columns j+1 .. k-1 through the upper Cholesky factor U of
+ * (H + damp I)^-1 (h: k x k, row-major, symmetric; only its values matter, not its scale):
+ * w[l] -= U[j][l] * (w[j] - s q[j]) / U[j][j]. Rounding is roundf(w * (1 / s)) clamped, as
+ * round-to-nearest's is (ork_dcomp_quantize), so a diagonal H gives round-to-nearest's codes
+ * exactly. Columns with H[j][j] == 0 (inputs never seen) take diagonal 1. ORK_EINVAL on a bad
+ * argument, ORK_ENOMEM, ORK_ERANGE when the damped H is not positive definite. */
+int ork__npu_gptq(const float *w, uint32_t n, uint32_t k, const float *h, int32_t lo,
+                  int32_t hi, const float *scales, int8_t *q);
+
+/* Bytes of H (fp32) all NPU slots of a calibration may hold at once; a model needing more is
+ * refused with ORK_ENOMEM naming both (e.g. Qwen2.5-7B's down projection alone, K = 18944,
+ * is 18944^2 * 4 B = 1.34 GiB per layer, 28 layers 37.5 GiB). Our choice: well inside the
+ * host memory of a 16 GB board next to a small model. */
+#define ORK__NPU_CALIB_MAX_H_BYTES (1024ull << 20)
+
+struct ork_model;
+struct ork_model_params;
+struct ork__npu_exec;
+struct pack_src;
+struct ork_orkpack_coding;
+struct ork_npu_weights_opts;
+
+/* The calibration flow (--npu-weights-calib FILE): with m's executor placed as p says, run m
+ * over the first p->npu_weights.calib_tokens tokens of the file (windows of the model's context
+ * or 512 tokens, whichever is smaller), collecting H per NPU slot (ork__npu_calib_observe), then
+ * destroy the executor and create it again with every slot's codes from ork__npu_gptq on the
+ * grid and scales its setting gives (ork__npu_calib_requant). No-op without a calibration file
+ * or an executor. */
+int ork__npu_calibrate(struct ork_model *m, const char *path, const struct ork_model_params *p);
+
+/* The executor hook: m rows of x (the op's whole input, row-major, as ork__npu_exec_run gets
+ * it) for op at layer: when a calibration is collecting on ex, each of the op's NPU matrices'
+ * input columns, rotated as the executor rotates them before quantising, are added to its slot's
+ * H. Cheap no-op otherwise. op is an enum ork__npu_op. */
+void ork__npu_calib_observe(const struct ork__npu_exec *ex, int op, int32_t layer,
+                            const float *x, int32_t m);
+
+/* The quantisation hook: after ork__npu_quantize_slot put ps's codes q [n][k] and scales in
+ * place, when a calibration is being applied and holds H for ps, the codes are replaced with
+ * ork__npu_gptq's on the grid of c (c->grid: -L..L) at the same scales, from ps's rows (rotated
+ * under o's ORK_NPU_WENC_ROTATE; row: scratch of one whole source row), and c->rel_rmse is the
+ * new codes'. 0 when there is nothing to do. */
+int ork__npu_calib_requant(const struct ork_npu_weights_opts *o, const struct pack_src *ps,
+                           const char *name, float *row, int8_t *q, const float *scales,
+                           struct ork_orkpack_coding *c);
+
+#endif
