@@ -111,6 +111,11 @@ struct ork_npu_weights_opts {
                                  * max_rel_rmse (the finest when none is) */
     double max_rel_rmse;        /* dcomp with levels 0: the bound; 0 = the default above */
     uint32_t flags;             /* ORK_NPU_WENC_RAW_CODES, ORK_NPU_WENC_CLIP */
+    bool force;                 /* dcomp: keep DCOMP streams where the device's decompressor
+                                 * is known to be no faster than a core's DRAM share of raw
+                                 * int8 (by default the load falls back to int8 for every
+                                 * tensor and says why: src/engine/npu/weights_policy.c,
+                                 * docs/dcomp.md "Fallback"); CLI --npu-weights-force */
 };
 
 struct ork_model_params {

@@ -7,6 +7,7 @@
  * fixed addresses, split across the cores by libork's budget. How each op is laid out (fused or one matrix per
  * model matrix, K-split halves) comes from the executor plan (plan.c); running is run.c. */
 #include "npu_priv.h"
+#include "weights_policy.h"
 
 #include <ork/alloc.h>
 #include <ork/error.h>
@@ -569,6 +570,8 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
         ret = open_device(ex, dev_name, p);
     if (ret == 0)
         ret = ork__npu_wenc_device_check(&ex->wopts, ex->dev[0]);
+    if (ret == 0)       /* DCOMP only where it can win (weights_policy.c) */
+        ret = ork__npu_weights_policy(&ex->wopts, ex->dev[0], p);
     if (ret < 0) {
         if (soft && ret == ORK_ENOENT) {
             if (show)
