@@ -85,12 +85,16 @@ enum ork_model_load {
 };
 
 /* How the NPU's int8 weight codes are made and stored (docs/dcomp.md "The executor"; CLI
- * --npu-weights int8|dcomp|dcomp:L). Zero-initialised = int8, the per-channel +-127 codes. */
+ * --npu-weights int8|dcomp|dcomp:L|w4a8). Zero-initialised = int8, the per-channel +-127 codes. */
 enum ork_npu_wenc {
     ORK_NPU_WENC_INT8 = 0,      /* per output channel max|w| / 127, codes in [-127, 127], raw */
     ORK_NPU_WENC_DCOMP = 1,     /* per tensor a grid [-L, L] (ork/dcomp.h), the codes stored as
                                  * streams of the CNA weight decompressor: needs the device's
                                  * ORK_NPU_FORM_DCOMP confirmed (the simulator has it) */
+    ORK_NPU_WENC_W4A8 = 2,      /* per output channel max|w| / 7, codes in [-7, 7], stored as
+                                 * int4 and run by the int4 MAC (ORK_NPU_WEIGHTS_W4A8,
+                                 * npu-weight-decompression.md §2): needs the device's
+                                 * ORK_NPU_FORM_W4A8 confirmed (the simulator has it) */
 };
 enum ork_npu_wenc_flags {
     ORK_NPU_WENC_RAW_CODES = 1u << 0,   /* dcomp: the same grid codes stored raw (no
@@ -99,7 +103,14 @@ enum ork_npu_wenc_flags {
     ORK_NPU_WENC_CLIP = 1u << 1,        /* dcomp: per channel the clipping of max|w| with the
                                          * least squared error (ORK_DCOMP_QUANT_CLIP; 20 trial
                                          * scales a row) instead of max-abs scales: 2 % less
-                                         * error at L = 31 on stories260K, docs/dcomp.md */
+                                         * error at L = 31 on stories260K, docs/dcomp.md;
+                                         * also w4a8 */
+    ORK_NPU_WENC_ROTATE = 1u << 2,      /* any encoding: an orthonormal rotation R of K
+                                         * (Walsh-Hadamard x DCT-II, src/engine/npu/rotate.c)
+                                         * applied to every NPU matrix's weights before their
+                                         * quantisation (W R) and to its input rows on the CPU
+                                         * before theirs (R^T x): the same products, outliers
+                                         * spread over K (docs/w4a8.md "Engine") */
 };
 /* dcomp's default bound on a tensor's rel-RMSE against its source weights (docs/dcomp.md
  * "Accuracy": chosen from the fixtures' perplexity per grid). */
@@ -110,13 +121,21 @@ struct ork_npu_weights_opts {
                                  * 0 = per tensor the coarsest grid whose rel-RMSE is within
                                  * max_rel_rmse (the finest when none is) */
     double max_rel_rmse;        /* dcomp with levels 0: the bound; 0 = the default above */
-    uint32_t flags;             /* ORK_NPU_WENC_RAW_CODES, ORK_NPU_WENC_CLIP */
+    uint32_t flags;             /* ORK_NPU_WENC_RAW_CODES, ORK_NPU_WENC_CLIP,
+                                 * ORK_NPU_WENC_ROTATE */
     bool force;                 /* dcomp: keep DCOMP streams where the device's decompressor
                                  * is known to be no faster than a core's DRAM share of raw
                                  * int8 (by default the load falls back to int8 for every
                                  * tensor and says why: src/engine/npu/weights_policy.c,
                                  * docs/dcomp.md "Fallback"); CLI --npu-weights-force */
+    const char *calib_path;     /* a calibration text (CLI --npu-weights-calib FILE): at load
+                                 * the model runs over it on the NPU and every NPU tensor's
+                                 * codes are chosen again, at the same scales and grid, to
+                                 * compensate each column's rounding error on the inputs seen
+                                 * (docs/dcomp.md "Calibrated quantisation"); NULL: none */
+    uint32_t calib_tokens;      /* tokens of it to run; 0: ORK_NPU_WENC_DEFAULT_CALIB_TOKENS */
 };
+#define ORK_NPU_WENC_DEFAULT_CALIB_TOKENS 2048
 
 struct ork_model_params {
     bool no_tokenizer;          /* skip loading the tokenizer (evaluation from ids only) */

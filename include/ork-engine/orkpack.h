@@ -4,10 +4,10 @@
  *
  * A pack is a header (format version, the SoC capabilities the layout assumed, the identity of
  * the source model: size, mtime and an XXH3 hash of its header and metadata), a tensor table
- * and, per tensor, its encoding (raw NPU-tiled int8, or libork's DCOMP blob of compressed
- * streams, docs/dcomp.md) and grid, the weights' bytes as ork_npu_weights_export gives them for
+ * and, per tensor, its encoding (raw NPU-tiled int8, libork's DCOMP blob of compressed
+ * streams, docs/dcomp.md, or libork's W4A8 int4 weights, docs/w4a8.md) and grid, the weights' bytes as ork_npu_weights_export gives them for
  * the recorded npu_max_m plus n float scales, each tensor with an XXH3_64bits checksum. The
- * header records the --npu-weights setting the pack was built with. Packs are written to a temporary file and renamed into place, so an interrupted
+ * header records the --npu-weights setting the pack was built with (its rotation included). Packs are written to a temporary file and renamed into place, so an interrupted
  * build never leaves a file that loads. Opening checks everything and says what is wrong
  * (missing / stale / foreign SoC / wrong version / truncated / corrupt), so the caller can
  * explain and rebuild.
@@ -24,12 +24,13 @@
 extern "C" {
 #endif
 
-#define ORK_ORKPACK_VERSION 4u          /* 2: NPU-tiled weights, npu_max_m in the header;
+#define ORK_ORKPACK_VERSION 5u          /* 2: NPU-tiled weights, npu_max_m in the header;
                                          * 3: the layer plan's tensors by name (the O
                                          * projection whole; packs holding it as halves by
                                          * heads, .a / .b, are stale and rebuilt:
                                          * docs/orkpack.md); 4: the weights' setting in the
-                                         * header, each tensor's encoding and grid */
+                                         * header, each tensor's encoding and grid; 5: the
+                                         * weights' rotation of K in the header, w4a8 tensors */
 #define ORK_ORKPACK_NAME_MAX 48         /* tensor names, NUL included */
 
 /* Identity of the source GGUF: a pack built from other bytes is stale. */
@@ -50,6 +51,10 @@ struct ork_orkpack_caps {
      * int8); another setting: ORK_ORKPACK_OTHER_WEIGHTS, rebuilt. */
     uint32_t w_encoding, w_levels, w_flags;
     float w_max_rel_rmse;
+    uint32_t w_rotation;                /* the rotation of K the weights were made with (0:
+                                         * none; src/engine/npu/rotate.c's identity, bumped when
+                                         * the transform changes): another one is
+                                         * ORK_ORKPACK_OTHER_WEIGHTS */
 };
 
 enum ork_orkpack_layout {
@@ -75,6 +80,7 @@ enum ork_orkpack_problem {
 enum ork_orkpack_encoding {
     ORK_ORKPACK_ENC_RAW = 0,            /* NPU-tiled int8 */
     ORK_ORKPACK_ENC_DCOMP = 1,          /* libork's DCOMP blob (opaque here) */
+    ORK_ORKPACK_ENC_W4A8 = 2,           /* libork's W4A8 weights as exported (opaque here) */
 };
 /* How one tensor's codes were made. */
 struct ork_orkpack_coding {
@@ -108,7 +114,8 @@ int ork_orkpack_writer_add(struct ork_orkpack_writer *w, const char *name, uint3
 int ork_orkpack_writer_add_bytes(struct ork_orkpack_writer *w, const char *name, uint32_t n,
                                  uint32_t k, const void *data, uint64_t bytes,
                                  const float *scales);
-/* The same with the tensor's coding (encoding ORK_ORKPACK_ENC_RAW or _DCOMP, grid 1..127). */
+/* The same with the tensor's coding (encoding ORK_ORKPACK_ENC_RAW, _DCOMP or _W4A8, grid
+ * 1..127). */
 int ork_orkpack_writer_add_coded(struct ork_orkpack_writer *w, const char *name, uint32_t n,
                                  uint32_t k, const void *data, uint64_t bytes,
                                  const float *scales, const struct ork_orkpack_coding *c);

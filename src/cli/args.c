@@ -157,13 +157,15 @@ void ork_cli_split_eq_free(char **nv, char **argv)
         free(nv);
 }
 
-/* --npu-weights int8|dcomp|dcomp:L and its companions (docs/cli.md "NPU weights"). */
-#define NPU_WEIGHTS_CHOICES "int8, dcomp or dcomp:L with L one of 7, 15, 31, 63, 127"
+/* --npu-weights int8|dcomp|dcomp:L|w4a8 and its companions (docs/cli.md "NPU weights"). */
+#define NPU_WEIGHTS_CHOICES "int8, dcomp or dcomp:L with L one of 7, 15, 31, 63, 127, or w4a8"
 
 static bool parse_npu_weights(const char *cmd, const char *s, struct ork_npu_weights_opts *wo)
 {
-    if (!strcmp(s, "int8") || !strcmp(s, "dcomp")) {
-        wo->encoding = !strcmp(s, "dcomp") ? ORK_NPU_WENC_DCOMP : ORK_NPU_WENC_INT8;
+    if (!strcmp(s, "int8") || !strcmp(s, "dcomp") || !strcmp(s, "w4a8")) {
+        wo->encoding = !strcmp(s, "dcomp")  ? ORK_NPU_WENC_DCOMP
+                       : !strcmp(s, "w4a8") ? ORK_NPU_WENC_W4A8
+                                            : ORK_NPU_WENC_INT8;
         wo->levels = 0;
         return true;
     }
@@ -208,23 +210,32 @@ int ork_cli_npu_weights_opt(const char *cmd, int argc, char **argv, int *i,
         wo->flags |= ORK_NPU_WENC_CLIP;
         return 1;
     }
+    if (!strcmp(a, "--npu-weights-rotate")) {
+        wo->flags |= ORK_NPU_WENC_ROTATE;
+        return 1;
+    }
     return 0;
 }
 
 void ork_cli_npu_weights_help(FILE *out)
 {
     fprintf(out,
-            "  --npu-weights int8|dcomp|dcomp:L  NPU weight codes (docs/dcomp.md): int8\n"
-            "                            (default: per channel +-127, raw), dcomp (per tensor\n"
-            "                            the coarsest grid within --npu-weights-max-err, stored\n"
-            "                            compressed for the weight decompressor) or dcomp:L\n"
-            "                            (every tensor on [-L, L], L = 7, 15, 31, 63, 127);\n"
-            "                            dcomp needs the device's DCOMP capability (`ork\n"
-            "                            selftest --confirm-forms`, --npu-caps; the sim has it)\n"
+            "  --npu-weights int8|dcomp|dcomp:L|w4a8  NPU weight codes (docs/dcomp.md,\n"
+            "                            docs/w4a8.md): int8 (default: per channel +-127, raw),\n"
+            "                            dcomp (per tensor the coarsest grid within\n"
+            "                            --npu-weights-max-err, stored compressed for the weight\n"
+            "                            decompressor), dcomp:L (every tensor on [-L, L], L = 7,\n"
+            "                            15, 31, 63, 127) or w4a8 (per channel int4 [-7, 7] on\n"
+            "                            the int4 MAC); dcomp and w4a8 need the device's\n"
+            "                            capability (`ork selftest --confirm-forms`, --npu-caps;\n"
+            "                            the sim has them)\n"
             "  --npu-weights-max-err E   dcomp: a tensor's rel-RMSE bound (default: "
             ORK_STR(ORK_NPU_WENC_DEFAULT_MAX_ERR) ")\n"
             "  --npu-weights-raw         dcomp: the same grid codes stored raw (no\n"
             "                            decompressor; identical results)\n"
-            "  --npu-weights-clip        dcomp: per channel the clipped scale with the least\n"
-            "                            squared error (default: max-abs scales)\n");
+            "  --npu-weights-clip        dcomp, w4a8: per channel the clipped scale with the\n"
+            "                            least squared error (default: max-abs scales)\n"
+            "  --npu-weights-rotate      any encoding: rotate K (Walsh-Hadamard x DCT) in the\n"
+            "                            weights and, on the CPU, in each matmul's input: the\n"
+            "                            same products, outliers spread before quantisation\n");
 }

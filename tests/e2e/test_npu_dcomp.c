@@ -149,7 +149,7 @@ static void test_bad_settings(void)
         struct ork_npu_weights_opts wo;
         const char *says;
     } bad[] = {
-        { { .encoding = 2 }, "unknown encoding 2" },
+        { { .encoding = 9 }, "unknown encoding 9" },
         { { .encoding = ORK_NPU_WENC_DCOMP, .levels = 9 }, "grid 9" },
         { { .encoding = ORK_NPU_WENC_INT8, .levels = 31 }, "need dcomp" },
         { { .encoding = ORK_NPU_WENC_DCOMP, .max_rel_rmse = 1.5 }, "1.5" },

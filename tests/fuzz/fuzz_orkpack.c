@@ -1,15 +1,19 @@
 /* fuzz_orkpack.c -- libFuzzer target on the .orkpack reader (src/engine/npu/orkpack.c).
  *
  * Two kinds of input, by the low bit of the first byte:
- *   even: the bytes are a pack file as is (every header field, the table, truncation; the
- *         checksums stop most mutations early, as they should);
+ *   even: the bytes after it are a pack file as is (every header field, the table,
+ *         truncation; the checksums stop most mutations early, as they should);
  *   odd:  a description the target writes through the writer first (so that the checksums
  *         hold and the table's fields reach the reader): byte 1 = tensors (0..3), then per
- *         tensor n, k, encoding, grid (one byte each) and a data length (one byte), the data
- *         taken from the rest of the input. The writer refuses codings outside the format;
- *         what it accepts must open and every tensor must be readable.
- * The pack is opened without and with the default caps; every tensor is walked. No crash, no
- * read past the mapping. The file lives under /tmp (one per process). */
+ *         tensor n, k, encoding (0..3: raw, dcomp, w4a8 and one unknown), grid (one byte each)
+ *         and a data length (one byte), the data taken from the rest of the input; bit 1 of
+ *         the first byte = the header records a rotated setting (ORK_NPU_WENC_ROTATE, rotation
+ *         1). The writer refuses codings outside the format; what it accepts must open and
+ *         every tensor must be readable.
+ * The pack is opened without caps, with the default caps and with the rotated setting's; every
+ * tensor is walked. No crash, no read past the mapping. The file lives under /tmp (one per
+ * process). */
+#include <ork-engine/engine.h>
 #include <ork-engine/orkpack.h>
 
 #include <stdint.h>
@@ -49,6 +53,10 @@ static int write_described(const char *path, const uint8_t *d, size_t size)
     static const struct ork_orkpack_source src = { 1, 2, 3 };
     struct ork_orkpack_caps caps;
     ork_orkpack_caps_default(&caps);
+    if (d[0] & 2) {
+        caps.w_flags = ORK_NPU_WENC_ROTATE;
+        caps.w_rotation = 1;
+    }
     size_t at = 1;
     uint32_t n_t = size > at ? d[at++] % 4u : 0;
     struct ork_orkpack_writer *w;
@@ -62,7 +70,7 @@ static int write_described(const char *path, const uint8_t *d, size_t size)
             return -1;
         }
         uint32_t n = d[at] + 1u, k = d[at + 1] + 1u;
-        struct ork_orkpack_coding c = { .encoding = d[at + 2] % 3u, .grid = d[at + 3] };
+        struct ork_orkpack_coding c = { .encoding = d[at + 2] % 4u, .grid = d[at + 3] };
         size_t len = d[at + 4];
         at += 5;
         if (len > size - at)
@@ -93,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FILE *f = fopen(path, "wb");
         if (!f)
             return 0;
-        if (size && fwrite(data, 1, size, f) != size) {
+        if (size > 1 && fwrite(data + 1, 1, size - 1, f) != size - 1) {
             fclose(f);
             unlink(path);
             return 0;
@@ -103,6 +111,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct ork_orkpack_caps caps;
     ork_orkpack_caps_default(&caps);
     walk(path, NULL);
+    walk(path, &caps);
+    caps.w_flags = ORK_NPU_WENC_ROTATE;
+    caps.w_rotation = 1;
     walk(path, &caps);
     unlink(path);
     return 0;

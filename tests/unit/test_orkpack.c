@@ -131,7 +131,7 @@ static void test_bad_packs(void)
 
     /* a version-2 pack (one O projection per layer) is refused, and the message says what
      * changed; the rebuild itself is checked by tests/cli/test_pack.sh */
-    CHECK(ORK_ORKPACK_VERSION == 4u);
+    CHECK(ORK_ORKPACK_VERSION == 5u);
     REQUIRE(write_pack(path, &src_a, &caps) == 0);
     put_u32_at(path, 8, 2);
     {

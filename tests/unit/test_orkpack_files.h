@@ -1,5 +1,5 @@
 /* test_orkpack_files.h -- file helpers of the .orkpack tests (test_orkpack.c,
- * test_orkpack_v4.c): overwrite a little-endian u32 in a file, copy a file (and the fixture
+ * test_orkpack_v5.c): overwrite a little-endian u32 in a file, copy a file (and the fixture
  * model into a test directory), and the logits of
  * the stories260K prompt on the simulator under given executor flags and NPU weights. */
 #ifndef TEST_ORKPACK_FILES_H

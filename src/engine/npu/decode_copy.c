@@ -10,7 +10,8 @@
  * Made after every other plan (ork__npu_exec_create), so that the prefill weights and their
  * plans sit where an executor without copies puts them (tests/cli/test_program_hash.sh). The
  * rows are quantised again from the model (exactly the pack's int8 quantisation, unit/
- * test_orkpack), so a copy's results are the shared weights' bit for bit. */
+ * test_orkpack, rotated as the shared weights are under ORK_NPU_WENC_ROTATE), so a copy's
+ * results are the shared weights' bit for bit. */
 #include "npu_priv.h"
 
 #include <ork/alloc.h>
@@ -21,7 +22,7 @@
 #include <string.h>
 
 /* Whether matrix mt of op o (fused step `st`) takes a copy: one NPU matrix of plain int8 codes
- * (the quantisation ork__npu_quantize_sources repeats) whose K-slicing has more slices than
+ * (the quantisation ork__npu_quantize_slot repeats) whose K-slicing has more slices than
  * M = 1 needs. */
 static bool wants_copy(const struct ork__npu_exec *ex, const struct npu_step *st,
                        const struct npu_opmat *o, const struct npu_mat *mt)
@@ -129,7 +130,8 @@ int ork__npu_make_decode_copies(struct ork__npu_exec *ex, const struct ork_model
             ork__npu_pack_source(ex->plan, m, ts, &ps, name, sizeof name);
             if (!ps.ns || ps.n != mt->n || ps.k != mt->k)
                 continue;
-            if ((ret = ork__npu_quantize_sources(&ps, row, q, sc)) < 0)
+            struct ork_orkpack_coding cd;
+            if ((ret = ork__npu_quantize_slot(&ex->wopts, &ps, name, row, q, sc, &cd)) < 0)
                 break;
             ret = make_copy(ex, mt, q, sc);
             if (ret == ORK_ENOMEM) {

@@ -10,9 +10,11 @@
 #define ORK_ENGINE_NPU_PRIV_H
 
 #include "model/model_priv.h"
+#include "rotate.h"
 
 #include <ork-engine/orkpack.h>
 #include <ork/npu.h>
+#include <ork/twin.h>
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -30,6 +32,9 @@
  * run of M rows takes the smallest plan of >= M rows. 8 = 1, 2, 4, ..., 64 and one more for a
  * max_m that is not a power of two. */
 #define NPU_MAX_PROGS 8
+/* Distinct K of one model's NPU matrices, at most: dim, q_dim, ffn, the two halves of a K-split
+ * O projection, with room to spare. */
+#define NPU_MAX_ROTS 8
 /* Decode copies by default (ork_model_params.npu_decode_kslice; docs/npu-inference.md "Decode
  * copies" gives the measurement that chose it). */
 #define NPU_DEFAULT_DECODE_SINGLE false
@@ -89,9 +94,6 @@ struct pack_src {
 /* Pack slot t of model m under plan p into *ps, and its name (blk.<l>.<tensor>[.a|.b]). */
 void ork__npu_pack_source(const struct npu_plan *p, const struct ork_model *m, uint32_t t,
                      struct pack_src *ps, char *name, size_t cap);
-/* Quantise columns [c0, c0 + k) of the rows of ps's sources (stacked) into q [n][k] and
- * scales [n]; row holds one whole source row. */
-int ork__npu_quantize_sources(const struct pack_src *ps, float *row, int8_t *q, float *scales);
 /* Tensors the pack of m holds (slots with a tensor). */
 uint32_t ork__npu_pack_n_tensors(const struct npu_plan *p, const struct ork_model *m);
 /* Largest rows x cols, rows, cols and whole source row over the slots (scratch sizing). */
@@ -111,8 +113,10 @@ uint32_t ork__npu_wenc_libork(const struct ork_npu_weights_opts *o);
 void ork__npu_wenc_caps(const struct ork_npu_weights_opts *o, struct ork_orkpack_caps *caps);
 /* "int8", "dcomp:31", "dcomp (per tensor, rel-RMSE <= 0.03)". */
 void ork__npu_wenc_name(const struct ork_npu_weights_opts *o, char *buf, size_t cap);
-/* Quantise pack slot ps (named name) per output channel onto its grid under o (NULL: int8) into
- * q [n][k] and scales [n]; *c = the libork encoding, the grid and its rel-RMSE. */
+/* Quantise pack slot ps (named name: columns [c0, c0 + k) of the rows of its sources, stacked)
+ * per output channel onto its grid under o (NULL: int8), each row rotated first under
+ * ORK_NPU_WENC_ROTATE, into q [n][k] and scales [n]; row holds one whole source row; *c = the
+ * libork encoding, the grid and its rel-RMSE against the (rotated) rows. */
 int ork__npu_quantize_slot(const struct ork_npu_weights_opts *o, const struct pack_src *ps,
                            const char *name, float *row, int8_t *q, float *scales,
                            struct ork_orkpack_coding *c);
@@ -120,6 +124,7 @@ int ork__npu_quantize_slot(const struct ork_npu_weights_opts *o, const struct pa
 /* Bits per weight and grids of a model's NPU weights, for the load / pack report. */
 struct npu_wstats {
     uint64_t weights;                   /* k x n summed */
+    uint64_t n_scales;                  /* n summed (one fp32 scale per output channel) */
     uint64_t stored_bytes, raw_bytes;   /* device bytes held, and as raw tiled int8 */
     uint32_t n_tensors, n_compressed;
     uint32_t grid_count[ORK__NPU_N_OPS][5]; /* per tensor class, per grid of ork_dcomp_grids */
@@ -162,6 +167,7 @@ struct npu_mat {
     const float *scales;                /* (n) */
     uint32_t max_m;                     /* rows of its largest plan (ork__npu_mat_rows) */
     uint32_t grid;                      /* the codes' grid L (127: int8) */
+    const struct ork__npu_rot *rot;     /* the input's rotation (ex->rot[]), NULL: none */
     /* The decode copy (docs/npu-inference.md "Decode copies"): the same int8 rows and scales
      * sliced for M = 1 (one K-slice per 8192 of K, spec §5.1) when w has more K-slices, with
      * plans dprog[i] of ex->prog_rows[i] rows for i < n_dprog: M = 1, and under
@@ -198,7 +204,11 @@ struct ork__npu_exec {
     int32_t n_layers;
     struct npu_opmat *ops;              /* (n_layers * ORK__OPS_PER_LAYER + 1): per layer its
                                          * ops in plan order; then the LM head */
+    /* the rotations of K (ORK_NPU_WENC_ROTATE), one per distinct K of the placed matrices */
+    struct ork__npu_rot rot[NPU_MAX_ROTS];
+    int n_rot;
     /* scratch, sized at load for the largest op */
+    float *xr;                          /* (max_m, max_k): rotated input rows (rotation only) */
     int8_t *a8;                         /* (max_m, max_k) */
     float *a_scales;                    /* (2, max_m): double-buffered for the prefill pipeline */
     int32_t *c32;                       /* (2, max_m, max_n) */

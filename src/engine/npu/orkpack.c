@@ -3,13 +3,14 @@
  * Layout (little-endian, offsets in bytes):
  *   [0, 128)        header: magic, version, SoC caps, source identity, table place, checksum
  *   [128, ...)      tensor table: n_tensors entries of PACK_ENTRY_BYTES
- *   page-aligned    per tensor: q_bytes of weights (tiled int8, or libork's DCOMP blob: the
- *                   entry's encoding), then (64-aligned) float scales[n]
+ *   page-aligned    per tensor: q_bytes of weights (tiled int8, libork's DCOMP blob or its
+ *                   W4A8 weights: the entry's encoding), then (64-aligned) float scales[n]
  * Each entry's checksum is XXH3_64bits over q then scales; the header checksum covers the
  * header (with its checksum field zero) and the table. Written to "path.tmp.PID" and renamed,
  * so an interrupted build leaves no file under the real name.
  *
  * Not here: what goes in a pack (pack_build.c, weights_grid.c) or device buffers (libork). */
+#include <ork-engine/engine.h>
 #include <ork-engine/orkpack.h>
 
 #include <ork/alloc.h>
@@ -45,7 +46,7 @@ enum {
     H_MAGIC = 0, H_VERSION = 8, H_HEADER_BYTES = 12, H_SOC = 16, H_LAYOUT = 20, H_KALIGN = 24,
     H_NALIGN = 28, H_SRC_SIZE = 32, H_SRC_MTIME = 40, H_SRC_HASH = 48, H_NTENSORS = 56,
     H_TABLE_OFF = 64, H_FILE_BYTES = 72, H_MAX_M = 80, H_W_ENC = 84, H_W_LEVELS = 88,
-    H_W_FLAGS = 92, H_W_MAX_ERR = 96, H_CHECKSUM = 120,
+    H_W_FLAGS = 92, H_W_MAX_ERR = 96, H_W_ROTATION = 100, H_CHECKSUM = 120,
 };
 /* Entry field offsets. */
 enum { E_NAME = 0, E_N = 48, E_K = 52, E_Q_OFF = 56, E_S_OFF = 64, E_SUM = 72, E_Q_BYTES = 80,
@@ -147,6 +148,7 @@ void ork_orkpack_caps_default(struct ork_orkpack_caps *c)
     c->npu_max_m = 0;
     c->w_encoding = c->w_levels = c->w_flags = 0;
     c->w_max_rel_rmse = 0.0f;
+    c->w_rotation = 0;
     c->k_align = PACK_I8_K_ALIGN;
     c->n_align = PACK_I8_N_ALIGN;
 }
@@ -255,6 +257,7 @@ int ork_orkpack_writer_open(const char *path, const struct ork_orkpack_source *s
     put32(h + H_W_LEVELS, caps->w_levels);
     put32(h + H_W_FLAGS, caps->w_flags);
     putf(h + H_W_MAX_ERR, caps->w_max_rel_rmse);
+    put32(h + H_W_ROTATION, caps->w_rotation);
     put64(h + H_SRC_SIZE, src->size);
     put64(h + H_SRC_MTIME, (uint64_t)src->mtime_ns);
     put64(h + H_SRC_HASH, src->meta_hash);
@@ -290,9 +293,9 @@ int ork_orkpack_writer_add_coded(struct ork_orkpack_writer *w, const char *name,
                                  uint32_t k, const void *q, uint64_t q_bytes, const float *scales,
                                  const struct ork_orkpack_coding *c)
 {
-    if (c->encoding > ORK_ORKPACK_ENC_DCOMP || c->grid < 1 || c->grid > PACK_GRID_MAX)
+    if (c->encoding > ORK_ORKPACK_ENC_W4A8 || c->grid < 1 || c->grid > PACK_GRID_MAX)
         return ork_errorf(ORK_EINVAL, "orkpack: tensor '%s': encoding %u / grid %u (must be "
-                          "0 or 1 / 1..%u)", name, c->encoding, c->grid, PACK_GRID_MAX);
+                          "0, 1 or 2 / 1..%u)", name, c->encoding, c->grid, PACK_GRID_MAX);
     if (w->n_added >= w->n_tensors)
         return ork_errorf(ORK_EINVAL, "orkpack: more than the %u announced tensors", w->n_tensors);
     if (strlen(name) >= ORK_ORKPACK_NAME_MAX)
@@ -407,24 +410,33 @@ static const char *version_note(uint32_t ver)
                    "for the decode overlap)";
     case 3: return " (raw int8 only; version 4 records the --npu-weights setting and each "
                    "tensor's encoding and grid)";
+    case 4: return " (no rotation of K and no w4a8 tensors; version 5 records the weights' "
+                   "rotation and stores w4a8)";
     default: return "";
     }
 }
 
 /* A pack's --npu-weights setting in words: "int8", "dcomp:31", "dcomp (rel-RMSE <= 0.03)",
- * with its flags (ORK_NPU_WENC_* of ork-engine/engine.h) in hex when set. */
+ * "w4a8", with its flags (ORK_NPU_WENC_* of ork-engine/engine.h) but the rotation's in hex
+ * when set, then ", rotated (R<id>)" for a rotation of K. */
 static void weights_words(char *buf, size_t cap, uint32_t enc, uint32_t levels, uint32_t flags,
-                          float max_err)
+                          float max_err, uint32_t rotation)
 {
-    char fl[32] = "";
+    char fl[64] = "";
+    int at = 0;
+    flags &= ~(uint32_t)ORK_NPU_WENC_ROTATE;
     if (flags)
-        snprintf(fl, sizeof fl, ", flags 0x%x", flags);
+        at = snprintf(fl, sizeof fl, ", flags 0x%x", flags);
+    if (rotation && at >= 0 && (size_t)at < sizeof fl)
+        snprintf(fl + at, sizeof fl - (size_t)at, ", rotated (R%u)", rotation);
     if (enc == 0)
         snprintf(buf, cap, "int8%s", fl);
     else if (enc == 1 && levels)
         snprintf(buf, cap, "dcomp:%u%s", levels, fl);
     else if (enc == 1)
         snprintf(buf, cap, "dcomp (rel-RMSE <= %g%s)", (double)max_err, fl);
+    else if (enc == 2)
+        snprintf(buf, cap, "w4a8%s", fl);
     else
         snprintf(buf, cap, "encoding %u", enc);
 }
@@ -433,7 +445,7 @@ static int check_pack(const char *path, const uint8_t *b, uint64_t size,
                       const struct ork_orkpack_source *expect, const struct ork_orkpack_caps *caps,
                       enum ork_orkpack_problem *why)
 {
-    char msg[256];
+    char msg[320];
     if (size < PACK_HEADER_BYTES)
         return fail(why, size >= 8 && memcmp(b, PACK_MAGIC, 8) ? ORK_ORKPACK_BAD_MAGIC
                     : ORK_ORKPACK_TRUNCATED, ORK_EFORMAT, path, "shorter than its header");
@@ -483,12 +495,13 @@ static int check_pack(const char *path, const uint8_t *b, uint64_t size,
     if (caps && (get32(b + H_W_ENC) != caps->w_encoding ||
                  get32(b + H_W_LEVELS) != caps->w_levels ||
                  get32(b + H_W_FLAGS) != caps->w_flags ||
-                 getf(b + H_W_MAX_ERR) != caps->w_max_rel_rmse)) {
-        char had[96], want[96];
+                 getf(b + H_W_MAX_ERR) != caps->w_max_rel_rmse ||
+                 get32(b + H_W_ROTATION) != caps->w_rotation)) {
+        char had[112], want[112];
         weights_words(had, sizeof had, get32(b + H_W_ENC), get32(b + H_W_LEVELS),
-                      get32(b + H_W_FLAGS), getf(b + H_W_MAX_ERR));
+                      get32(b + H_W_FLAGS), getf(b + H_W_MAX_ERR), get32(b + H_W_ROTATION));
         weights_words(want, sizeof want, caps->w_encoding, caps->w_levels, caps->w_flags,
-                      caps->w_max_rel_rmse);
+                      caps->w_max_rel_rmse, caps->w_rotation);
         snprintf(msg, sizeof msg, "built with --npu-weights %s, this run wants %s", had, want);
         return fail(why, ORK_ORKPACK_OTHER_WEIGHTS, ORK_ESTALE, path, msg);
     }
@@ -508,9 +521,9 @@ static int check_pack(const char *path, const uint8_t *b, uint64_t size,
         uint64_t qo = get64(e + E_Q_OFF), so = get64(e + E_S_OFF), qb = get64(e + E_Q_BYTES);
         uint32_t enc = get32(e + E_ENC), grid = get32(e + E_GRID);
         (void)tk;
-        if (enc > ORK_ORKPACK_ENC_DCOMP || grid < 1 || grid > PACK_GRID_MAX) {
+        if (enc > ORK_ORKPACK_ENC_W4A8 || grid < 1 || grid > PACK_GRID_MAX) {
             snprintf(msg, sizeof msg, "tensor %u has encoding %u / grid %u (known: 0 raw, 1 "
-                     "dcomp / 1..%u)", i, enc, grid, PACK_GRID_MAX);
+                     "dcomp, 2 w4a8 / 1..%u)", i, enc, grid, PACK_GRID_MAX);
             return fail(why, ORK_ORKPACK_CORRUPT, ORK_EFORMAT, path, msg);
         }
         if (e[E_NAME + ORK_ORKPACK_NAME_MAX - 1] != 0 || qo > size || qb > size - qo ||

@@ -163,6 +163,27 @@ static uint32_t first_size(const struct ork__npu_exec *ex, const struct npu_mat 
     return size_at_most(ex, mt->max_m < NPU_BASE_MAX_M ? mt->max_m : NPU_BASE_MAX_M);
 }
 
+/* The executor's rotation of K = k (ORK_NPU_WENC_ROTATE): made the first time a matrix of
+ * that K is placed, shared by every matrix of it. */
+static int rot_for(struct ork__npu_exec *ex, uint32_t k, const struct ork__npu_rot **out)
+{
+    *out = NULL;
+    if (!(ex->wopts.flags & ORK_NPU_WENC_ROTATE))
+        return 0;
+    for (int i = 0; i < ex->n_rot; i++)
+        if (ex->rot[i].k == k) {
+            *out = &ex->rot[i];
+            return 0;
+        }
+    if (ex->n_rot >= NPU_MAX_ROTS)
+        return ork_errorf(ORK_ERANGE, "NPU rotation: more than %d distinct K", NPU_MAX_ROTS);
+    int ret = ork__npu_rot_init(&ex->rot[ex->n_rot], k);
+    if (ret < 0)
+        return ret;
+    *out = &ex->rot[ex->n_rot++];
+    return 0;
+}
+
 /* Weights from int8 rows q (tiled here), or, when tiled is not NULL, from the pack's tiled
  * bytes as they are. */
 static int make_mat(struct ork__npu_exec *ex, struct npu_mat *mt, int dev, const int8_t *q,
@@ -174,10 +195,15 @@ static int make_mat(struct ork__npu_exec *ex, struct npu_mat *mt, int dev, const
                                        .max_m = ork__npu_mat_rows(ex->max_m, k),
                                        .encoding = ex->wcur.encoding,
                                        .grid_max_abs = ex->wcur.grid };
-    int ret = tiled ? ork_npu_weights_create_packed(ex->dev[dev], &wd, tiled, tiled_bytes, &mt->w)
-                    : ork_npu_weights_create(ex->dev[dev], &wd, &mt->w);
+    const struct ork__npu_rot *rot;
+    int ret = rot_for(ex, k, &rot);
     if (ret < 0)
         return ret;
+    ret = tiled ? ork_npu_weights_create_packed(ex->dev[dev], &wd, tiled, tiled_bytes, &mt->w)
+                : ork_npu_weights_create(ex->dev[dev], &wd, &mt->w);
+    if (ret < 0)
+        return ret;
+    mt->rot = rot;
     mt->n = n;
     mt->k = k;
     mt->dev = dev;
@@ -506,6 +532,11 @@ static int alloc_scratch(struct ork__npu_exec *ex, const struct ork_model *m,
         if (!src->q || !src->scales || !src->row)
             return ORK_ENOMEM;
     }
+    if (ex->wopts.flags & ORK_NPU_WENC_ROTATE) {
+        ex->xr = ork_malloc((size_t)ex->max_m * max_k * sizeof(float));
+        if (!ex->xr)
+            return ORK_ENOMEM;
+    }
     ex->a8 = ork_malloc((size_t)ex->max_m * max_k);
     ex->a_scales = ork_malloc(2 * (size_t)ex->max_m * sizeof(float));
     ex->c32_half = (size_t)ex->max_m * max_n;
@@ -629,6 +660,9 @@ void ork__npu_exec_destroy(struct ork__npu_exec *ex)
     for (int d = 0; d < ex->n_dev; d++)
         ork_npu_close(ex->dev[d]);
     sim_load_release(ex);
+    for (int i = 0; i < ex->n_rot; i++)
+        ork__npu_rot_fini(&ex->rot[i]);
+    ork_free(ex->xr);
     ork_free(ex->a8);
     ork_free(ex->a_scales);
     ork_free(ex->c32);

@@ -250,25 +250,6 @@ void ork__npu_pack_source(const struct npu_plan *p, const struct ork_model *m, u
         ps->n += (uint32_t)ps->src[i]->n_rows;
 }
 
-int ork__npu_quantize_sources(const struct pack_src *ps, float *row, int8_t *q, float *scales)
-{
-    size_t r = 0;
-    for (int i = 0; i < ps->ns; i++) {
-        const struct ork_mat *w = ps->src[i];
-        for (int64_t j = 0; j < w->n_rows; j++, r++) {
-            const uint8_t *p = (const uint8_t *)w->data + (size_t)j * w->row_bytes;
-            int ret = ork_dequant_row(w->type, p, row, w->n_cols);
-            if (ret < 0)
-                return ret;
-            ret = ork_npu_quantize_weights_i8(row + ps->c0, 1, ps->k, q + r * (size_t)ps->k,
-                                              scales + r);
-            if (ret < 0)
-                return ret;
-        }
-    }
-    return 0;
-}
-
 uint32_t ork__npu_pack_n_tensors(const struct npu_plan *p, const struct ork_model *m)
 {
     uint32_t n = 0;

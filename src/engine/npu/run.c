@@ -9,6 +9,9 @@
  * so switches between domains are counted here and charged at the simulator's domain-switch
  * cost; hardware backends have no modelled clock: zeros).
  *
+ * Under ORK_NPU_WENC_ROTATE each input row is rotated (rotate.c) before its quantisation,
+ * once per op (the matrices of an op share the input and its K), into the executor's scratch.
+ *
  * Nothing is synthesised or allocated here: programs, buffers and scratch come from
  * placement.c at load. */
 #include "npu_priv.h"
@@ -43,13 +46,19 @@ static void ork_npu_exec_untraced(void)
         ork_trace_end();
 }
 
-/* The board twin (model/twin_rec.c): the caller's quantisation of rows x k and
- * dequantisation of n int32 results, when the model has a twin. */
-static void tw_quant(const struct ork__npu_exec *ex, uint32_t rows, uint32_t k)
+/* The board twin (model/twin_rec.c): the caller's quantisation of rows x k (after their
+ * rotation when rot is not NULL: rotate.c's operation count) and dequantisation of n int32
+ * results, when the model has a twin. */
+static void tw_quant(const struct ork__npu_exec *ex, const struct ork__npu_rot *rot,
+                     uint32_t rows, uint32_t k)
 {
-    if (ex->twin)
+    if (!ex->twin)
+        return;
+    if (rot)
         ork__twin_cpu(ex->twin, ORK_TWIN_PHASE_QUANT, false,
-                      ork_twin_cpu_quantize(ork__twin_consts(ex->twin), rows, k), "quant");
+                      ork__npu_rot_work(ork__twin_consts(ex->twin), rows, k), "rotate");
+    ork__twin_cpu(ex->twin, ORK_TWIN_PHASE_QUANT, false,
+                  ork_twin_cpu_quantize(ork__twin_consts(ex->twin), rows, k), "quant");
 }
 
 static void tw_dequant(const struct ork__npu_exec *ex, uint64_t n)
@@ -57,6 +66,35 @@ static void tw_dequant(const struct ork__npu_exec *ex, uint64_t n)
     if (ex->twin)
         ork__twin_cpu(ex->twin, ORK_TWIN_PHASE_DEQUANT, false,
                       ork_twin_cpu_dequant(ork__twin_consts(ex->twin), n, 4), "dequant");
+}
+
+/* Quantise columns [c0, c0 + k) of rows [0, mr) of x (row stride ldx) into dense a8 [mr][k]. */
+static int quantize_cols(const float *x, uint32_t ldx, uint32_t c0, uint32_t k, uint32_t mr,
+                         int8_t *a8, float *a_s)
+{
+    for (uint32_t i = 0; i < mr; i++) {
+        int ret = ork_npu_quantize_rows_i8(x + (size_t)i * ldx + c0, 1, k, a8 + (size_t)i * k,
+                                           a_s + i);
+        if (ret < 0)
+            return ret;
+    }
+    return 0;
+}
+
+/* The int8 rows of a matrix's input: columns [c0, c0 + k) of rows [0, mr) of x (row stride
+ * ldx) into dense a8 [mr][k] and their scales a_s, each row rotated first (R^T x, into the
+ * executor's scratch ex->xr) when the matrix has a rotation. The matrices of one op share K,
+ * hence the rotation: their input is rotated and quantised once. */
+static int quant_rows(struct ork__npu_exec *ex, const struct ork__npu_rot *rot, const float *x,
+                      uint32_t ldx, uint32_t c0, uint32_t k, uint32_t mr, int8_t *a8, float *a_s)
+{
+    if (rot) {
+        ork__npu_rot_rows(rot, x, ldx, c0, mr, ex->xr);
+        return ork_npu_quantize_rows_i8(ex->xr, mr, k, a8, a_s);
+    }
+    if (ldx == k && c0 == 0)
+        return ork_npu_quantize_rows_i8(x, mr, k, a8, a_s);
+    return quantize_cols(x, ldx, c0, k, mr, a8, a_s);
 }
 
 /* y = dequantised C columns [c0, c0 + n) of rows [0, m) (C row stride ldc). */
@@ -131,9 +169,9 @@ static int run_pipelined(struct ork__npu_exec *ex, struct npu_opmat *o, const fl
     const struct ork_npu_matmul_info *in;
     struct ork_npu_matmul *plan = ork__npu_mat_plan(ex, mt, mr0, &idx, &in);
     uint32_t run_idx = idx;
-    tw_quant(ex, mr0, k);
+    tw_quant(ex, mt->rot, mr0, k);
     if ((ret = ork__twin_npu_submit(ex->twin, in, mr0, mt->dev, true, 0, ex->tw_label)) < 0 ||
-        (ret = ork_npu_quantize_rows_i8(x, mr0, k, ex->a8, ex->a_scales)) < 0 ||
+        (ret = quant_rows(ex, mt->rot, x, k, 0, k, mr0, ex->a8, ex->a_scales)) < 0 ||
         (ret = ork_npu_matmul_submit_async(plan, ex->a8, mr0, ex->c32, &job)) < 0)
         return ret;
     for (int32_t i = 0; i < nc; i++) {
@@ -144,8 +182,8 @@ static int run_pipelined(struct ork__npu_exec *ex, struct npu_opmat *o, const fl
         float *as_next = ex->a_scales + (size_t)((i + 1) & 1) * mm;
         int qret = 0;
         if (mr1) {      /* overlaps chunk i on the NPU */
-            tw_quant(ex, mr1, k);
-            qret = ork_npu_quantize_rows_i8(x + (size_t)r1 * k, mr1, k, ex->a8, as_next);
+            tw_quant(ex, mt->rot, mr1, k);
+            qret = quant_rows(ex, mt->rot, x + (size_t)r1 * k, k, 0, k, mr1, ex->a8, as_next);
         }
         if ((ret = ork_npu_job_wait(job)) < 0 || (ret = ork__twin_npu_wait(ex->twin, i & 1)) < 0)
             return ret;
@@ -194,18 +232,6 @@ static int run_mat(struct ork__npu_exec *ex, struct npu_mat *mt, uint32_t m)
  * which is the same w8a8 formula applied to two shorter dot products and then summed in f32:
  * each half is quantised over its own range (at least as fine as one scale over the row). */
 
-/* Quantise columns [c0, c0 + k) of rows [0, mr) of x (row stride ldx) into dense a8 [mr][k]. */
-static int quantize_cols(const float *x, uint32_t ldx, uint32_t c0, uint32_t k, uint32_t mr,
-                         int8_t *a8, float *a_s)
-{
-    for (uint32_t i = 0; i < mr; i++) {
-        int ret = ork_npu_quantize_rows_i8(x + (size_t)i * ldx + c0, 1, k, a8 + (size_t)i * k,
-                                           a_s + i);
-        if (ret < 0)
-            return ret;
-    }
-    return 0;
-}
 
 /* y (+)= dequantised C [m][n] (add: accumulate into y). */
 static void dequant_add(const int32_t *c, uint32_t n, uint32_t m, const float *a_s,
@@ -235,9 +261,9 @@ static int run_ksplit(struct ork__npu_exec *ex, struct npu_opmat *o, const float
         uint32_t mr = (uint32_t)(m - r0 < rows ? m - r0 : rows);
         for (int h = 0; h < 2; h++) {
             struct npu_mat *mt = &o->mat[h];
-            tw_quant(ex, mr, mt->k);
-            int ret = quantize_cols(x + (size_t)r0 * kx, kx, mt->c0, mt->k, mr, ex->a8,
-                                    ex->a_scales);
+            tw_quant(ex, mt->rot, mr, mt->k);
+            int ret = quant_rows(ex, mt->rot, x + (size_t)r0 * kx, kx, mt->c0, mt->k, mr, ex->a8,
+                                 ex->a_scales);
             if (ret < 0 || (ret = run_mat(ex, mt, mr)) < 0)
                 return ret;
             tw_dequant(ex, (uint64_t)mr * n);
@@ -279,11 +305,12 @@ int ork__npu_exec_o_submit(struct ork__npu_exec *ex, int32_t layer, const float 
     uint32_t idx;
     const struct ork_npu_matmul_info *in;
     struct ork_npu_matmul *plan = ork__npu_mat_plan(ex, mt, (uint32_t)m, &idx, &in);
-    tw_quant(ex, (uint32_t)m, mt->k);
+    tw_quant(ex, mt->rot, (uint32_t)m, mt->k);
     int ret = ork__twin_npu_submit(ex->twin, in, (uint32_t)m, mt->dev, true, 0,
                                    "npu o_a (async)");
     if (ret == 0)
-        ret = quantize_cols(att, kx, mt->c0, mt->k, (uint32_t)m, ex->a8, ex->a_scales);
+        ret = quant_rows(ex, mt->rot, att, kx, mt->c0, mt->k, (uint32_t)m, ex->a8,
+                         ex->a_scales);
     ex->o_model0_ns = model_now(ex, mt->dev);
     if (ret == 0)
         ret = ork_npu_matmul_submit_async(plan, ex->a8, (uint32_t)m, ex->c32, &ex->o_job);
@@ -339,9 +366,9 @@ int ork__npu_exec_o_finish(struct ork__npu_exec *ex, int32_t layer, const float 
     uint32_t idx;
     const struct ork_npu_matmul_info *inb;
     struct ork_npu_matmul *plan_b = ork__npu_mat_plan(ex, mb, mr, &idx, &inb);
-    tw_quant(ex, mr, mb->k);
+    tw_quant(ex, mb->rot, mr, mb->k);
     if (ret == 0)
-        ret = quantize_cols(att, kx, mb->c0, mb->k, mr, ex->a8, as_b);
+        ret = quant_rows(ex, mb->rot, att, kx, mb->c0, mb->k, mr, ex->a8, as_b);
     if (ret == 0)
         ret = ork__twin_npu_submit(ex->twin, inb, mr, mb->dev, false, 1, "npu o_b");
     if (ret == 0)
@@ -389,8 +416,9 @@ int ork__npu_exec_run(struct ork__npu_exec *ex, enum ork__npu_op op, int32_t lay
     }
     for (int32_t r0 = 0; r0 < m; r0 += rows) {
         uint32_t mr = (uint32_t)(m - r0 < rows ? m - r0 : rows);
-        tw_quant(ex, mr, k);
-        if ((ret = ork_npu_quantize_rows_i8(x + (size_t)r0 * k, mr, k, ex->a8, ex->a_scales)) < 0)
+        tw_quant(ex, o->mat[0].rot, mr, k);
+        if ((ret = quant_rows(ex, o->mat[0].rot, x + (size_t)r0 * k, k, 0, k, mr, ex->a8,
+                              ex->a_scales)) < 0)
             break;
         if (o->n_mats == 1) {
             if ((ret = run_mat(ex, &o->mat[0], mr)) < 0)

@@ -12,6 +12,7 @@
 
 #include <ork-kernels/kernels.h>
 #include <ork/dcomp.h>
+#include <ork/alloc.h>
 #include <ork/debug.h>
 #include <ork/error.h>
 #include <ork/log.h>
@@ -27,6 +28,9 @@ static const char *const class_names[ORK__NPU_N_OPS] = { ORK__LAYER_OPS(CLASS_NA
 
 /* int8's grid: codes in [-127, 127] (ork_npu_quantize_weights_i8). */
 #define INT8_GRID 127u
+/* w4a8's grid: the int4 codes [-8, 7] used symmetrically, [-7, 7] with scale max|w| / 7
+ * (npu-weight-decompression.md §2: signed int4, one scale per output channel). */
+#define W4A8_GRID 7u
 
 static int grid_index(uint32_t levels)
 {
@@ -36,14 +40,34 @@ static int grid_index(uint32_t levels)
     return -1;
 }
 
+/* The flags each encoding takes (the rest is ORK_EINVAL naming them). */
+#define FLAGS_ALL (ORK_NPU_WENC_RAW_CODES | ORK_NPU_WENC_CLIP | ORK_NPU_WENC_ROTATE)
+#define FLAGS_INT8 ORK_NPU_WENC_ROTATE
+#define FLAGS_W4A8 (ORK_NPU_WENC_CLIP | ORK_NPU_WENC_ROTATE)
+
 int ork__npu_wenc_check(const struct ork_npu_weights_opts *o)
 {
-    if (o->encoding != ORK_NPU_WENC_INT8 && o->encoding != ORK_NPU_WENC_DCOMP)
-        return ork_errorf(ORK_EINVAL, "NPU weights: unknown encoding %u (int8 or dcomp)",
+    if (o->encoding != ORK_NPU_WENC_INT8 && o->encoding != ORK_NPU_WENC_DCOMP &&
+        o->encoding != ORK_NPU_WENC_W4A8)
+        return ork_errorf(ORK_EINVAL, "NPU weights: unknown encoding %u (int8, dcomp or w4a8)",
                           o->encoding);
-    if (o->encoding == ORK_NPU_WENC_INT8 && (o->levels || o->flags || o->max_rel_rmse != 0.0))
-        return ork_errorf(ORK_EINVAL, "NPU weights: a grid, bound or flags need dcomp "
-                          "(int8 is the +-127 grid)");
+    if (o->flags & ~(uint32_t)FLAGS_ALL)
+        return ork_errorf(ORK_EINVAL, "NPU weights: unknown flags 0x%x",
+                          o->flags & ~(uint32_t)FLAGS_ALL);
+    if (o->encoding == ORK_NPU_WENC_INT8 &&
+        (o->levels || (o->flags & ~(uint32_t)FLAGS_INT8) || o->max_rel_rmse != 0.0))
+        return ork_errorf(ORK_EINVAL, "NPU weights: a grid, bound, --npu-weights-raw or "
+                          "--npu-weights-clip need dcomp (int8 is the +-127 grid; it takes "
+                          "--npu-weights-rotate only)");
+    if (o->encoding == ORK_NPU_WENC_W4A8) {
+        if (o->levels || o->max_rel_rmse != 0.0)
+            return ork_errorf(ORK_EINVAL, "NPU weights: w4a8 has one grid, [-7, 7] per output "
+                              "channel: a grid L or --npu-weights-max-err needs dcomp");
+        if (o->flags & ~(uint32_t)FLAGS_W4A8)
+            return ork_errorf(ORK_EINVAL, "NPU weights: --npu-weights-raw needs dcomp (w4a8 "
+                              "stores int4 codes; the same codes as raw int8 are dcomp:7 with "
+                              "--npu-weights-raw)");
+    }
     if (o->levels && grid_index(o->levels) < 0)
         return ork_errorf(ORK_EINVAL, "NPU weights: grid %u is not one of 7, 15, 31, 63, 127",
                           o->levels);
@@ -53,12 +77,18 @@ int ork__npu_wenc_check(const struct ork_npu_weights_opts *o)
     return 0;
 }
 
+static bool rotated(const struct ork_npu_weights_opts *o)
+{
+    return o && (o->flags & ORK_NPU_WENC_ROTATE);
+}
+
 void ork__npu_wenc_caps(const struct ork_npu_weights_opts *o, struct ork_orkpack_caps *caps)
 {
     caps->w_encoding = o ? o->encoding : 0;
     caps->w_levels = o ? o->levels : 0;
     caps->w_flags = o ? o->flags : 0;
     caps->w_max_rel_rmse = 0.0f;
+    caps->w_rotation = rotated(o) ? ORK__NPU_ROT_ID : 0;
     if (o && o->encoding == ORK_NPU_WENC_DCOMP && !o->levels)
         caps->w_max_rel_rmse = (float)(o->max_rel_rmse > 0.0 ? o->max_rel_rmse
                                                              : ORK_NPU_WENC_DEFAULT_MAX_ERR);
@@ -66,53 +96,116 @@ void ork__npu_wenc_caps(const struct ork_npu_weights_opts *o, struct ork_orkpack
 
 void ork__npu_wenc_name(const struct ork_npu_weights_opts *o, char *buf, size_t cap)
 {
+    const char *rot = rotated(o) ? ", rotated" : "";
     if (!o || o->encoding == ORK_NPU_WENC_INT8) {
-        snprintf(buf, cap, "int8");
+        snprintf(buf, cap, "int8%s", rot);
         return;
     }
     const char *raw = o->flags & ORK_NPU_WENC_RAW_CODES ? ", codes stored raw" : "";
     const char *clip = o->flags & ORK_NPU_WENC_CLIP ? ", clipped scales" : "";
-    if (o->levels)
-        snprintf(buf, cap, "dcomp:%u%s%s", o->levels, raw, clip);
+    if (o->encoding == ORK_NPU_WENC_W4A8)
+        snprintf(buf, cap, "w4a8%s%s", clip, rot);
+    else if (o->levels)
+        snprintf(buf, cap, "dcomp:%u%s%s%s", o->levels, raw, clip, rot);
     else
-        snprintf(buf, cap, "dcomp (per tensor, rel-RMSE <= %g%s%s)",
+        snprintf(buf, cap, "dcomp (per tensor, rel-RMSE <= %g%s%s%s)",
                  o->max_rel_rmse > 0.0 ? o->max_rel_rmse : ORK_NPU_WENC_DEFAULT_MAX_ERR, raw,
-                 clip);
+                 clip, rot);
 }
 
 uint32_t ork__npu_wenc_libork(const struct ork_npu_weights_opts *o)
 {
+    if (o && o->encoding == ORK_NPU_WENC_W4A8)
+        return ORK_NPU_WEIGHTS_W4A8;
     return o && o->encoding == ORK_NPU_WENC_DCOMP && !(o->flags & ORK_NPU_WENC_RAW_CODES)
                ? ORK_NPU_WEIGHTS_DCOMP : ORK_NPU_WEIGHTS_RAW;
 }
 
 int ork__npu_wenc_device_check(const struct ork_npu_weights_opts *o, struct ork_npu *npu)
 {
-    if (ork__npu_wenc_libork(o) != ORK_NPU_WEIGHTS_DCOMP ||
-        (ork_npu_confirmed_forms(npu) & ORK_NPU_FORM_DCOMP))
-        return 0;
-    return ork_errorf(ORK_EUNSUPPORTED, "--npu-weights dcomp: the %s device has not confirmed "
-                      "ORK_NPU_FORM_DCOMP (the CNA weight decompressor, bit-exact): confirm it "
-                      "on the board with `ork selftest --confirm-forms` and pass the record it "
-                      "writes with --npu-caps FILE (or use --npu-weights int8)",
-                      ork_npu_backend(npu));
+    uint32_t enc = ork__npu_wenc_libork(o), forms = ork_npu_confirmed_forms(npu);
+    if (enc == ORK_NPU_WEIGHTS_DCOMP && !(forms & ORK_NPU_FORM_DCOMP))
+        return ork_errorf(ORK_EUNSUPPORTED, "--npu-weights dcomp: the %s device has not "
+                          "confirmed ORK_NPU_FORM_DCOMP (the CNA weight decompressor, "
+                          "bit-exact): confirm it on the board with `ork selftest "
+                          "--confirm-forms` and pass the record it writes with --npu-caps FILE "
+                          "(or use --npu-weights int8)", ork_npu_backend(npu));
+    if (enc == ORK_NPU_WEIGHTS_W4A8 && !(forms & ORK_NPU_FORM_W4A8))
+        return ork_errorf(ORK_EUNSUPPORTED, "--npu-weights w4a8: the %s device has not "
+                          "confirmed ORK_NPU_FORM_W4A8 (int4 x int4 programs with split int8 "
+                          "activations, bit-exact): confirm it on the board with `ork selftest "
+                          "--confirm-forms` and pass the record it writes with --npu-caps FILE "
+                          "(or use --npu-weights int8)", ork_npu_backend(npu));
+    return 0;
 }
 
-/* Row r of the stacked sources of ps, dequantised into row (one whole source row); returns
- * its columns [c0, c0 + k). */
-static int source_row(const struct pack_src *ps, size_t r, float *row, const float **x)
+/* Where a slot's rows come from: the stacked sources of ps dequantised one at a time into
+ * row (one whole source row), and, with a rotation, columns [c0, c0 + k) rotated into rrow. */
+struct row_src {
+    const struct pack_src *ps;
+    float *row;
+    struct ork__npu_rot rot;            /* k = 0: none */
+    float *rrow;                        /* (k) */
+};
+
+static int row_src_init(struct row_src *s, const struct ork_npu_weights_opts *o,
+                        const struct pack_src *ps, float *row)
 {
+    memset(s, 0, sizeof(*s));
+    s->ps = ps;
+    s->row = row;
+    if (!rotated(o))
+        return 0;
+    int ret = ork__npu_rot_init(&s->rot, ps->k);
+    if (ret < 0)
+        return ret;
+    if (!(s->rrow = ork_malloc((size_t)ps->k * sizeof(float)))) {
+        ork__npu_rot_fini(&s->rot);
+        return ORK_ENOMEM;
+    }
+    return 0;
+}
+
+static void row_src_fini(struct row_src *s)
+{
+    if (s->rot.k)
+        ork__npu_rot_fini(&s->rot);
+    ork_free(s->rrow);
+}
+
+/* Row r of the slot (k values, rotated when the setting says so) in *x. */
+static int source_row(const struct row_src *s, size_t r, const float **x)
+{
+    const struct pack_src *ps = s->ps;
     for (int i = 0; i < ps->ns; i++) {
         const struct ork_mat *w = ps->src[i];
         if (r < (size_t)w->n_rows) {
             const uint8_t *p = (const uint8_t *)w->data + r * w->row_bytes;
-            int ret = ork_dequant_row(w->type, p, row, w->n_cols);
-            *x = row + ps->c0;
+            int ret = ork_dequant_row(w->type, p, s->row, w->n_cols);
+            *x = s->row + ps->c0;
+            if (ret == 0 && s->rot.k) {
+                ork__npu_rot_apply(&s->rot, *x, s->rrow);
+                *x = s->rrow;
+            }
             return ret;
         }
         r -= (size_t)w->n_rows;
     }
     return ork_errorf(ORK_ERANGE, "NPU weights: row past the tensor");
+}
+
+/* Add the squared error of codes q at scale s against row x (k values) and its norm. */
+static void add_err(const float *x, uint32_t k, const int8_t *q, float s, double *err2,
+                    double *ref2)
+{
+    double e = 0.0, n = 0.0;
+    for (uint32_t j = 0; j < k; j++) {
+        double d = (double)x[j] - (double)s * q[j];
+        e += d * d;
+        n += (double)x[j] * x[j];
+    }
+    *err2 += e;
+    *ref2 += n;
 }
 
 /* Quantise row x (k values) onto grid L into q, *scale; add its squared error and norm. */
@@ -122,14 +215,7 @@ static int quant_row(const float *x, uint32_t k, uint32_t levels, uint32_t qflag
     int ret = ork_dcomp_quantize(x, 1, k, levels, qflags, q, scale);
     if (ret < 0)
         return ret;
-    double e = 0.0, n = 0.0;
-    for (uint32_t j = 0; j < k; j++) {
-        double d = (double)x[j] - (double)*scale * q[j];
-        e += d * d;
-        n += (double)x[j] * x[j];
-    }
-    *err2 += e;
-    *ref2 += n;
+    add_err(x, k, q, *scale, err2, ref2);
     return 0;
 }
 
@@ -138,16 +224,44 @@ static double rel_of(double err2, double ref2)
     return ref2 > 0.0 ? sqrt(err2 / ref2) : 0.0;
 }
 
-/* dcomp: every grid measured in one pass over the rows (the codes of the last, L = 127, left
- * in q), the pick, and the rows quantised again on it unless it is the last. */
-static int quantize_grid(const struct ork_npu_weights_opts *o, const struct pack_src *ps,
-                         const char *name, float *row, int8_t *q, float *scales,
+/* int8: every row per channel onto +-127 (ork_npu_quantize_weights_i8), its rel-RMSE
+ * measured. */
+static int quantize_int8(const struct row_src *s, const char *name, int8_t *q, float *scales,
                          struct ork_orkpack_coding *c)
 {
+    const struct pack_src *ps = s->ps;
+    double err2 = 0.0, ref2 = 0.0;
+    for (size_t r = 0; r < ps->n; r++) {
+        const float *x = NULL;
+        int ret = source_row(s, r, &x);
+        if (ret == 0)
+            ret = ork_npu_quantize_weights_i8(x, 1, ps->k, q + r * ps->k, scales + r);
+        if (ret < 0)
+            return ret;
+        add_err(x, ps->k, q + r * ps->k, scales[r], &err2, &ref2);
+    }
+    c->encoding = ORK_NPU_WEIGHTS_RAW;
+    c->grid = INT8_GRID;
+    c->rel_rmse = (float)rel_of(err2, ref2);
+    if (ork_debug(ORK_DBG_MODEL))
+        ORK_LOGI("NPU weights: %s (%ux%u)%s: rel-RMSE L127 %.4f", name, ps->n, ps->k,
+                 s->rot.k ? " rotated" : "", c->rel_rmse);
+    return 0;
+}
+
+/* dcomp and w4a8: every grid measured in one pass over the rows (the codes of the last, L =
+ * 127, left in q), the pick, and the rows quantised again on it unless it is the last. w4a8
+ * is the one grid [-7, 7] (L = 7). */
+static int quantize_grid(const struct ork_npu_weights_opts *o, const struct row_src *s,
+                         const char *name, int8_t *q, float *scales,
+                         struct ork_orkpack_coding *c)
+{
+    const struct pack_src *ps = s->ps;
     uint32_t qflags = o->flags & ORK_NPU_WENC_CLIP ? ORK_DCOMP_QUANT_CLIP : 0;
+    uint32_t levels = o->encoding == ORK_NPU_WENC_W4A8 ? W4A8_GRID : o->levels;
     uint32_t g0 = 0, g1 = ORK_DCOMP_N_GRIDS;
-    if (o->levels) {
-        g0 = (uint32_t)grid_index(o->levels);
+    if (levels) {
+        g0 = (uint32_t)grid_index(levels);
         g1 = g0 + 1;
     }
     double err2[ORK_DCOMP_N_GRIDS] = { 0 }, ref2[ORK_DCOMP_N_GRIDS] = { 0 };
@@ -155,7 +269,7 @@ static int quantize_grid(const struct ork_npu_weights_opts *o, const struct pack
     int ret;
     for (size_t r = 0; r < ps->n; r++) {
         const float *x = NULL;
-        if ((ret = source_row(ps, r, row, &x)) < 0)
+        if ((ret = source_row(s, r, &x)) < 0)
             return ret;
         for (uint32_t g = g0; g < g1; g++)
             if ((ret = quant_row(x, ps->k, ork_dcomp_grids[g], qflags, q + r * k, scales + r,
@@ -164,7 +278,7 @@ static int quantize_grid(const struct ork_npu_weights_opts *o, const struct pack
     }
     double bound = o->max_rel_rmse > 0.0 ? o->max_rel_rmse : ORK_NPU_WENC_DEFAULT_MAX_ERR;
     uint32_t pick = g1 - 1;
-    if (!o->levels)
+    if (!levels)
         for (uint32_t g = 0; g < ORK_DCOMP_N_GRIDS; g++)
             if (rel_of(err2[g], ref2[g]) <= bound) {
                 pick = g;
@@ -176,14 +290,14 @@ static int quantize_grid(const struct ork_npu_weights_opts *o, const struct pack
         for (uint32_t g = g0; g < g1 && at < (int)sizeof line; g++)
             at += snprintf(line + at, sizeof line - (size_t)at, " L%u %.4f", ork_dcomp_grids[g],
                            rel_of(err2[g], ref2[g]));
-        ORK_LOGI("NPU weights: %s (%ux%u): rel-RMSE%s -> L%u", name, ps->n, ps->k, line,
-                 ork_dcomp_grids[pick]);
+        ORK_LOGI("NPU weights: %s (%ux%u)%s: rel-RMSE%s -> L%u", name, ps->n, ps->k,
+                 s->rot.k ? " rotated" : "", line, ork_dcomp_grids[pick]);
     }
     if (pick != g1 - 1)
         for (size_t r = 0; r < ps->n; r++) {
             const float *x = NULL;
             double e = 0.0, n = 0.0;
-            if ((ret = source_row(ps, r, row, &x)) < 0 ||
+            if ((ret = source_row(s, r, &x)) < 0 ||
                 (ret = quant_row(x, ps->k, ork_dcomp_grids[pick], qflags, q + r * k,
                                  scales + r, &e, &n)) < 0)
                 return ret;
@@ -198,13 +312,14 @@ int ork__npu_quantize_slot(const struct ork_npu_weights_opts *o, const struct pa
                            const char *name, float *row, int8_t *q, float *scales,
                            struct ork_orkpack_coding *c)
 {
-    if (!o || o->encoding == ORK_NPU_WENC_INT8) {
-        c->encoding = ORK_NPU_WEIGHTS_RAW;
-        c->grid = INT8_GRID;
-        c->rel_rmse = 0.0f;
-        return ork__npu_quantize_sources(ps, row, q, scales);
-    }
-    return quantize_grid(o, ps, name, row, q, scales, c);
+    struct row_src s;
+    int ret = row_src_init(&s, o, ps, row);
+    if (ret < 0)
+        return ret;
+    ret = !o || o->encoding == ORK_NPU_WENC_INT8 ? quantize_int8(&s, name, q, scales, c)
+                                                : quantize_grid(o, &s, name, q, scales, c);
+    row_src_fini(&s);
+    return ret;
 }
 
 /* ---- the report ------------------------------------------------------------------------ */
@@ -215,7 +330,10 @@ void ork__npu_wstats_add(struct npu_wstats *s, enum ork__npu_op op, uint32_t gri
     struct ork_npu_weights_dcomp_info di;
     ork_npu_weights_get_dcomp_info(w, &di);
     s->weights += (uint64_t)n * k;
-    s->stored_bytes += di.stored_bytes;
+    s->n_scales += n;
+    /* DCOMP: the streams and raw blocks; else the device bytes held (W4A8: the int4 slices
+     * and libork's table of them) */
+    s->stored_bytes += di.compressed ? di.stored_bytes : ork_npu_weights_bytes(w);
     s->raw_bytes += di.raw_bytes;
     s->n_tensors++;
     s->n_compressed += di.compressed;
@@ -227,7 +345,7 @@ void ork__npu_wstats_add(struct npu_wstats *s, enum ork__npu_op op, uint32_t gri
 void ork__npu_wstats_log(const struct npu_wstats *s, const struct ork_npu_weights_opts *o,
                          bool show)
 {
-    if (!show || !s->n_tensors || !o || o->encoding == ORK_NPU_WENC_INT8)
+    if (!show || !s->n_tensors || !o || (o->encoding == ORK_NPU_WENC_INT8 && !rotated(o)))
         return;                 /* int8: 8 bits a weight plus padding, as before */
     char name[128], grids[512];
     ork__npu_wenc_name(o, name, sizeof name);
@@ -244,10 +362,18 @@ void ork__npu_wstats_log(const struct npu_wstats *s, const struct ork_npu_weight
         }
     }
     double bpw = s->weights ? 8.0 * (double)s->stored_bytes / (double)s->weights : 0.0;
-    ork__npu_status(show, "NPU weights %s: %.3f bits per weight stored (%.1f of %.1f MiB raw, "
-                    "%u of %u tensors compressed); grids: %s", name, bpw,
-                    (double)s->stored_bytes / (1 << 20), (double)s->raw_bytes / (1 << 20),
-                    s->n_compressed, s->n_tensors, at ? grids : "-");
+    double sbpw = s->weights ? 32.0 * (double)s->n_scales / (double)s->weights : 0.0;
+    if (o->encoding == ORK_NPU_WENC_DCOMP)
+        ork__npu_status(show, "NPU weights %s: %.3f bits per weight stored (%.1f of %.1f MiB "
+                        "raw, %u of %u tensors compressed; +%.3f for the fp32 scales); grids: "
+                        "%s", name, bpw, (double)s->stored_bytes / (1 << 20),
+                        (double)s->raw_bytes / (1 << 20), s->n_compressed, s->n_tensors, sbpw,
+                        at ? grids : "-");
+    else
+        ork__npu_status(show, "NPU weights %s: %.3f bits per weight stored (%.1f MiB, %u "
+                        "tensors; +%.3f for the fp32 scales); grids: %s", name, bpw,
+                        (double)s->stored_bytes / (1 << 20), s->n_tensors, sbpw,
+                        at ? grids : "-");
 }
 
 void ork__npu_wstats_exec(const struct ork__npu_exec *ex, bool show)
