@@ -55,7 +55,7 @@ static void tw_quant(const struct ork__npu_exec *ex, const struct ork__npu_rot *
     if (!ex->twin)
         return;
     if (rot)
-        ork__twin_cpu(ex->twin, ORK_TWIN_PHASE_QUANT, false,
+        ork__twin_cpu(ex->twin, ORK_TWIN_PHASE_ROTATE, false,
                       ork__npu_rot_work(ork__twin_consts(ex->twin), rows, k), "rotate");
     ork__twin_cpu(ex->twin, ORK_TWIN_PHASE_QUANT, false,
                   ork_twin_cpu_quantize(ork__twin_consts(ex->twin), rows, k), "quant");
