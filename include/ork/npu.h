@@ -214,6 +214,12 @@ void ork_npu_weights_get_dcomp_info(const struct ork_npu_weights *w,
  * too, which never store more than raw plus their per-block alignment. */
 uint64_t ork_npu_weights_estimate_bytes(enum ork_npu_dtype dtype, uint32_t n, uint32_t k,
                                         uint32_t max_m);
+/* The same for W4A8 weights (ORK_NPU_WEIGHTS_W4A8) of n x k and their plans of 1 and max_m
+ * tokens: the int4 slices take ceil32(k) ceil64(n) / 2 bytes whatever the slicing, but their
+ * K-slicing depends on the codes (the int16 bound, docs/w4a8.md) and a plan's int16 partials
+ * grow with it, so this is an upper bound: the most slices the rule may choose,
+ * min(64, ceil(k / 480)). 0 for shapes libork cannot plan. */
+uint64_t ork_npu_weights_estimate_bytes_w4a8(uint32_t n, uint32_t k, uint32_t max_m);
 /* K-slices (host-summed partials, spec §1.4) of weights of dtype and reduction k made for plans
  * of up to max_m rows, as ork_npu_weights_create slices them; 0 for shapes libork cannot plan.
  * A caller compares e.g. its prefill weights' slicing with decode's (max_m = 1: one slice per

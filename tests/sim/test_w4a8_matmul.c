@@ -7,7 +7,8 @@
  * M = 1 and M > 64 tokens (several M-tiles), runs of fewer rows than the plan, run_f32,
  * submit/wait and async, a chain mixing int8 and W4A8 plans, sim-rocket; the export /
  * create_packed round trip and the blob's refusals; the refusals of codes outside [-8, 7], fp16
- * and a device without the capability (deny_w4a8), and the selftest's w4a8 step recording it. */
+ * and a device without the capability (deny_w4a8), the device-bytes estimate, and the
+ * selftest's w4a8 step recording it. */
 #include "ork_test.h"
 
 #include <ork/alloc.h>
@@ -469,6 +470,52 @@ static void test_selftest_gate(void)
     unlink(path);
 }
 
+static uint64_t page_up(uint64_t b)
+{
+    return (b + 4095) / 4096 * 4096;
+}
+
+/* ork_npu_weights_estimate_bytes_w4a8 bounds the device bytes of the weights and their plans of
+ * 1 and max_m tokens, and meets them for codes that take the most slices (a column of -8). */
+static void test_estimate(void)
+{
+    static const struct { uint32_t k, n, max_m, cores; bool worst; } cases[] = {
+        { 896, 4864, 128, 3, true }, { 4864, 896, 16, 3, false }, { 6000, 200, 70, 1, true },
+        { 100, 64, 1, 1, false },
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const uint32_t k = cases[ci].k, n = cases[ci].n, mm_rows[2] = { 1, cases[ci].max_m };
+        int8_t *w = ork_malloc((size_t)n * k);
+        REQUIRE(w);
+        gen_codes(w, (size_t)n * k, -1, 1);
+        for (uint32_t i = 0; cases[ci].worst && i < k; i++)
+            w[i] = -8;
+        struct ork_npu_weights *wt = NULL;
+        REQUIRE(make_w4(npu, w, k, n, cases[ci].max_m, NULL, &wt) == 0);
+        uint64_t used = page_up(wt->bo.size);
+        for (int p = 0; p < 1 + (cases[ci].max_m > 1); p++) {
+            struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = mm_rows[p],
+                                              .flags = NW, .cores = cases[ci].cores };
+            struct ork_npu_matmul *mm = NULL;
+            REQUIRE(ork_npu_matmul_create(wt, &md, &mm) == 0);
+            used += page_up(mm->a_bo.size) + page_up(mm->prog_bo.size);
+            for (uint32_t b = 0; b < mm->n_cbo; b++)
+                used += page_up(mm->c_bo[b].size);
+            ork_npu_matmul_destroy(mm);
+        }
+        const uint64_t est = ork_npu_weights_estimate_bytes_w4a8(n, k, cases[ci].max_m);
+        printf("  K=%u N=%u max_m %u: estimate %llu, used %llu\n", k, n, cases[ci].max_m,
+               (unsigned long long)est, (unsigned long long)used);
+        CHECK(est >= used);
+        if (cases[ci].worst)
+            CHECK(est <= used + 65536);   /* the same slicing: pages and the most cores' programs */
+        ork_npu_weights_destroy(wt);
+        ork_free(w);
+    }
+    CHECK_EQ_INT(ork_npu_weights_estimate_bytes_w4a8(64, 64 * 2048 + 32, 1), 0);
+    CHECK_EQ_INT(ork_npu_weights_estimate_bytes_w4a8(64, 0, 1), 0);
+}
+
 static void test_no_hazards(void)
 {
     struct ork_sim_counters k;
@@ -498,6 +545,7 @@ int main(void)
     RUN(test_doorbell_edge);
     RUN(test_blob_round_trip);
     RUN(test_refusals);
+    RUN(test_estimate);
     RUN(test_no_hazards);
     RUN(test_selftest_gate);
     ork_npu_close(npu);
