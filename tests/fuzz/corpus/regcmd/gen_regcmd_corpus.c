@@ -8,6 +8,8 @@
 
 #include "test_exec_util.h"
 
+#include "libork/program.h"
+
 #define A_IOVA 0x10000000u  /* = fuzz_regcmd.c FZ_*_IOVA */
 #define B_IOVA 0x20000000u
 #define C_IOVA 0x40000000u
@@ -123,5 +125,22 @@ int main(int argc, char **argv)
     tp_build(&p, &b);
     put("bad_m_above_cap", run, 0, b.e, b.n);
     put("strict_m_above_cap", run | F_STRICT, 0, b.e, b.n);
+
+    /* int4 x int4 -> int16 programs (W4A8), from libork's emitter (program.c, t.i4) */
+    static const uint32_t i4_shapes[][3] = { { 8, 256, 128 }, { 128, 512, 64 } };
+    static const char *const i4_names[] = { "ok_i4_8x256x128", "strict_i4_128x512x64" };
+    uint64_t e[ORK_PROG_ENTRIES];
+    for (int i = 0; i < 2; i++) {
+        struct ork_mm_task t = { .dtype = ORK_NPU_I8, .i4 = true, .m = i4_shapes[i][0],
+                                 .k = i4_shapes[i][1], .n = i4_shapes[i][2], .a = A_IOVA,
+                                 .b = B_IOVA, .c = C_IOVA };
+        if (ork__prog_emit_matmul(&t, e, NULL, NULL) < 0)
+            return 1;
+        put(i4_names[i], i ? run | F_STRICT : run, 0, e, ORK_PROG_ENTRIES);
+        if (i == 0) {
+            e[29] = ork_regcmd_encode(ORK_TARGET_CNA, ORK_REG_CNA_DMA_CON2, 0); /* #29 */
+            put("bad_i4_dma_con2", run, 0, e, ORK_PROG_ENTRIES);
+        }
+    }
     return 0;
 }
