@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# twin_weights_sweep.sh -- decode (tg N) of a model on the board twin (modelled RK3588 figures,
+# docs/twin.md) for NPU weight settings, one run at a time: prints one line per run with the
+# setting, the decompressor rate, the bits per weight of the load report, the modelled tok/s,
+# the ratio to the batch's int8 run (the first setting must be int8) and whether the DCOMP
+# fallback fired (docs/dcomp.md "Fallback"). Every command is echoed with a "$ " prefix.
+# usage: tools/twin_weights_sweep.sh ORK MODEL.gguf OUTDIR N SETTING...
+#   SETTING = WEIGHTS[@GBPS][+FLAGS], e.g. int8 dcomp:15@8 dcomp:31@16 w4a8 w4a8+rotate
+#   FLAGS: rotate (--npu-weights-rotate), force (--npu-weights-force), joined by '+'
+set -u
+ORK=$1 MODEL=$2 OUT=$3 N=$4
+shift 4
+mkdir -p "$OUT"
+base=""
+for s in "$@"; do
+    w=${s%%[@+]*}
+    rest=${s#"$w"}
+    gbps=""
+    flags=()
+    case $rest in @*) gbps=${rest#@}; gbps=${gbps%%+*} ;; esac
+    case $rest in *+*) IFS=+ read -r -a fl <<<"${rest#*+}"
+                       for f in "${fl[@]}"; do flags+=("--npu-weights-$f"); done ;; esac
+    args=(bench -m "$MODEL" --device sim --sim-timing only --no-pack -t 1 -r 1 -p 0 -n "$N"
+          -o json --npu-weights "$w" "${flags[@]}")
+    [ -n "$gbps" ] && args+=(--sim-dcomp-gbps "$gbps")
+    name=$(basename "$MODEL" .gguf)_$(tr ':@+' '__-' <<<"$s")
+    echo "\$ $ORK ${args[*]} > $OUT/$name.json 2> $OUT/$name.err"
+    "$ORK" "${args[@]}" >"$OUT/$name.json" 2>"$OUT/$name.err" || { echo "FAILED: $s"; continue; }
+    tps=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print("%.4f" % r["avg_ts"])' "$OUT/$name.json")
+    bpw=$(grep -o '[0-9.]* bits per weight' "$OUT/$name.err" | head -1 | cut -d' ' -f1)
+    fb=$(grep -c 'DCOMP cannot win' "$OUT/$name.err")
+    [ -z "$base" ] && base=$tps
+    ratio=$(python3 -c "print('%.3f' % ($tps / $base))")
+    echo "$s gbps=${gbps:-table} bpw=${bpw:-8} tok/s=$tps ratio=${ratio}x fallback=$fb"
+done
