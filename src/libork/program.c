@@ -5,7 +5,9 @@
  * number of §3.1 beside it (two flat lists: the CNA group, then CORE and DPU). Values that depend on the shape follow the "int8 rule" / "fp16 rule"
  * columns; the constant ones are named below with their source. What this file does not decide:
  * the CBUF bank split and the FEATURE_GRAINS hint come in the task from plan.c (§5), and where
- * buffers live comes from matmul.c. */
+ * buffers live comes from matmul.c. An int4 task (t->i4, W4A8) writes the same entries with the
+ * values of npu-weight-decompression.md §2 (constants below, docs/w4a8.md "Programs") and, when
+ * the task leaves them 0, derives its own CBUF split (i4_layout.h) and grains. */
 #include "program.h"
 
 #include "i4_layout.h"

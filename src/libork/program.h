@@ -56,7 +56,8 @@ struct ork_mm_task {
     uint64_t b_bytes;           /* DCOMP: the stream's bytes at b (its DMA extent) */
     bool i4;                    /* int4 x int4 -> int16 (W4A8, npu-weight-decompression.md §2):
                                  * dtype is ORK_NPU_I8, m counts physical int4 rows, A/B/C are
-                                 * in the layouts of i4_layout.h (spec §4.6), stride unused */
+                                 * in the layouts of i4_layout.h (spec §4.6), stride unused;
+                                 * cbuf / grains 0: the emitter derives them (program.c) */
 };
 
 /* A DMA range one program touches, recorded at emission for ork__prog_validate. */
