@@ -28,8 +28,8 @@ static struct ork_npu_matmul_info info_of(bool w4a8, uint32_t m, uint32_t m_tile
 }
 
 /* One batch of a run of `rows` rows of the plan `in`, recorded on a fresh sim recorder. */
-static bool record(const struct ork_npu_matmul_info *in, uint32_t rows,
-                   struct ork_model_twin_stats *st)
+static bool record_traced(const struct ork_npu_matmul_info *in, uint32_t rows,
+                          struct ork_model_twin_stats *st, const char *trace)
 {
     struct ork_model_params p;
     ork_model_params_default(&p);
@@ -38,17 +38,27 @@ static bool record(const struct ork_npu_matmul_info *in, uint32_t rows,
     struct ork__twin_rec *r = NULL;
     if (ork__twin_rec_create(&p, &r) < 0 || !r)
         return false;
+    struct ork_model m;
+    memset(&m, 0, sizeof m);
+    m.twin = r;
+    if (trace && ork_model_twin_trace_begin(&m, trace, 1) < 0) {
+        ork__twin_rec_destroy(r);
+        return false;
+    }
     ork__twin_begin(r);
     int ret = ork__twin_npu_submit(r, in, rows, 0, false, 0, "npu test");
     if (ret == 0)
         ret = ork__twin_npu_wait(r, 0);
     int end = ork__twin_end(r, (int32_t)rows);
-    struct ork_model m;
-    memset(&m, 0, sizeof m);
-    m.twin = r;
     bool ok = ret == 0 && end == 0 && ork_model_twin_stats(&m, st) == 0;
     ork__twin_rec_destroy(r);
     return ok;
+}
+
+static bool record(const struct ork_npu_matmul_info *in, uint32_t rows,
+                   struct ork_model_twin_stats *st)
+{
+    return record_traced(in, rows, st, NULL);
 }
 
 /* The DRAM bytes the batch must move: the host side (copy-in or split, the two MEM_SYNCs, the
@@ -135,6 +145,27 @@ static void test_rows_and_bytes_trade(void)
     CHECK(b.total.npu_busy_ns[0] < a.total.npu_busy_ns[0]);
 }
 
+/* The trace names the rebuild and its K-slices. */
+static void test_trace_label(void)
+{
+    char path[] = "/tmp/ork-twin-w4a8-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    close(fd);
+    struct ork_npu_matmul_info in = info_of(true, 1, 1, 1);
+    struct ork_model_twin_stats st;
+    CHECK(record_traced(&in, 1, &st, path));
+    FILE *f = fopen(path, "r");
+    REQUIRE(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    remove(path);
+    CHECK(strstr(buf, "rebuild C (int16 -> int32, 2 K-slices)") != NULL);
+    CHECK(strstr(buf, "split A into int4 rows") != NULL);
+}
+
 /* The host halves' cost functions grow with what they touch. */
 static void test_cost_functions(void)
 {
@@ -158,6 +189,7 @@ int main(void)
     RUN(test_decode_one_core);
     RUN(test_prefill_three_cores);
     RUN(test_rows_and_bytes_trade);
+    RUN(test_trace_label);
     RUN(test_cost_functions);
     return ork_test_done();
 }

@@ -412,10 +412,22 @@ static double dcomp_extra_ns(const struct ork_twin_consts *c, const struct run_s
 
 /* W4A8: the host rebuilds each int32 result from its two int16 partial rows and K-slices
  * (libork's host half; ork_twin_cpu_i4_reconstruct). */
-#define RECON_LABEL "rebuild C (int16 -> int32)"
 static struct ork_twin_work recon_work(const struct ork_twin_consts *c, const struct twin_slot *sl)
 {
     return ork_twin_cpu_i4_reconstruct(c, sl->c_elems, sl->n_cols, sl->kslices);
+}
+
+/* The rebuild's trace label names its K-slices (labels are borrowed: static strings). */
+static const char *recon_label(uint32_t kslices)
+{
+#define RL_(s) "rebuild C (int16 -> int32, " #s " K-slices)",
+    static const char *const lab[] = { RL_(1) RL_(2) RL_(3) RL_(4) RL_(5) RL_(6) RL_(7) RL_(8)
+                                       RL_(9) RL_(10) RL_(11) RL_(12) RL_(13) RL_(14) RL_(15)
+                                       RL_(16) };
+#undef RL_
+    if (kslices >= 1 && kslices <= sizeof lab / sizeof lab[0])
+        return lab[kslices - 1];
+    return "rebuild C (int16 -> int32, > 16 K-slices)";
 }
 
 /* The submitter hands a run to the per-core workers 1..cores-1 (sched.c): it posts the items
@@ -536,7 +548,8 @@ int ork__twin_npu_submit(struct ork__twin_rec *r, const struct ork_npu_matmul_in
             host_op(r, chain, ORK_TWIN_PHASE_CACHE_SYNC,
                     ork_twin_host_cache_sync(c, sl->c_bo_bytes, false), "mem_sync C");
         if (sl->w4a8)
-            host_op(r, chain, ORK_TWIN_PHASE_I4_RECON, recon_work(c, sl), RECON_LABEL);
+            host_op(r, chain, ORK_TWIN_PHASE_I4_RECON, recon_work(c, sl),
+                    recon_label(sl->kslices));
         else if (sl->kslices > 1)
             host_op(r, chain, ORK_TWIN_PHASE_KSLICE,
                     ork_twin_cpu_kslice_sum(c, sl->c_elems, sl->kslices), "k-slice sums");
@@ -597,7 +610,8 @@ int ork__twin_npu_wait(struct ork__twin_rec *r, int slot)
             ork__twin_cpu(r, ORK_TWIN_PHASE_CACHE_SYNC, false,
                           ork_twin_host_cache_sync(c, sl->c_bo_bytes, false), "mem_sync C");
         if (sl->w4a8)
-            ork__twin_cpu(r, ORK_TWIN_PHASE_I4_RECON, false, recon_work(c, sl), RECON_LABEL);
+            ork__twin_cpu(r, ORK_TWIN_PHASE_I4_RECON, false, recon_work(c, sl),
+                          recon_label(sl->kslices));
         else if (sl->kslices > 1)
             ork__twin_cpu(r, ORK_TWIN_PHASE_KSLICE, false,
                           ork_twin_cpu_kslice_sum(c, sl->c_elems, sl->kslices), "k-slice sums");
