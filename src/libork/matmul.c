@@ -1,6 +1,8 @@
 /* matmul.c -- matmul plans on resident weights: lay out A, C and program buffers, emit every
  * program once (program.c) from the tiling (plan.c), chain them (spec §8.3), validate their
  * addresses, and run: copy A in, submit, sum the K-slice partials into C on the host (§1.4).
+ * W4A8 plans (int4 tasks, two physical rows a token) keep the same blocks; their copy-in, gather
+ * and doorbell sentinels are w4a8_plan.c's (docs/w4a8.md).
  * Not here: register values (program.c), tiling rules (plan.c), ioctls (kmd/). */
 #include "ork_priv.h"
 
