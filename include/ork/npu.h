@@ -196,7 +196,10 @@ int ork_npu_weights_export(const struct ork_npu_weights *w, void *buf, uint64_t 
  * self-describing blob (libork's versioned format: a block table + the streams and raw blocks)
  * that ork_npu_weights_export writes and ork_npu_weights_create_packed with the same desc
  * (dtype, k, n, max_m, encoding) takes back, validating every field (ORK_EFORMAT naming the
- * fault). The streams are cut for the device's N-split (the cores plans use, spec §9). */
+ * fault). The streams are cut for the device's N-split (the cores plans use, spec §9).
+ * W4A8 weights (ORK_NPU_WEIGHTS_W4A8) likewise: a versioned blob of the K-slicing and the int4
+ * bytes, the column sums recomputed and the padding and int16 bound checked at load
+ * (docs/w4a8.md "Packs"). */
 struct ork_npu_weights_dcomp_info {
     bool compressed;                /* encoding is DCOMP */
     uint64_t raw_bytes;             /* device bytes the same weights take raw (tiled int8) */
