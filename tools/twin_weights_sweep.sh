@@ -4,6 +4,7 @@
 # setting, the decompressor rate, the bits per weight of the load report, the modelled tok/s,
 # the ratio to the batch's int8 run (the first setting must be int8) and whether the DCOMP
 # fallback fired (docs/dcomp.md "Fallback"). Every command is echoed with a "$ " prefix.
+# TRACE=1 in the environment adds --trace OUTDIR/NAME.trace.json to every run.
 # usage: tools/twin_weights_sweep.sh ORK MODEL.gguf OUTDIR N SETTING...
 #   SETTING = WEIGHTS[@GBPS][+FLAGS], e.g. int8 dcomp:15@8 dcomp:31@16 w4a8 w4a8+rotate
 #   FLAGS: rotate (--npu-weights-rotate), force (--npu-weights-force), joined by '+'
@@ -24,6 +25,8 @@ for s in "$@"; do
           -o json --npu-weights "$w" "${flags[@]}")
     [ -n "$gbps" ] && args+=(--sim-dcomp-gbps "$gbps")
     name=$(basename "$MODEL" .gguf)_$(tr ':@+' '__-' <<<"$s")
+    # TRACE=1: the run's modelled timeline too (tools/twin_trace_summary.py reads it)
+    [ "${TRACE:-0}" = 1 ] && args+=(--trace "$OUT/$name.trace.json")
     echo "\$ $ORK ${args[*]} > $OUT/$name.json 2> $OUT/$name.err"
     "$ORK" "${args[@]}" >"$OUT/$name.json" 2>"$OUT/$name.err" || { echo "FAILED: $s"; continue; }
     tps=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print("%.4f" % r["avg_ts"])' "$OUT/$name.json")
