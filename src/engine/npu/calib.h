@@ -25,6 +25,11 @@
  * argument, ORK_ENOMEM, ORK_ERANGE when the damped H is not positive definite. */
 int ork__npu_gptq(const float *w, uint32_t n, uint32_t k, const float *h, int32_t lo,
                   int32_t hi, const float *scales, int8_t *q);
+/* The same in two steps, for a tensor whose rows come one at a time: U [k][k] (double) from
+ * h, then rows w [n][k] with it (wr: scratch of k doubles). */
+int ork__npu_gptq_factor(const float *h, uint32_t k, double *u);
+int ork__npu_gptq_rows(const float *w, uint32_t n, uint32_t k, const double *u, int32_t lo,
+                       int32_t hi, const float *scales, double *wr, int8_t *q);
 
 /* Bytes of H (fp32) all NPU slots of a calibration may hold at once; a model needing more is
  * refused with ORK_ENOMEM naming both (e.g. Qwen2.5-7B's down projection alone, K = 18944,

@@ -109,44 +109,65 @@ static void gptq_row(const float *w, uint32_t k, const double *u, int32_t lo, in
     }
 }
 
-int ork__npu_gptq(const float *w, uint32_t n, uint32_t k, const float *h, int32_t lo,
-                  int32_t hi, const float *scales, int8_t *q)
+int ork__npu_gptq_factor(const float *h, uint32_t k, double *u)
 {
-    if (!w || !h || !scales || !q || !n || !k || lo > hi || lo < INT8_MIN || hi > INT8_MAX)
+    if (!h || !u || !k)
+        return ork_errorf(ORK_EINVAL, "gptq: bad arguments (H of k = %u)", k);
+    size_t kk = (size_t)k * k;
+    double *m = ork_malloc(kk * sizeof(double)), *inv = ork_malloc(kk * sizeof(double));
+    int ret = 0;
+    if (!m || !inv) {
+        ret = ORK_ENOMEM;
+        goto out;
+    }
+    damped(h, k, u);
+    if (cholesky_lower(u, k) < 0) {
+        ret = ork_errorf(ORK_ERANGE, "gptq: H (k = %u) is not positive definite after damping "
+                         "%g of its mean diagonal", k, ORK__NPU_GPTQ_DAMP);
+        goto out;
+    }
+    inverse_from_lower(u, k, m, inv);
+    if (cholesky_lower(inv, k) < 0) {           /* inv = M M^T: U = M^T */
+        ret = ork_errorf(ORK_ERANGE, "gptq: H^-1 (k = %u) lost definiteness in rounding", k);
+        goto out;
+    }
+    for (uint32_t i = 0; i < k; i++)
+        for (uint32_t j = 0; j < k; j++)
+            u[(size_t)i * k + j] = inv[(size_t)j * k + i];
+out:
+    ork_free(m);
+    ork_free(inv);
+    return ret;
+}
+
+int ork__npu_gptq_rows(const float *w, uint32_t n, uint32_t k, const double *u, int32_t lo,
+                       int32_t hi, const float *scales, double *wr, int8_t *q)
+{
+    if (!w || !u || !scales || !wr || !q || !n || !k || lo > hi || lo < INT8_MIN ||
+        hi > INT8_MAX)
         return ork_errorf(ORK_EINVAL, "gptq: bad arguments (%u x %u, grid [%d, %d])", n, k, lo,
                           hi);
     for (uint32_t r = 0; r < n; r++)
         if (!(scales[r] > 0.0f) || !isfinite(scales[r]))
             return ork_errorf(ORK_EINVAL, "gptq: row %u has scale %g (must be > 0)", r,
                               (double)scales[r]);
-    size_t kk = (size_t)k * k;
-    double *a = ork_malloc(kk * sizeof(double)), *m = ork_malloc(kk * sizeof(double));
-    double *inv = ork_malloc(kk * sizeof(double)), *wr = ork_malloc((size_t)k * sizeof(double));
-    int ret = 0;
-    if (!a || !m || !inv || !wr) {
-        ret = ORK_ENOMEM;
-        goto out;
-    }
-    damped(h, k, a);
-    if (cholesky_lower(a, k) < 0) {
-        ret = ork_errorf(ORK_ERANGE, "gptq: H (k = %u) is not positive definite after damping "
-                         "%g of its mean diagonal", k, ORK__NPU_GPTQ_DAMP);
-        goto out;
-    }
-    inverse_from_lower(a, k, m, inv);
-    if (cholesky_lower(inv, k) < 0) {           /* inv = M M^T: U = M^T */
-        ret = ork_errorf(ORK_ERANGE, "gptq: H^-1 (k = %u) lost definiteness in rounding", k);
-        goto out;
-    }
-    for (uint32_t i = 0; i < k; i++)            /* a = U (upper), the transpose of inv */
-        for (uint32_t j = 0; j < k; j++)
-            a[(size_t)i * k + j] = inv[(size_t)j * k + i];
     for (uint32_t r = 0; r < n; r++)
-        gptq_row(w + (size_t)r * k, k, a, lo, hi, scales[r], wr, q + (size_t)r * k);
-out:
-    ork_free(a);
-    ork_free(m);
-    ork_free(inv);
+        gptq_row(w + (size_t)r * k, k, u, lo, hi, scales[r], wr, q + (size_t)r * k);
+    return 0;
+}
+
+int ork__npu_gptq(const float *w, uint32_t n, uint32_t k, const float *h, int32_t lo,
+                  int32_t hi, const float *scales, int8_t *q)
+{
+    if (!w || !h || !scales || !q || !n || !k || lo > hi || lo < INT8_MIN || hi > INT8_MAX)
+        return ork_errorf(ORK_EINVAL, "gptq: bad arguments (%u x %u, grid [%d, %d])", n, k, lo,
+                          hi);
+    double *u = ork_malloc((size_t)k * k * sizeof(double));
+    double *wr = ork_malloc((size_t)k * sizeof(double));
+    int ret = !u || !wr ? ORK_ENOMEM : ork__npu_gptq_factor(h, k, u);
+    if (ret == 0)
+        ret = ork__npu_gptq_rows(w, n, k, u, lo, hi, scales, wr, q);
+    ork_free(u);
     ork_free(wr);
     return ret;
 }

@@ -1,0 +1,492 @@
+/* calib.c -- the calibration of the NPU weights (--npu-weights-calib FILE; calib.h, docs/dcomp.md
+ * "Calibrated quantisation").
+ *
+ * 1. The executor is placed as the setting says (round-to-nearest codes).
+ * 2. The model runs over the calibration text in windows; at each NPU op the executor hands
+ *    its input rows to ork__npu_calib_observe, which takes, per NPU slot, the columns the slot
+ *    reads and rotates them exactly as the executor does before quantising them (the same
+ *    rotation object, ork__npu_rot_rows), and adds y^T y to the slot's H (fp32, k x k).
+ * 3. The executor is destroyed and created again while the collected H are applied: each
+ *    slot's codes come from the setting's own quantiser first (grid and per-channel scales:
+ *    max-abs or the clip search), then ork__npu_calib_requant replaces the codes with
+ *    ork__npu_gptq's at those scales. A pack is rebuilt from them (it then holds calibrated
+ *    codes), unless the run has no pack.
+ *
+ * The hooks find the collection through one process-wide pointer, set only for the duration
+ * of one model's calibration (loads of other models meanwhile see their own executor and
+ * nothing else: observe checks the executor, requant the slot's source matrices). */
+#include "calib.h"
+#include "npu_priv.h"
+
+#include <ork-kernels/kernels.h>
+#include <ork/alloc.h>
+#include <ork/debug.h>
+#include <ork/error.h>
+#include <ork/log.h>
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Calibration windows: the model's context or this many tokens, whichever is smaller (512:
+ * every op of the fixtures and of 1.7B-7B models runs its prefill plans on them). */
+#define CALIB_MAX_WINDOW 512
+/* A calibration text larger than this is refused (the tokens used are a few thousand). */
+#define CALIB_MAX_TEXT_BYTES (256u << 20)
+
+/* One NPU slot's input statistics: the op's input columns [c0, c0 + k) (rotated by rot). */
+struct calib_slot {
+    int op;
+    int32_t layer;                      /* the LM head: n_layers */
+    const struct ork_mat *src[3];       /* the op's model matrices (identify the model) */
+    uint32_t c0, k, ldx;                /* ldx: the op's whole input width */
+    const struct ork__npu_rot *rot;     /* the executor's rotation (collecting only) */
+    float *h;                           /* (k, k): sum y y^T, upper triangle while collecting */
+    uint64_t rows;
+    bool done;                          /* re-quantised (decode copies repeat the slot) */
+};
+
+struct calib_store {
+    const struct ork__npu_exec *ex;     /* collecting on this executor */
+    uint32_t n;
+    struct calib_slot *s;
+    float *y;                           /* scratch (y_rows, max k) */
+    size_t y_cap;
+    int err;                            /* the first error of a hook (reported after) */
+    double e_rtn, e_gptq;               /* sum over slots of tr(D H D^T), both codes */
+    uint32_t n_requant;
+};
+
+static _Atomic(struct calib_store *) collecting, applying;
+static pthread_mutex_t calib_lock = PTHREAD_MUTEX_INITIALIZER;  /* one calibration at a time */
+
+static void store_free(struct calib_store *st)
+{
+    for (uint32_t i = 0; i < st->n; i++)
+        ork_free(st->s[i].h);
+    ork_free(st->s);
+    ork_free(st->y);
+    memset(st, 0, sizeof(*st));
+}
+
+static int32_t op_layer_key(int op, int32_t layer, int32_t n_layers)
+{
+    return op == ORK__NPU_LM_HEAD ? n_layers : layer;
+}
+
+/* The slots of ex's NPU ops: one per distinct input column range of each op. */
+static int store_init(struct calib_store *st, struct ork__npu_exec *ex, const struct ork_model *m)
+{
+    memset(st, 0, sizeof(*st));
+    uint32_t nt = (uint32_t)ex->n_layers * ORK__OPS_PER_LAYER + 1, cap = nt * 2;
+    if (!(st->s = ork_calloc(cap, sizeof(*st->s))))
+        return ORK_ENOMEM;
+    uint64_t bytes = 0;
+    for (uint32_t t = 0; t < nt; t++) {
+        int op = t + 1 == nt ? ORK__NPU_LM_HEAD : (int)(t % ORK__OPS_PER_LAYER);
+        int32_t layer = t + 1 == nt ? ex->n_layers : (int32_t)(t / ORK__OPS_PER_LAYER);
+        const struct npu_opmat *o = &ex->ops[t];
+        if (!o->on_npu)
+            continue;
+        const struct ork_mat *mats[3] = { 0 };
+        ork__layer_op_mats(m, (enum ork__npu_op)op, layer, mats);
+        uint32_t ldx = o->k_split ? o->mat[0].k + o->mat[1].k : o->mat[0].k;
+        for (int i = 0; i < o->n_mats; i++) {
+            const struct npu_mat *mt = &o->mat[i];
+            bool seen = false;
+            for (uint32_t j = 0; j < st->n; j++)
+                seen |= st->s[j].op == op && st->s[j].layer == layer && st->s[j].c0 == mt->c0;
+            if (seen || st->n == cap)
+                continue;
+            struct calib_slot *s = &st->s[st->n++];
+            s->op = op;
+            s->layer = layer;
+            memcpy(s->src, mats, sizeof mats);
+            s->c0 = mt->c0;
+            s->k = mt->k;
+            s->ldx = ldx;
+            s->rot = mt->rot;
+            bytes += (uint64_t)mt->k * mt->k * sizeof(float);
+        }
+    }
+    if (bytes > ORK__NPU_CALIB_MAX_H_BYTES) {
+        int ret = ork_errorf(ORK_ENOMEM, "--npu-weights-calib: the inputs' second moments of "
+                             "the %u NPU tensors need %.2f GiB (K x K fp32 each), above the "
+                             "bound of %.2f GiB (ORK__NPU_CALIB_MAX_H_BYTES): calibrate a "
+                             "smaller model, or run without --npu-weights-calib", st->n,
+                             (double)bytes / (1u << 30),
+                             (double)ORK__NPU_CALIB_MAX_H_BYTES / (1u << 30));
+        store_free(st);
+        return ret;
+    }
+    for (uint32_t i = 0; i < st->n; i++)
+        if (!(st->s[i].h = ork_calloc((size_t)st->s[i].k * st->s[i].k, sizeof(float)))) {
+            store_free(st);
+            return ORK_ENOMEM;
+        }
+    st->ex = ex;
+    return 0;
+}
+
+/* h (upper triangle) += y^T y over rows of y [rows][k]. */
+static void add_moments(float *h, const float *y, uint32_t rows, uint32_t k)
+{
+    for (uint32_t t = 0; t < rows; t++) {
+        const float *yt = y + (size_t)t * k;
+        for (uint32_t i = 0; i < k; i++) {
+            float a = yt[i];
+            if (a == 0.0f)
+                continue;
+            float *hi = h + (size_t)i * k;
+            for (uint32_t j = i; j < k; j++)
+                hi[j] += a * yt[j];
+        }
+    }
+}
+
+void ork__npu_calib_observe(const struct ork__npu_exec *ex, int op, int32_t layer,
+                            const float *x, int32_t m)
+{
+    struct calib_store *st = atomic_load(&collecting);
+    if (!st || st->ex != ex || m < 1 || st->err)
+        return;
+    int32_t key = op_layer_key(op, layer, ex->n_layers);
+    for (uint32_t i = 0; i < st->n; i++) {
+        struct calib_slot *s = &st->s[i];
+        if (s->op != op || s->layer != key)
+            continue;
+        size_t need = (size_t)m * s->k;
+        if (need > st->y_cap) {
+            float *y = ork_realloc(st->y, need * sizeof(float));
+            if (!y) {
+                st->err = ORK_ENOMEM;
+                return;
+            }
+            st->y = y;
+            st->y_cap = need;
+        }
+        if (s->rot)     /* exactly the executor's quant_rows: R^T of the slot's columns */
+            ork__npu_rot_rows(s->rot, x, s->ldx, s->c0, (uint32_t)m, st->y);
+        else
+            for (int32_t r = 0; r < m; r++)
+                memcpy(st->y + (size_t)r * s->k, x + (size_t)r * s->ldx + s->c0,
+                       (size_t)s->k * sizeof(float));
+        add_moments(s->h, st->y, (uint32_t)m, s->k);
+        s->rows += (uint64_t)m;
+    }
+}
+
+/* ---- re-quantisation ---------------------------------------------------------------------- */
+
+static struct calib_slot *slot_for(struct calib_store *st, const struct pack_src *ps)
+{
+    for (uint32_t i = 0; i < st->n; i++) {
+        struct calib_slot *s = &st->s[i];
+        if (s->op == (int)ps->op && (s->op == ORK__NPU_LM_HEAD || s->layer == ps->layer) &&
+            s->c0 == ps->c0 && s->k == ps->k && s->src[0] == ps->src[0])
+            return s;
+    }
+    return NULL;
+}
+
+/* Row r of ps (columns [c0, c0 + k) of its stacked sources) into out, rotated by rot (k = 0:
+ * none); row: one whole source row of scratch. */
+static int slot_row(const struct pack_src *ps, size_t r, const struct ork__npu_rot *rot,
+                    float *row, float *out)
+{
+    for (int i = 0; i < ps->ns; i++) {
+        const struct ork_mat *w = ps->src[i];
+        if (r < (size_t)w->n_rows) {
+            const uint8_t *p = (const uint8_t *)w->data + r * w->row_bytes;
+            int ret = ork_dequant_row(w->type, p, row, w->n_cols);
+            if (ret < 0)
+                return ret;
+            if (rot->k)
+                ork__npu_rot_apply(rot, row + ps->c0, out);
+            else
+                memcpy(out, row + ps->c0, (size_t)ps->k * sizeof(float));
+            return 0;
+        }
+        r -= (size_t)w->n_rows;
+    }
+    return ork_errorf(ORK_ERANGE, "calibration: row past the tensor");
+}
+
+/* d^T H d for the row's error d = w - s q (H symmetric, full). */
+static double out_err(const float *h, const float *w, const int8_t *q, float s, uint32_t k,
+                      double *d)
+{
+    for (uint32_t j = 0; j < k; j++)
+        d[j] = (double)w[j] - (double)s * q[j];
+    double e = 0.0;
+    for (uint32_t i = 0; i < k; i++) {
+        double v = 0.0;
+        for (uint32_t j = 0; j < k; j++)
+            v += (double)h[(size_t)i * k + j] * d[j];
+        e += d[i] * v;
+    }
+    return e;
+}
+
+struct requant_bufs {
+    double *u, *wr, *d;
+    float *w;
+    int8_t *q;
+    struct ork__npu_rot rot;
+};
+
+static void bufs_free(struct requant_bufs *b)
+{
+    ork_free(b->u);
+    ork_free(b->wr);
+    ork_free(b->d);
+    ork_free(b->w);
+    ork_free(b->q);
+    if (b->rot.k)
+        ork__npu_rot_fini(&b->rot);
+}
+
+static int requant_rows(struct calib_slot *s, const struct pack_src *ps,
+                        uint32_t levels, float *row, int8_t *q, const float *scales,
+                        struct requant_bufs *b, double *e_rtn, double *e_gptq, double *err2,
+                        double *ref2)
+{
+    const uint32_t k = ps->k;
+    int ret;
+    for (size_t r = 0; r < ps->n; r++) {
+        int8_t *qr = q + r * k;
+        if ((ret = slot_row(ps, r, &b->rot, row, b->w)) < 0 ||
+            (ret = ork__npu_gptq_rows(b->w, 1, k, b->u, -(int32_t)levels, (int32_t)levels,
+                                      scales + r, b->wr, b->q)) < 0)
+            return ret;
+        if (!s->done) {
+            *e_rtn += out_err(s->h, b->w, qr, scales[r], k, b->d);
+            *e_gptq += out_err(s->h, b->w, b->q, scales[r], k, b->d);
+        }
+        memcpy(qr, b->q, k);
+        for (uint32_t j = 0; j < k; j++) {
+            double dd = (double)b->w[j] - (double)scales[r] * b->q[j];
+            *err2 += dd * dd;
+            *ref2 += (double)b->w[j] * b->w[j];
+        }
+    }
+    return 0;
+}
+
+int ork__npu_calib_requant(const struct ork_npu_weights_opts *o, const struct pack_src *ps,
+                           const char *name, float *row, int8_t *q, const float *scales,
+                           struct ork_orkpack_coding *c)
+{
+    struct calib_store *st = atomic_load(&applying);
+    struct calib_slot *s = st ? slot_for(st, ps) : NULL;
+    if (!s || !s->rows)
+        return 0;
+    struct requant_bufs b = { 0 };
+    const uint32_t k = ps->k;
+    int ret = 0;
+    if (!(b.u = ork_malloc((size_t)k * k * sizeof(double))) ||
+        !(b.wr = ork_malloc((size_t)k * sizeof(double))) ||
+        !(b.d = ork_malloc((size_t)k * sizeof(double))) ||
+        !(b.w = ork_malloc((size_t)k * sizeof(float))) || !(b.q = ork_malloc(k))) {
+        ret = ORK_ENOMEM;
+        goto out;
+    }
+    if (o && (o->flags & ORK_NPU_WENC_ROTATE) && (ret = ork__npu_rot_init(&b.rot, k)) < 0)
+        goto out;
+    if ((ret = ork__npu_gptq_factor(s->h, k, b.u)) < 0) {
+        ret = ork_errorf(ret, "calibration of %s: %s", name, ork_error_message());
+        goto out;
+    }
+    double e_rtn = 0.0, e_gptq = 0.0, err2 = 0.0, ref2 = 0.0;
+    if ((ret = requant_rows(s, ps, c->grid, row, q, scales, &b, &e_rtn, &e_gptq, &err2,
+                            &ref2)) < 0)
+        goto out;
+    c->rel_rmse = (float)(ref2 > 0.0 ? sqrt(err2 / ref2) : 0.0);
+    if (!s->done) {
+        st->e_rtn += e_rtn;
+        st->e_gptq += e_gptq;
+        st->n_requant++;
+        if (ork_debug(ORK_DBG_MODEL))
+            ORK_LOGI("NPU weights: %s (%ux%u) calibrated on %llu rows, L%u: output error on "
+                     "them %.4g -> %.4g (x%.3f), weights' rel-RMSE now %.4f", name, ps->n, k,
+                     (unsigned long long)s->rows, c->grid, e_rtn, e_gptq,
+                     e_rtn > 0.0 ? e_gptq / e_rtn : 1.0, c->rel_rmse);
+    }
+    s->done = true;
+out:
+    bufs_free(&b);
+    return ret;
+}
+
+/* ---- the flow ------------------------------------------------------------------------------ */
+
+static int read_text(const char *path, char **out, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ork_errorf(ORK_EIO, "--npu-weights-calib %s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = ork_malloc(cap + 1);
+    int ret = buf ? 0 : ORK_ENOMEM;
+    while (ret == 0) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap)
+            break;
+        if (cap >= CALIB_MAX_TEXT_BYTES) {
+            ret = ork_errorf(ORK_ERANGE, "--npu-weights-calib %s: larger than %u MiB", path,
+                             CALIB_MAX_TEXT_BYTES >> 20);
+            break;
+        }
+        char *nb = ork_realloc(buf, cap * 2 + 1);
+        if (!nb)
+            ret = ORK_ENOMEM;
+        else {
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    if (ret == 0 && ferror(f))
+        ret = ork_errorf(ORK_EIO, "--npu-weights-calib %s: read error", path);
+    fclose(f);
+    if (ret < 0) {
+        ork_free(buf);
+        return ret;
+    }
+    buf[n] = 0;
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+/* The calibration text's first max_tok tokens (no BOS; the windows add it). */
+static int calib_tokens(const struct ork_model *m, const char *path, uint32_t max_tok,
+                        int32_t **ids, size_t *n)
+{
+    if (!m->tok)
+        return ork_errorf(ORK_EINVAL, "--npu-weights-calib: the model was loaded without its "
+                          "tokenizer");
+    char *text = NULL;
+    size_t len = 0;
+    int ret = read_text(path, &text, &len);
+    if (ret < 0)
+        return ret;
+    *ids = ork_malloc((len + 1) * sizeof(int32_t));
+    if (!*ids)
+        ret = ORK_ENOMEM;
+    else
+        ret = ork_tokenize(m->tok, text, len, false, false, *ids, len + 1, n);
+    ork_free(text);
+    if (ret == 0 && *n < 2)
+        ret = ork_errorf(ORK_EINVAL, "--npu-weights-calib %s: %zu tokens (at least 2)", path,
+                         *n);
+    if (ret < 0) {
+        ork_free(*ids);
+        *ids = NULL;
+        return ret;
+    }
+    if (*n > max_tok)
+        *n = max_tok;
+    return 0;
+}
+
+/* Run the model over ids in windows of w tokens (BOS first when the model wants it), every
+ * token's logits computed (so the LM head sees every row). *n_win: windows run. */
+static int run_windows(struct ork_model *m, const int32_t *ids, size_t n, int32_t w,
+                       uint32_t *n_win)
+{
+    struct ork_session_params sp;
+    ork_session_params_default(&sp);
+    sp.ctx_size = w;
+    sp.n_batch = w;
+    struct ork_session *s;
+    int ret = ork_session_create(m, &sp, &s);
+    if (ret < 0)
+        return ret;
+    int32_t bos = ork_tokenizer_add_bos(m->tok) ? ork_tokenizer_bos(m->tok) : -1;
+    int32_t *win = ork_malloc((size_t)w * sizeof(int32_t));
+    float *logits = ork_malloc((size_t)w * (size_t)m->cfg.n_vocab * sizeof(float));
+    if (!win || !logits)
+        ret = ORK_ENOMEM;
+    *n_win = 0;
+    for (size_t at = 0; ret == 0 && at + 1 < n;) {
+        int32_t nw = 0;
+        if (bos >= 0)
+            win[nw++] = bos;
+        while (nw < w && at < n)
+            win[nw++] = ids[at++];
+        ork_session_reset(s);
+        ret = ork_model_eval(s, win, nw, 0, logits, ORK_EVAL_ALL_LOGITS);
+        (*n_win)++;
+    }
+    ork_free(win);
+    ork_free(logits);
+    ork_session_free(s);
+    return ret;
+}
+
+static int collect(struct ork_model *m, struct calib_store *st, const int32_t *ids, size_t n,
+                   uint32_t *n_win)
+{
+    int32_t w = m->cfg.n_ctx_train > 0 && m->cfg.n_ctx_train < CALIB_MAX_WINDOW
+                    ? m->cfg.n_ctx_train : CALIB_MAX_WINDOW;
+    atomic_store(&collecting, st);
+    int ret = run_windows(m, ids, n, w, n_win);
+    atomic_store(&collecting, NULL);
+    if (ret == 0 && st->err)
+        ret = st->err;
+    for (uint32_t i = 0; i < st->n; i++) {     /* the lower triangle from the upper */
+        uint32_t k = st->s[i].k;
+        float *h = st->s[i].h;
+        for (uint32_t r = 1; r < k; r++)
+            for (uint32_t c = 0; c < r; c++)
+                h[(size_t)r * k + c] = h[(size_t)c * k + r];
+    }
+    return ret;
+}
+
+int ork__npu_calibrate(struct ork_model *m, const char *path, const struct ork_model_params *p)
+{
+    const struct ork_npu_weights_opts *wo = &p->npu_weights;
+    if (!m->npu || !wo->calib_path)
+        return 0;
+    uint32_t max_tok = wo->calib_tokens ? wo->calib_tokens : ORK_NPU_WENC_DEFAULT_CALIB_TOKENS;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    uint32_t n_win = 0;
+    struct calib_store st;
+    int ret = calib_tokens(m, wo->calib_path, max_tok, &ids, &n);
+    if (ret < 0)
+        return ret;
+    pthread_mutex_lock(&calib_lock);
+    if ((ret = store_init(&st, m->npu, m)) < 0)
+        goto out_unlock;
+    if ((ret = collect(m, &st, ids, n, &n_win)) < 0)
+        goto out;
+    /* 3: the executor again, every slot re-quantised (a pack rebuilt with those codes) */
+    struct ork_model_params pp = *p;
+    if (!(pp.npu_flags & ORK_NPU_EXEC_NO_PACK))
+        pp.npu_flags |= ORK_NPU_EXEC_REBUILD_PACK;
+    ork__npu_exec_destroy(m->npu);
+    m->npu = NULL;
+    atomic_store(&applying, &st);
+    ret = ork__npu_exec_create(m, path, &pp, &m->npu);
+    atomic_store(&applying, NULL);
+    if (ret < 0)
+        goto out;
+    ork_model_twin_stats_reset(m);
+    ork__npu_status(!(p->npu_flags & ORK_NPU_EXEC_QUIET), "NPU weights calibrated on %zu "
+                    "tokens of %s (%u window%s): %u tensors re-quantised; their output error "
+                    "on those inputs x%.3f of round-to-nearest's", n, wo->calib_path, n_win,
+                    n_win == 1 ? "" : "s", st.n_requant,
+                    st.e_rtn > 0.0 ? st.e_gptq / st.e_rtn : 1.0);
+out:
+    store_free(&st);
+out_unlock:
+    pthread_mutex_unlock(&calib_lock);
+    ork_free(ids);
+    return ret;
+}

@@ -1,0 +1,160 @@
+/* test_npu_calib.c -- calibrated NPU weights (--npu-weights-calib; docs/dcomp.md "Calibrated
+ * quantisation") on the simulator with stories260K:
+ *   - a calibrated load (dcomp:7, and w4a8 with the rotation) changes the logits against the
+ *     same setting's round-to-nearest codes, and two calibrated loads give the same logits bit
+ *     for bit (the calibration is deterministic);
+ *   - int8's logits change too (its +-127 grid is re-quantised the same way);
+ *   - on the CPU it has nothing to act on: the load succeeds with the model's own weights;
+ *   - a missing or too short calibration text, or a model loaded without its tokenizer, is
+ *     refused with a message naming what is wrong. */
+#include "ork_test.h"
+
+#include <ork-engine/engine.h>
+#include <ork/error.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#define N_VOCAB 512         /* stories260K */
+
+static const int32_t prompt[] = { 1, 403, 407, 261, 378 };
+#define N_PROMPT ((int)(sizeof prompt / sizeof prompt[0]))
+
+/* Our own short text in the fixture model's domain (children's stories). */
+static const char calib_text[] =
+    "Tim had a red kite. He ran to the hill with his dog Max. The wind was strong and the kite "
+    "went up high. Max barked at the birds. Tim laughed and pulled the string. Then the kite "
+    "got stuck in a tree. Tim was sad. His sister Sam came with a long stick. They got the kite "
+    "down together. Tim said, \"Thank you, Sam!\" They went home and had some warm soup.\n"
+    "A little cat lived by the sea. Every day she looked at the boats. One day a boat came "
+    "close and a kind man gave her a fish. The cat was happy and purred all night.\n";
+
+static char calib_path[256];
+
+static void write_calib(void)
+{
+    snprintf(calib_path, sizeof calib_path, "/tmp/ork-test-calib-%d.txt", (int)getpid());
+    FILE *f = fopen(calib_path, "w");
+    if (!f)
+        SKIP("cannot write %s", calib_path);
+    fputs(calib_text, f);
+    fclose(f);
+}
+
+/* Logits of every prompt row (N_PROMPT x N_VOCAB) under the setting, on device dev. */
+static int run_prompt(const char *path, const char *dev, const struct ork_npu_weights_opts *wo,
+                      bool no_tok, float *out)
+{
+    struct ork_model_params mp;
+    ork_model_params_default(&mp);
+    mp.device = dev;
+    mp.no_tokenizer = no_tok;
+    mp.npu_flags = ORK_NPU_EXEC_NO_PACK | ORK_NPU_EXEC_QUIET;
+    mp.npu_weights = *wo;
+    struct ork_model *m;
+    int ret = ork_model_load(path, &mp, &m);
+    if (ret < 0)
+        return ret;
+    struct ork_session *s;
+    if ((ret = ork_session_create(m, NULL, &s)) == 0) {
+        ret = ork_model_eval(s, prompt, N_PROMPT, 0, out, ORK_EVAL_ALL_LOGITS);
+        ork_session_free(s);
+    }
+    ork_model_free(m);
+    return ret;
+}
+
+static bool differs(const float *a, const float *b)
+{
+    return memcmp(a, b, sizeof(float) * N_PROMPT * N_VOCAB) != 0;
+}
+
+static void check_changes(const char *path, struct ork_npu_weights_opts wo, bool repeat)
+{
+    static float rtn[N_PROMPT * N_VOCAB], cal[N_PROMPT * N_VOCAB], cal2[N_PROMPT * N_VOCAB];
+    REQUIRE(run_prompt(path, "sim", &wo, false, rtn) == 0);
+    wo.calib_path = calib_path;
+    wo.calib_tokens = 120;
+    int ret = run_prompt(path, "sim", &wo, false, cal);
+    if (ret < 0)
+        fprintf(stderr, "calibrated load: %s\n", ork_error_message());
+    REQUIRE(ret == 0);
+    CHECK(differs(rtn, cal));
+    if (repeat) {
+        REQUIRE(run_prompt(path, "sim", &wo, false, cal2) == 0);
+        CHECK(!differs(cal, cal2));
+    }
+    bool finite = true;
+    for (int i = 0; i < N_PROMPT * N_VOCAB; i++)
+        finite &= isfinite(cal[i]) != 0;
+    CHECK(finite);
+}
+
+static const char *model(void)
+{
+    return ork_test_fixture("models/stories260K.gguf");
+}
+
+static void test_dcomp7(void)
+{
+    check_changes(model(), (struct ork_npu_weights_opts){ .encoding = ORK_NPU_WENC_DCOMP,
+                                                          .levels = 7 }, true);
+}
+
+static void test_w4a8_rotated(void)
+{
+    check_changes(model(), (struct ork_npu_weights_opts){ .encoding = ORK_NPU_WENC_W4A8,
+                                                          .flags = ORK_NPU_WENC_ROTATE },
+                  false);
+}
+
+static void test_int8(void)
+{
+    check_changes(model(), (struct ork_npu_weights_opts){ .encoding = ORK_NPU_WENC_INT8 },
+                  false);
+}
+
+static void test_cpu_noop(void)
+{
+    static float a[N_PROMPT * N_VOCAB], b[N_PROMPT * N_VOCAB];
+    struct ork_npu_weights_opts wo = { 0 };
+    REQUIRE(run_prompt(model(), "cpu", &wo, false, a) == 0);
+    wo.calib_path = calib_path;
+    REQUIRE(run_prompt(model(), "cpu", &wo, false, b) == 0);
+    CHECK(!differs(a, b));
+}
+
+static void test_refused(void)
+{
+    static float out[N_PROMPT * N_VOCAB];
+    struct ork_npu_weights_opts wo = { .encoding = ORK_NPU_WENC_DCOMP, .levels = 15,
+                                       .calib_path = "/nonexistent/calib.txt" };
+    CHECK_EQ_INT(run_prompt(model(), "sim", &wo, false, out), ORK_EIO);
+    CHECK(strstr(ork_error_message(), "/nonexistent/calib.txt") != NULL);
+    char empty[256];
+    snprintf(empty, sizeof empty, "/tmp/ork-test-calib-empty-%d.txt", (int)getpid());
+    FILE *f = fopen(empty, "w");
+    REQUIRE(f != NULL);
+    fputs("a", f);
+    fclose(f);
+    wo.calib_path = empty;
+    CHECK_EQ_INT(run_prompt(model(), "sim", &wo, false, out), ORK_EINVAL);
+    CHECK(strstr(ork_error_message(), "at least 2") != NULL);
+    remove(empty);
+    wo.calib_path = calib_path;
+    CHECK_EQ_INT(run_prompt(model(), "sim", &wo, true, out), ORK_EINVAL);
+    CHECK(strstr(ork_error_message(), "tokenizer") != NULL);
+}
+
+int main(void)
+{
+    model();
+    write_calib();
+    RUN(test_dcomp7);
+    RUN(test_w4a8_rotated);
+    RUN(test_int8);
+    RUN(test_cpu_noop);
+    RUN(test_refused);
+    remove(calib_path);
+    return ork_test_done();
+}
