@@ -1,9 +1,10 @@
 /* test_npu_w4a8.c -- the engine's W4A8 weights (--npu-weights w4a8; docs/w4a8.md "Engine"), on
  * the simulator with stories260K and its qwen3 variant:
  *   - a w4a8 run (int4 codes on the int4 MAC, each int8 activation split into two int4 rows by
- *     libork) gives the same logits, bit for bit, as the same [-7, 7] codes run as raw int8
- *     (dcomp:7 with ORK_NPU_WENC_RAW_CODES): a 5-row prefill and 12 greedy steps, max-abs and
- *     clipped scales, with and without the rotation of K; the greedy tokens are the same;
+ *     libork) gives the same logits, bit for bit, as the same [-8, 7] codes run as raw int8
+ *     (w4a8 with ORK_NPU_WENC_RAW_CODES): a 5-row prefill and 12 greedy steps, max-abs and
+ *     clipped scales, with and without the rotation of K; the greedy tokens are the same; the
+ *     codes use -8 (w4a8_codes.c's asymmetric scale), so they are not dcomp:7's [-7, 7];
  *   - the int4 weights hold fewer device bytes than int8's;
  *   - a w4a8 pack holds W4A8 tensors on grid 7 (libork's blob) and loads into the in-memory
  *     logits; an int8 run meets it as built for other NPU weights and rebuilds it;
@@ -74,36 +75,42 @@ static int run_greedy(const char *path, uint32_t flags, const char *pack_path,
     return ret;
 }
 
-/* w4a8 (flags: clip, rotate) vs dcomp:7 raw codes with the same flags, and int8's bytes. */
+/* w4a8 (flags: clip, rotate) vs its codes stored raw with the same flags, against int8's and
+ * dcomp:7's (the symmetric [-7, 7]) logits, and int8's bytes. */
 static void check_model(const char *rel)
 {
     const char *path = ork_test_fixture(rel);
     float *a = malloc(LOGITS_N * sizeof(float)), *b = malloc(LOGITS_N * sizeof(float));
-    float *i8 = malloc(LOGITS_N * sizeof(float));
-    REQUIRE(a && b && i8);
-    int32_t ta[N_DECODE], tb[N_DECODE], t8[N_DECODE];
+    float *i8 = malloc(LOGITS_N * sizeof(float)), *d7 = malloc(LOGITS_N * sizeof(float));
+    REQUIRE(a && b && i8 && d7);
+    int32_t ta[N_DECODE], tb[N_DECODE], t8[N_DECODE], t7[N_DECODE];
     uint64_t bytes_i8 = 0;
     REQUIRE(run_greedy(path, ORK_NPU_EXEC_NO_PACK, NULL, NULL, i8, t8, &bytes_i8) == 0);
     static const uint32_t variants[] = { 0, ORK_NPU_WENC_CLIP, ORK_NPU_WENC_ROTATE,
                                          ORK_NPU_WENC_CLIP | ORK_NPU_WENC_ROTATE };
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         struct ork_npu_weights_opts w4 = { .encoding = ORK_NPU_WENC_W4A8, .flags = variants[v] };
-        struct ork_npu_weights_opts raw = { .encoding = ORK_NPU_WENC_DCOMP, .levels = 7,
+        struct ork_npu_weights_opts raw = { .encoding = ORK_NPU_WENC_W4A8,
+                                            .flags = variants[v] | ORK_NPU_WENC_RAW_CODES };
+        struct ork_npu_weights_opts sym = { .encoding = ORK_NPU_WENC_DCOMP, .levels = 7,
                                             .flags = variants[v] | ORK_NPU_WENC_RAW_CODES };
         uint64_t bytes = 0;
         REQUIRE(run_greedy(path, ORK_NPU_EXEC_NO_PACK, NULL, &w4, a, ta, &bytes) == 0);
         REQUIRE(run_greedy(path, ORK_NPU_EXEC_NO_PACK, NULL, &raw, b, tb, NULL) == 0);
+        REQUIRE(run_greedy(path, ORK_NPU_EXEC_NO_PACK, NULL, &sym, d7, t7, NULL) == 0);
         printf("  %s flags 0x%x: %llu device bytes (int8 %llu); tokens %d %d %d ...\n", rel,
                variants[v], (unsigned long long)bytes, (unsigned long long)bytes_i8, ta[0],
                ta[1], ta[2]);
         CHECK(memcmp(a, b, LOGITS_N * sizeof(float)) == 0);   /* exact int32 A.W */
         CHECK(memcmp(ta, tb, sizeof ta) == 0);
         CHECK(memcmp(a, i8, LOGITS_N * sizeof(float)) != 0);  /* other codes than int8's */
+        CHECK(memcmp(a, d7, LOGITS_N * sizeof(float)) != 0);  /* and than [-7, 7]'s */
         CHECK(bytes < bytes_i8);
     }
     free(a);
     free(b);
     free(i8);
+    free(d7);
 }
 
 static void test_w4a8_equals_raw_codes(void)
@@ -143,7 +150,7 @@ static void test_pack(void)
     for (uint32_t i = 0; i < ork_orkpack_n_tensors(pk); i++) {
         struct ork_orkpack_tensor t;
         REQUIRE(ork_orkpack_tensor_at(pk, i, &t) == 0);
-        CHECK_EQ_INT(t.coding.grid, 7);
+        CHECK_EQ_INT(t.coding.grid, 8);
         CHECK(t.coding.rel_rmse > 0.02f && t.coding.rel_rmse < 0.3f);
         CHECK(t.q_bytes < (uint64_t)t.n * t.k);     /* int4: under a byte a weight */
         n_w4 += t.coding.encoding == ORK_ORKPACK_ENC_W4A8;
@@ -180,6 +187,9 @@ static void test_capability(void)
     CHECK(strstr(msg, "ORK_NPU_FORM_W4A8") != NULL);
     CHECK(strstr(msg, "ork selftest --confirm-forms") != NULL);
     CHECK(strstr(msg, "--npu-caps") != NULL);
+    wo.flags = ORK_NPU_WENC_RAW_CODES;              /* the same codes raw need no int4 MAC */
+    CHECK(ork__npu_wenc_device_check(&wo, npu) == 0);
+    wo.flags = 0;
     wo.encoding = ORK_NPU_WENC_DCOMP;               /* the decompressor is another form */
     wo.levels = 7;
     CHECK(ork__npu_wenc_device_check(&wo, npu) == 0);
@@ -199,8 +209,6 @@ static void test_bad_settings(void)
     } bad[] = {
         { { .encoding = ORK_NPU_WENC_W4A8, .levels = 7 }, "w4a8 has one grid" },
         { { .encoding = ORK_NPU_WENC_W4A8, .max_rel_rmse = 0.05 }, "--npu-weights-max-err" },
-        { { .encoding = ORK_NPU_WENC_W4A8, .flags = ORK_NPU_WENC_RAW_CODES },
-          "--npu-weights-raw needs dcomp" },
         { { .encoding = 3 }, "unknown encoding 3 (int8, dcomp or w4a8)" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -213,7 +221,7 @@ static void test_bad_settings(void)
     mp.device = "sim";
     mp.no_tokenizer = true;
     mp.npu_flags = ORK_NPU_EXEC_NO_PACK | ORK_NPU_EXEC_QUIET;
-    mp.npu_weights = bad[2].wo;
+    mp.npu_weights = bad[1].wo;
     struct ork_model *m = NULL;
     CHECK(ork_model_load(ork_test_fixture("models/stories260K.gguf"), &mp, &m) == ORK_EINVAL);
     CHECK(m == NULL);

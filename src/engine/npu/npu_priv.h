@@ -121,6 +121,10 @@ int ork__npu_quantize_slot(const struct ork_npu_weights_opts *o, const struct pa
                            const char *name, float *row, int8_t *q, float *scales,
                            struct ork_orkpack_coding *c);
 
+/* One row x (k values) onto int4 [-8, 7] with one scale (w4a8_codes.c; clip: the clipped
+ * scale with the least squared error): q [k], *scale. ORK_EINVAL for a value not finite. */
+int ork__npu_w4a8_quantize_row(const float *x, uint32_t k, bool clip, int8_t *q, float *scale);
+
 /* Bits per weight and grids of a model's NPU weights, for the load / pack report. */
 struct npu_wstats {
     uint64_t weights;                   /* k x n summed */

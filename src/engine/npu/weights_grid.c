@@ -28,9 +28,8 @@ static const char *const class_names[ORK__NPU_N_OPS] = { ORK__LAYER_OPS(CLASS_NA
 
 /* int8's grid: codes in [-127, 127] (ork_npu_quantize_weights_i8). */
 #define INT8_GRID 127u
-/* w4a8's grid: the int4 codes [-8, 7] used symmetrically, [-7, 7] with scale max|w| / 7
- * (npu-weight-decompression.md §2: signed int4, one scale per output channel). */
-#define W4A8_GRID 7u
+/* w4a8's codes: int4 [-8, 7] (w4a8_codes.c), recorded as the bound 8. */
+#define W4A8_GRID 8u
 
 static int grid_index(uint32_t levels)
 {
@@ -43,7 +42,7 @@ static int grid_index(uint32_t levels)
 /* The flags each encoding takes (the rest is ORK_EINVAL naming them). */
 #define FLAGS_ALL (ORK_NPU_WENC_RAW_CODES | ORK_NPU_WENC_CLIP | ORK_NPU_WENC_ROTATE)
 #define FLAGS_INT8 ORK_NPU_WENC_ROTATE
-#define FLAGS_W4A8 (ORK_NPU_WENC_CLIP | ORK_NPU_WENC_ROTATE)
+#define FLAGS_W4A8 FLAGS_ALL
 
 int ork__npu_wenc_check(const struct ork_npu_weights_opts *o)
 {
@@ -59,15 +58,9 @@ int ork__npu_wenc_check(const struct ork_npu_weights_opts *o)
         return ork_errorf(ORK_EINVAL, "NPU weights: a grid, bound, --npu-weights-raw or "
                           "--npu-weights-clip need dcomp (int8 is the +-127 grid; it takes "
                           "--npu-weights-rotate only)");
-    if (o->encoding == ORK_NPU_WENC_W4A8) {
-        if (o->levels || o->max_rel_rmse != 0.0)
-            return ork_errorf(ORK_EINVAL, "NPU weights: w4a8 has one grid, [-7, 7] per output "
-                              "channel: a grid L or --npu-weights-max-err needs dcomp");
-        if (o->flags & ~(uint32_t)FLAGS_W4A8)
-            return ork_errorf(ORK_EINVAL, "NPU weights: --npu-weights-raw needs dcomp (w4a8 "
-                              "stores int4 codes; the same codes as raw int8 are dcomp:7 with "
-                              "--npu-weights-raw)");
-    }
+    if (o->encoding == ORK_NPU_WENC_W4A8 && (o->levels || o->max_rel_rmse != 0.0))
+        return ork_errorf(ORK_EINVAL, "NPU weights: w4a8 has one grid, int4 [-8, 7] per output "
+                          "channel: a grid L or --npu-weights-max-err needs dcomp");
     if (o->levels && grid_index(o->levels) < 0)
         return ork_errorf(ORK_EINVAL, "NPU weights: grid %u is not one of 7, 15, 31, 63, 127",
                           o->levels);
@@ -104,7 +97,7 @@ void ork__npu_wenc_name(const struct ork_npu_weights_opts *o, char *buf, size_t 
     const char *raw = o->flags & ORK_NPU_WENC_RAW_CODES ? ", codes stored raw" : "";
     const char *clip = o->flags & ORK_NPU_WENC_CLIP ? ", clipped scales" : "";
     if (o->encoding == ORK_NPU_WENC_W4A8)
-        snprintf(buf, cap, "w4a8%s%s", clip, rot);
+        snprintf(buf, cap, "w4a8%s%s%s", raw, clip, rot);
     else if (o->levels)
         snprintf(buf, cap, "dcomp:%u%s%s%s", o->levels, raw, clip, rot);
     else
@@ -115,10 +108,11 @@ void ork__npu_wenc_name(const struct ork_npu_weights_opts *o, char *buf, size_t 
 
 uint32_t ork__npu_wenc_libork(const struct ork_npu_weights_opts *o)
 {
-    if (o && o->encoding == ORK_NPU_WENC_W4A8)
-        return ORK_NPU_WEIGHTS_W4A8;
-    return o && o->encoding == ORK_NPU_WENC_DCOMP && !(o->flags & ORK_NPU_WENC_RAW_CODES)
-               ? ORK_NPU_WEIGHTS_DCOMP : ORK_NPU_WEIGHTS_RAW;
+    if (!o || (o->flags & ORK_NPU_WENC_RAW_CODES))
+        return ORK_NPU_WEIGHTS_RAW;
+    return o->encoding == ORK_NPU_WENC_W4A8    ? ORK_NPU_WEIGHTS_W4A8
+           : o->encoding == ORK_NPU_WENC_DCOMP ? ORK_NPU_WEIGHTS_DCOMP
+                                               : ORK_NPU_WEIGHTS_RAW;
 }
 
 int ork__npu_wenc_device_check(const struct ork_npu_weights_opts *o, struct ork_npu *npu)
@@ -249,16 +243,15 @@ static int quantize_int8(const struct row_src *s, const char *name, int8_t *q, f
     return 0;
 }
 
-/* dcomp and w4a8: every grid measured in one pass over the rows (the codes of the last, L =
- * 127, left in q), the pick, and the rows quantised again on it unless it is the last. w4a8
- * is the one grid [-7, 7] (L = 7). */
+/* dcomp: every grid measured in one pass over the rows (the codes of the last, L = 127, left
+ * in q), the pick, and the rows quantised again on it unless it is the last. */
 static int quantize_grid(const struct ork_npu_weights_opts *o, const struct row_src *s,
                          const char *name, int8_t *q, float *scales,
                          struct ork_orkpack_coding *c)
 {
     const struct pack_src *ps = s->ps;
     uint32_t qflags = o->flags & ORK_NPU_WENC_CLIP ? ORK_DCOMP_QUANT_CLIP : 0;
-    uint32_t levels = o->encoding == ORK_NPU_WENC_W4A8 ? W4A8_GRID : o->levels;
+    uint32_t levels = o->levels;
     uint32_t g0 = 0, g1 = ORK_DCOMP_N_GRIDS;
     if (levels) {
         g0 = (uint32_t)grid_index(levels);
@@ -308,6 +301,32 @@ static int quantize_grid(const struct ork_npu_weights_opts *o, const struct row_
     return 0;
 }
 
+/* w4a8: every row onto int4 [-8, 7] (w4a8_codes.c), its rel-RMSE measured. */
+static int quantize_w4a8(const struct ork_npu_weights_opts *o, const struct row_src *s,
+                         const char *name, int8_t *q, float *scales,
+                         struct ork_orkpack_coding *c)
+{
+    const struct pack_src *ps = s->ps;
+    bool clip = o->flags & ORK_NPU_WENC_CLIP;
+    double err2 = 0.0, ref2 = 0.0;
+    for (size_t r = 0; r < ps->n; r++) {
+        const float *x = NULL;
+        int ret = source_row(s, r, &x);
+        if (ret == 0)
+            ret = ork__npu_w4a8_quantize_row(x, ps->k, clip, q + r * ps->k, scales + r);
+        if (ret < 0)
+            return ork_errorf(ret, "row %zu: %s", r, ork_error_message());
+        add_err(x, ps->k, q + r * ps->k, scales[r], &err2, &ref2);
+    }
+    c->encoding = ork__npu_wenc_libork(o);
+    c->grid = W4A8_GRID;
+    c->rel_rmse = (float)rel_of(err2, ref2);
+    if (ork_debug(ORK_DBG_MODEL))
+        ORK_LOGI("NPU weights: %s (%ux%u)%s: rel-RMSE int4 %.4f", name, ps->n, ps->k,
+                 s->rot.k ? " rotated" : "", c->rel_rmse);
+    return 0;
+}
+
 int ork__npu_quantize_slot(const struct ork_npu_weights_opts *o, const struct pack_src *ps,
                            const char *name, float *row, int8_t *q, float *scales,
                            struct ork_orkpack_coding *c)
@@ -317,7 +336,8 @@ int ork__npu_quantize_slot(const struct ork_npu_weights_opts *o, const struct pa
     if (ret < 0)
         return ret;
     ret = !o || o->encoding == ORK_NPU_WENC_INT8 ? quantize_int8(&s, name, q, scales, c)
-                                                : quantize_grid(o, &s, name, q, scales, c);
+          : o->encoding == ORK_NPU_WENC_W4A8   ? quantize_w4a8(o, &s, name, q, scales, c)
+                                               : quantize_grid(o, &s, name, q, scales, c);
     row_src_fini(&s);
     return ret;
 }
@@ -371,9 +391,10 @@ void ork__npu_wstats_log(const struct npu_wstats *s, const struct ork_npu_weight
                         at ? grids : "-");
     else
         ork__npu_status(show, "NPU weights %s: %.3f bits per weight stored (%.1f MiB, %u "
-                        "tensors; +%.3f for the fp32 scales); grids: %s", name, bpw,
+                        "tensors; +%.3f for the fp32 scales); codes: %s", name, bpw,
                         (double)s->stored_bytes / (1 << 20), s->n_tensors, sbpw,
-                        at ? grids : "-");
+                        o->encoding == ORK_NPU_WENC_W4A8 ? "int4 [-8, 7] per output channel"
+                                                         : "int8 [-127, 127] per output channel");
 }
 
 void ork__npu_wstats_exec(const struct ork__npu_exec *ex, bool show)
