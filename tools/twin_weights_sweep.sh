@@ -4,7 +4,8 @@
 # setting, the decompressor rate, the bits per weight of the load report, the modelled tok/s,
 # the ratio to the batch's int8 run (the first setting must be int8) and whether the DCOMP
 # fallback fired (docs/dcomp.md "Fallback"). Every command is echoed with a "$ " prefix.
-# TRACE=1 in the environment adds --trace OUTDIR/NAME.trace.json to every run.
+# TRACE=1 in the environment adds --trace OUTDIR/NAME.trace.json to every run; BASE_TPS=X
+# takes X as the int8 tok/s of the ratios (else the first run's).
 # usage: tools/twin_weights_sweep.sh ORK MODEL.gguf OUTDIR N SETTING...
 #   SETTING = WEIGHTS[@GBPS][+FLAGS], e.g. int8 dcomp:15@8 dcomp:31@16 w4a8 w4a8+rotate
 #   FLAGS: rotate (--npu-weights-rotate), force (--npu-weights-force), joined by '+'
@@ -12,7 +13,7 @@ set -u
 ORK=$1 MODEL=$2 OUT=$3 N=$4
 shift 4
 mkdir -p "$OUT"
-base=""
+base=${BASE_TPS:-}     # BASE_TPS: the batch's int8 tok/s when the first setting is not int8
 for s in "$@"; do
     w=${s%%[@+]*}
     rest=${s#"$w"}
