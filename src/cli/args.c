@@ -214,6 +214,21 @@ int ork_cli_npu_weights_opt(const char *cmd, int argc, char **argv, int *i,
         wo->flags |= ORK_NPU_WENC_ROTATE;
         return 1;
     }
+    /* calibrated codes (docs/dcomp.md "Calibrated quantisation") */
+    if (!strcmp(a, "--npu-weights-calib")) {
+        if (!(v = ork_cli_value(cmd, argc, argv, i)))
+            return -1;
+        wo->calib_path = v;
+        return 1;
+    }
+    if (!strcmp(a, "--npu-weights-calib-tokens")) {
+        long long n;
+        if (!(v = ork_cli_value(cmd, argc, argv, i)) ||
+            !ork_cli_parse_int(cmd, a, v, 2, 1 << 24, &n))
+            return -1;
+        wo->calib_tokens = (uint32_t)n;
+        return 1;
+    }
     return 0;
 }
 
@@ -237,5 +252,11 @@ void ork_cli_npu_weights_help(FILE *out)
             "                            least squared error (default: max-abs scales)\n"
             "  --npu-weights-rotate      any encoding: rotate K (Walsh-Hadamard x DCT) in the\n"
             "                            weights and, on the CPU, in each matmul's input: the\n"
-            "                            same products, outliers spread before quantisation\n");
+            "                            same products, outliers spread before quantisation\n"
+            "  --npu-weights-calib FILE  any encoding: run the model over the text FILE at load\n"
+            "                            and choose each tensor's codes again (same grid and\n"
+            "                            scales) to compensate the rounding error on the\n"
+            "                            inputs seen (docs/dcomp.md \"Calibrated quantisation\")\n"
+            "  --npu-weights-calib-tokens N  tokens of FILE to run (default: "
+            ORK_STR(ORK_NPU_WENC_DEFAULT_CALIB_TOKENS) ")\n");
 }

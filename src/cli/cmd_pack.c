@@ -7,6 +7,7 @@
  * (layer by layer), to say how many D must offer; fewer is refused. */
 #include "cli.h"
 
+#include <ork-engine/engine.h>
 #include <ork-engine/orkpack.h>
 #include <ork/error.h>
 #include <ork/npu.h>
@@ -46,6 +47,30 @@ static void usage(FILE *out)
                  "  --check             only check: exit 0 if valid, 1 if not (nothing built)\n"
                  "  -q, --quiet         no progress bar\n");
     ork_cli_npu_weights_help(out);
+}
+
+/* --npu-weights-calib: the pack is written by a load that calibrates (docs/dcomp.md
+ * "Calibrated quantisation"): the model runs on dev over the text, then the pack is rebuilt
+ * from the calibrated codes (always: a calibration is not kept between runs). */
+static int pack_calibrated(const char *model, const char *out,
+                           const struct ork_npu_weights_opts *wo, const char *caps,
+                           const char *dev, bool quiet)
+{
+    struct ork_model_params mp;
+    ork_model_params_default(&mp);
+    mp.device = dev;
+    mp.load = ORK_LOAD_MMAP;
+    mp.no_repack = true;
+    mp.npu_pack_path = out;
+    mp.npu_capabilities = caps;
+    mp.npu_weights = *wo;
+    if (quiet)
+        mp.npu_flags |= ORK_NPU_EXEC_QUIET;
+    struct ork_model *m;
+    int ret = ork_model_load(model, &mp, &m);
+    if (ret == 0)
+        ork_model_free(m);
+    return ret;
 }
 
 /* The backend `--device` names, probed: 0 with *info filled (status 0), -1 when "auto" finds
@@ -251,12 +276,19 @@ int ork_cmd_pack(int argc, char **argv)
         return placed ? report_placement(out, &info, dom_bytes) : ORK_EXIT_OK;
     }
     enum ork_orkpack_problem found = ORK_ORKPACK_MISSING;
-    ret = ork_orkpack_build_for_model(model, out, &wo, caps, force, quiet, &found);
+    if (wo.calib_path)      /* on the NPU present (a named backend: that one), else the sim */
+        ret = pack_calibrated(model, out, &wo, caps,
+                              placed ? (device && strcmp(device, "auto") ? device : "npu")
+                                     : "sim", quiet);
+    else
+        ret = ork_orkpack_build_for_model(model, out, &wo, caps, force, quiet, &found);
     if (ret < 0) {
         ork_cli_error(CMD, ret);
         return ORK_EXIT_ERROR;
     }
-    if (found == ORK_ORKPACK_OK && !force)
+    if (wo.calib_path)
+        printf("%s: built from the codes calibrated on %s\n", out, wo.calib_path);
+    else if (found == ORK_ORKPACK_OK && !force)
         printf("%s: valid, kept\n", out);
     else
         printf("%s: built (%s before)\n", out, ork_orkpack_problem_name(found));

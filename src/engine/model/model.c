@@ -5,6 +5,7 @@
  * This file decides *what* the model is; it computes nothing (forward.c) and holds no run state
  * (model_session.c). Errors name the key or tensor that was wrong. */
 #include "model_priv.h"
+#include "npu/calib.h"
 
 #include <ork/alloc.h>
 #include <ork/debug.h>
@@ -666,6 +667,8 @@ int ork_model_load(const char *path, const struct ork_model_params *p, struct or
         goto err_tok;
     if ((ret = ork__npu_exec_create(m, path, p, &m->npu)) < 0)
         goto err_tok;
+    if ((ret = ork__npu_calibrate(m, path, p)) < 0)   /* --npu-weights-calib (npu/calib.c) */
+        goto err_npu;
     if (!m->npu && p->npu_weights.encoding != ORK_NPU_WENC_INT8)
         ORK_LOGN("--npu-weights applies to NPU weights: the CPU runs the model's own (device %s)",
                  p->device ? p->device : "cpu");
