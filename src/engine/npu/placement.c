@@ -417,8 +417,18 @@ static int new_domain(struct ork__npu_exec *ex, struct placer *pc)
     return 0;
 }
 
+/* libork's estimate of weights n x k with their plans of 1 and max_m rows: W4A8 weights' own
+ * upper bound (their K-slicing, hence their int16 partials, depends on the codes: docs/w4a8.md
+ * "Weights and runs"), else int8's (an upper bound for DCOMP too). */
+static uint64_t estimate(const struct ork__npu_exec *ex, uint32_t n, uint32_t k, uint32_t max_m)
+{
+    if (ork__npu_wenc_libork(&ex->wopts) == ORK_NPU_WEIGHTS_W4A8)
+        return ork_npu_weights_estimate_bytes_w4a8(n, k, max_m);
+    return ork_npu_weights_estimate_bytes(ORK_NPU_I8, n, k, max_m);
+}
+
 /* Estimated device bytes of layer l's slots (l = n_layers: the LM head): libork's estimate of
- * each tensor's weights and plans (ork_npu_weights_estimate_bytes). */
+ * each tensor's weights and plans (estimate()). */
 static uint64_t layer_need(const struct ork__npu_exec *ex, const struct ork_model *m, int32_t l)
 {
     uint32_t spl = ork__npu_plan_slots_per_layer(ex->plan), t0 = (uint32_t)l * spl;
@@ -431,12 +441,12 @@ static uint64_t layer_need(const struct ork__npu_exec *ex, const struct ork_mode
         if (!ps.ns)
             continue;
         uint32_t rows_max = ork__npu_mat_rows(ex->max_m, ps.k);
-        uint64_t full = ork_npu_weights_estimate_bytes(ORK_NPU_I8, ps.n, ps.k, rows_max);
+        uint64_t full = estimate(ex, ps.n, ps.k, rows_max);
         need += full;
         /* the row-sized plans between: their A and C scale with the rows; libork's estimate
          * counts the M = 1 and M = max_m plans, so the difference of the two estimates is
          * about one max_m-row plan */
-        uint64_t dec = ork_npu_weights_estimate_bytes(ORK_NPU_I8, ps.n, ps.k, 1);
+        uint64_t dec = estimate(ex, ps.n, ps.k, 1);
         uint64_t per_max = full > dec ? full - dec : 0, rows = 0;
         for (uint32_t i = 1; i + 1 < ex->n_prog && ex->prog_rows[i] < rows_max; i++)
             rows += ex->prog_rows[i];
