@@ -91,15 +91,18 @@ enum ork_npu_wenc {
     ORK_NPU_WENC_DCOMP = 1,     /* per tensor a grid [-L, L] (ork/dcomp.h), the codes stored as
                                  * streams of the CNA weight decompressor: needs the device's
                                  * ORK_NPU_FORM_DCOMP confirmed (the simulator has it) */
-    ORK_NPU_WENC_W4A8 = 2,      /* per output channel max|w| / 7, codes in [-7, 7], stored as
-                                 * int4 and run by the int4 MAC (ORK_NPU_WEIGHTS_W4A8,
+    ORK_NPU_WENC_W4A8 = 2,      /* per output channel int4 codes in [-8, 7], scale max(P / 7,
+                                 * N / 8) of the row's largest positive value P and negative
+                                 * magnitude N (src/engine/npu/w4a8_codes.c), stored as int4
+                                 * and run by the int4 MAC (ORK_NPU_WEIGHTS_W4A8,
                                  * npu-weight-decompression.md §2): needs the device's
                                  * ORK_NPU_FORM_W4A8 confirmed (the simulator has it) */
 };
 enum ork_npu_wenc_flags {
-    ORK_NPU_WENC_RAW_CODES = 1u << 0,   /* dcomp: the same grid codes stored raw (no
-                                         * decompressor needed): the accuracy of a grid alone,
-                                         * and the reference a compressed run must equal */
+    ORK_NPU_WENC_RAW_CODES = 1u << 0,   /* dcomp, w4a8: the same codes stored raw int8 (no
+                                         * decompressor or int4 MAC needed): the accuracy of a
+                                         * grid alone, and the reference a compressed or int4
+                                         * run must equal */
     ORK_NPU_WENC_CLIP = 1u << 1,        /* dcomp: per channel the clipping of max|w| with the
                                          * least squared error (ORK_DCOMP_QUANT_CLIP; 20 trial
                                          * scales a row) instead of max-abs scales: 2 % less
