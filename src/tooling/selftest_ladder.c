@@ -524,12 +524,13 @@ static void wide_k_step(struct ladder *L)
 }
 
 /* The W4A8 check (ORK_NPU_FORM_W4A8, npu-weight-decompression.md §2): int8 A x int4 codes
- * against the CPU's int32 product, bit for bit -- decode shapes on 3 cores, K-sliced at 2048
- * (small codes) and by the int16 bound (full-range codes: narrower slices), odd K and N,
- * M > 64 tokens (two M-tiles of 128 physical rows). `wmax`: codes in [-wmax - 1, wmax]. */
+ * against the CPU's int32 product, bit for bit -- a 7B-sized decode shape on 3 cores in
+ * 2048-wide slices (small codes), K = 11008 sliced by the int16 bound (full-range codes:
+ * narrower slices), odd K and N, M > 64 tokens (two M-tiles of 128 physical rows).
+ * `wmax`: codes in [-wmax - 1, wmax]. */
 static const struct { uint32_t k, n, m, cores, wmax; } w4a8_cases[] = {
-    { 4096, 4096, 1, 3, 1 }, { 11008, 1024, 1, 1, 7 }, { 1000, 100, 3, 1, 7 },
-    { 2048, 2816, 1, 3, 2 }, { 1536, 512, 70, 1, 7 },
+    { 4096, 4096, 1, 3, 1 }, { 11008, 256, 1, 1, 7 }, { 1000, 100, 3, 1, 7 },
+    { 640, 128, 70, 1, 7 },
 };
 
 static int w4a8_run(struct ladder *L, struct ork_npu *d, size_t ci)

@@ -7,8 +7,8 @@
  * M = 1 and M > 64 tokens (several M-tiles), runs of fewer rows than the plan, run_f32,
  * submit/wait and async, a chain mixing int8 and W4A8 plans, sim-rocket; the export /
  * create_packed round trip and the blob's refusals; the refusals of codes outside [-8, 7], fp16
- * and a device without the capability (deny_w4a8), the device-bytes estimate, and the
- * selftest's w4a8 step recording it. */
+ * and a device without the capability (deny_w4a8), and the device-bytes estimate. The
+ * selftest's w4a8 step: test_w4a8_selftest.c. */
 #include "ork_test.h"
 
 #include <ork/alloc.h>
@@ -16,15 +16,12 @@
 #include <ork/npu.h>
 #include <ork/sched.h>
 #include <ork/sim.h>
-#include <ork/twin.h>
-#include <ork-tooling/selftest.h>
 
 #include "libork/ork_priv.h"
 #include "sim/sim.h"
 
 #include <stdint.h>
 #include <string.h>
-#include <unistd.h>
 
 #define NW ORK_NPU_MATMUL_NO_WARMUP
 
@@ -428,48 +425,6 @@ static void test_refusals(void)
     ork_npu_close(d2);
 }
 
-static const struct ork_selftest_step *step(const struct ork_selftest_report *r, const char *n)
-{
-    for (uint32_t i = 0; i < r->n_steps; i++)
-        if (!strcmp(r->steps[i].name, n))
-            return &r->steps[i];
-    return NULL;
-}
-
-/* The selftest's w4a8 step: "not-confirmed" on a device denying it; --confirm-forms tests it
- * and records "w4a8", which a later open honours. */
-static void test_selftest_gate(void)
-{
-    struct ork_sim_opts so = { .struct_size = sizeof so, .deny_w4a8 = true };
-    struct ork_selftest_opts o = { .struct_size = sizeof o, .device = "sim", .sim = &so };
-    struct ork_selftest_report r;
-    CHECK_EQ_INT(ork_selftest_ladder(&o, &r), 0);
-    const struct ork_selftest_step *s = step(&r, "w4a8");
-    CHECK(s && s->verdict == ORK_SELFTEST_NOT_CONFIRMED && strstr(s->detail, "--confirm-forms"));
-    char path[] = "/tmp/ork-test-w4a8-caps-XXXXXX";
-    int fd = mkstemp(path);
-    REQUIRE(fd >= 0);
-    close(fd);
-    unlink(path);
-    o.confirm_forms = true;
-    o.capabilities_out = path;
-    CHECK_EQ_INT(ork_selftest_ladder(&o, &r), 0);
-    s = step(&r, "w4a8");
-    CHECK(s && s->verdict == ORK_SELFTEST_PASS);
-    if (s && s->verdict != ORK_SELFTEST_PASS)
-        fprintf(stderr, "  w4a8 step: %s\n", s->detail);
-    struct ork_twin_caps caps;
-    CHECK_EQ_INT(ork_twin_caps_load(path, &caps), 0);
-    CHECK(caps.confirmed & ORK_TWIN_FORM_W4A8);
-    struct ork_npu_opts no = { .struct_size = sizeof no, .device = "sim", .sim = &so,
-                               .capabilities = path };
-    struct ork_npu *d = NULL;
-    CHECK_EQ_INT(ork_npu_open(&no, &d), 0);
-    CHECK(ork_npu_confirmed_forms(d) & ORK_NPU_FORM_W4A8);
-    ork_npu_close(d);
-    unlink(path);
-}
-
 static uint64_t page_up(uint64_t b)
 {
     return (b + 4095) / 4096 * 4096;
@@ -547,7 +502,6 @@ int main(void)
     RUN(test_refusals);
     RUN(test_estimate);
     RUN(test_no_hazards);
-    RUN(test_selftest_gate);
     ork_npu_close(npu);
     return ork_test_done();
 }
