@@ -65,6 +65,9 @@ int ork_npu_chain_create(struct ork_npu_matmul *const *plans, uint32_t n,
             return ork_errorf(ORK_EINVAL, "npu chain: plan %u is NULL", i);
         if (mm->npu != npu)
             return ork_errorf(ORK_EINVAL, "npu chain: plan %u is on another device", i);
+        /* int8 and W4A8 plans share ORK_NPU_I8 and may chain: each program sets its own
+         * precision, as the published MoE backend chains int4 and int8 bodies
+         * (npu-weight-decompression.md §4 item 7 [SRC]); fp16 next to either may not */
         if (mm->w->dtype != plans[0]->w->dtype)
             return ork_errorf(ORK_EUNSUPPORTED, "npu chain: plan %u changes precision inside "
                               "the chain (mode changes need separate submits, spec §14.4)", i);
