@@ -1,9 +1,10 @@
 /* test_npu_calib.c -- calibrated NPU weights (--npu-weights-calib; docs/dcomp.md "Calibrated
  * quantisation") on the simulator with stories260K:
- *   - a calibrated load (dcomp:7, and w4a8 with the rotation) changes the logits against the
- *     same setting's round-to-nearest codes, and two calibrated loads give the same logits bit
- *     for bit (the calibration is deterministic);
- *   - int8's logits change too (its +-127 grid is re-quantised the same way);
+ *   - a calibrated load (dcomp:7's codes stored raw, and w4a8 with the rotation) changes the
+ *     logits against the same setting's round-to-nearest codes, and two calibrated loads give
+ *     the same logits bit for bit (the calibration is deterministic); int8 takes the same path
+ *     on its +-127 grid (measured in docs/bench-log/2026-12-gptq.md, not repeated here: each
+ *     load is about 2 s under ASan);
  *   - on the CPU it has nothing to act on: the load succeeds with the model's own weights;
  *   - a missing or too short calibration text, or a model loaded without its tokenizer, is
  *     refused with a message naming what is wrong. */
@@ -74,7 +75,7 @@ static void check_changes(const char *path, struct ork_npu_weights_opts wo, bool
     static float rtn[N_PROMPT * N_VOCAB], cal[N_PROMPT * N_VOCAB], cal2[N_PROMPT * N_VOCAB];
     REQUIRE(run_prompt(path, "sim", &wo, false, rtn) == 0);
     wo.calib_path = calib_path;
-    wo.calib_tokens = 120;
+    wo.calib_tokens = 48;
     int ret = run_prompt(path, "sim", &wo, false, cal);
     if (ret < 0)
         fprintf(stderr, "calibrated load: %s\n", ork_error_message());
@@ -95,22 +96,19 @@ static const char *model(void)
     return ork_test_fixture("models/stories260K.gguf");
 }
 
-static void test_dcomp7(void)
+static void test_dcomp7_raw(void)
 {
+    /* raw codes: the same grid codes without building decompressor streams (a faster load) */
     check_changes(model(), (struct ork_npu_weights_opts){ .encoding = ORK_NPU_WENC_DCOMP,
-                                                          .levels = 7 }, true);
+                                                          .levels = 7,
+                                                          .flags = ORK_NPU_WENC_RAW_CODES },
+                  true);
 }
 
 static void test_w4a8_rotated(void)
 {
     check_changes(model(), (struct ork_npu_weights_opts){ .encoding = ORK_NPU_WENC_W4A8,
                                                           .flags = ORK_NPU_WENC_ROTATE },
-                  false);
-}
-
-static void test_int8(void)
-{
-    check_changes(model(), (struct ork_npu_weights_opts){ .encoding = ORK_NPU_WENC_INT8 },
                   false);
 }
 
@@ -127,7 +125,7 @@ static void test_cpu_noop(void)
 static void test_refused(void)
 {
     static float out[N_PROMPT * N_VOCAB];
-    struct ork_npu_weights_opts wo = { .encoding = ORK_NPU_WENC_DCOMP, .levels = 15,
+    struct ork_npu_weights_opts wo = { .encoding = ORK_NPU_WENC_INT8,
                                        .calib_path = "/nonexistent/calib.txt" };
     CHECK_EQ_INT(run_prompt(model(), "sim", &wo, false, out), ORK_EIO);
     CHECK(strstr(ork_error_message(), "/nonexistent/calib.txt") != NULL);
@@ -150,9 +148,8 @@ int main(void)
 {
     model();
     write_calib();
-    RUN(test_dcomp7);
+    RUN(test_dcomp7_raw);
     RUN(test_w4a8_rotated);
-    RUN(test_int8);
     RUN(test_cpu_noop);
     RUN(test_refused);
     remove(calib_path);
