@@ -34,6 +34,10 @@
 /* Calibration windows: the model's context or this many tokens, whichever is smaller (512:
  * every op of the fixtures and of 1.7B-7B models runs its prefill plans on them). */
 #define CALIB_MAX_WINDOW 512
+/* w4a8's codes: signed int4, the whole range (npu-weight-decompression.md §2); the other
+ * encodings' grids are [-L, L] (ork_orkpack_coding.grid). */
+#define W4A8_LO (-8)
+#define W4A8_HI 7
 /* A calibration text larger than this is refused (the tokens used are a few thousand). */
 #define CALIB_MAX_TEXT_BYTES (256u << 20)
 
@@ -249,8 +253,8 @@ static void bufs_free(struct requant_bufs *b)
         ork__npu_rot_fini(&b->rot);
 }
 
-static int requant_rows(struct calib_slot *s, const struct pack_src *ps,
-                        uint32_t levels, float *row, int8_t *q, const float *scales,
+static int requant_rows(struct calib_slot *s, const struct pack_src *ps, int32_t lo,
+                        int32_t hi, float *row, int8_t *q, const float *scales,
                         struct requant_bufs *b, double *e_rtn, double *e_gptq, double *err2,
                         double *ref2)
 {
@@ -259,8 +263,7 @@ static int requant_rows(struct calib_slot *s, const struct pack_src *ps,
     for (size_t r = 0; r < ps->n; r++) {
         int8_t *qr = q + r * k;
         if ((ret = slot_row(ps, r, &b->rot, row, b->w)) < 0 ||
-            (ret = ork__npu_gptq_rows(b->w, 1, k, b->u, -(int32_t)levels, (int32_t)levels,
-                                      scales + r, b->wr, b->q)) < 0)
+            (ret = ork__npu_gptq_rows(b->w, 1, k, b->u, lo, hi, scales + r, b->wr, b->q)) < 0)
             return ret;
         if (!s->done) {
             *e_rtn += out_err(s->h, b->w, qr, scales[r], k, b->d);
@@ -301,7 +304,9 @@ int ork__npu_calib_requant(const struct ork_npu_weights_opts *o, const struct pa
         goto out;
     }
     double e_rtn = 0.0, e_gptq = 0.0, err2 = 0.0, ref2 = 0.0;
-    if ((ret = requant_rows(s, ps, c->grid, row, q, scales, &b, &e_rtn, &e_gptq, &err2,
+    bool w4 = o && o->encoding == ORK_NPU_WENC_W4A8;
+    int32_t lo = w4 ? W4A8_LO : -(int32_t)c->grid, hi = w4 ? W4A8_HI : (int32_t)c->grid;
+    if ((ret = requant_rows(s, ps, lo, hi, row, q, scales, &b, &e_rtn, &e_gptq, &err2,
                             &ref2)) < 0)
         goto out;
     c->rel_rmse = (float)(ref2 > 0.0 ? sqrt(err2 / ref2) : 0.0);
@@ -310,9 +315,9 @@ int ork__npu_calib_requant(const struct ork_npu_weights_opts *o, const struct pa
         st->e_gptq += e_gptq;
         st->n_requant++;
         if (ork_debug(ORK_DBG_MODEL))
-            ORK_LOGI("NPU weights: %s (%ux%u) calibrated on %llu rows, L%u: output error on "
-                     "them %.4g -> %.4g (x%.3f), weights' rel-RMSE now %.4f", name, ps->n, k,
-                     (unsigned long long)s->rows, c->grid, e_rtn, e_gptq,
+            ORK_LOGI("NPU weights: %s (%ux%u) calibrated on %llu rows, [%d, %d]: output error "
+                     "on them %.4g -> %.4g (x%.3f), weights' rel-RMSE now %.4f", name, ps->n, k,
+                     (unsigned long long)s->rows, lo, hi, e_rtn, e_gptq,
                      e_rtn > 0.0 ? e_gptq / e_rtn : 1.0, c->rel_rmse);
     }
     s->done = true;

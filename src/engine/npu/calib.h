@@ -63,7 +63,7 @@ void ork__npu_calib_observe(const struct ork__npu_exec *ex, int op, int32_t laye
  * place, when a calibration is being applied and holds H for ps, the codes are replaced with
  * ork__npu_gptq's on the grid of c (c->grid: -L..L) at the same scales, from ps's rows (rotated
  * under o's ORK_NPU_WENC_ROTATE; row: scratch of one whole source row), and c->rel_rmse is the
- * new codes'. 0 when there is nothing to do. */
+ * new codes'. w4a8's codes take int4's whole [-8, 7]. 0 when there is nothing to do. */
 int ork__npu_calib_requant(const struct ork_npu_weights_opts *o, const struct pack_src *ps,
                            const char *name, float *row, int8_t *q, const float *scales,
                            struct ork_orkpack_coding *c);
