@@ -15,6 +15,7 @@
  * Nothing is synthesised or allocated here: programs, buffers and scratch come from
  * placement.c at load. */
 #include "npu_priv.h"
+#include "calib.h"
 
 #include <ork/error.h>
 #include <ork/npu.h>
@@ -300,6 +301,7 @@ int ork__npu_exec_o_submit(struct ork__npu_exec *ex, int32_t layer, const float 
     struct npu_opmat *o = npu_op_at(ex, ORK__NPU_O, layer);
     struct npu_mat *mt = &o->mat[0];
     uint32_t kx = mt->k + o->mat[1].k;
+    ork__npu_calib_observe(ex, ORK__NPU_O, layer, att, m);      /* both halves' input */
     int64_t t0 = ork__now_ns();
     ork_npu_exec_traced("npu o_a (async)");
     uint32_t idx;
@@ -398,6 +400,7 @@ int ork__npu_exec_run(struct ork__npu_exec *ex, enum ork__npu_op op, int32_t lay
     struct npu_opmat *o = npu_op_at(ex, op, layer);
     if (!o->on_npu)
         return 0;
+    ork__npu_calib_observe(ex, op, layer, x, m);     /* --npu-weights-calib (calib.c) */
     int64_t t0 = ork__now_ns();
     uint32_t k = o->mat[0].k;
     int ret = ork_npu_exec_traced(ork__npu_op_trace_name(op));

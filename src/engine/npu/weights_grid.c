@@ -9,6 +9,7 @@
  * (ORK_NPU_WEIGHTS_DCOMP, lossless over the codes), or raw with ORK_NPU_WENC_RAW_CODES, which
  * gives the same results bit for bit (tests/e2e/test_npu_dcomp.c). */
 #include "npu_priv.h"
+#include "calib.h"
 
 #include <ork-kernels/kernels.h>
 #include <ork/dcomp.h>
@@ -338,6 +339,8 @@ int ork__npu_quantize_slot(const struct ork_npu_weights_opts *o, const struct pa
     ret = !o || o->encoding == ORK_NPU_WENC_INT8 ? quantize_int8(&s, name, q, scales, c)
           : o->encoding == ORK_NPU_WENC_W4A8   ? quantize_w4a8(o, &s, name, q, scales, c)
                                                : quantize_grid(o, &s, name, q, scales, c);
+    if (ret == 0)   /* --npu-weights-calib: the codes again at these scales (calib.c) */
+        ret = ork__npu_calib_requant(o, ps, name, row, q, scales, c);
     row_src_fini(&s);
     return ret;
 }
