@@ -12,9 +12,8 @@
  * row j of U, over U[j][j], is the update for column j against the columns after it. This is
  * the published GPTQ method's update, written here from its description.
  *
- * Cost: the Cholesky factorisations and the inverse are O(k^3) (in double), the updates
- * O(n k^2); fine for the fixtures' K <= 172 and a few minutes at K = 4096, not meant for
- * K = 18944 on the board's CPU. */
+ * Cost: the Cholesky factorisations and the inverse are O(k^3) (in double, plain loops), the
+ * updates O(n k^2); timed only at the fixtures' K <= 172. */
 #include "calib.h"
 
 #include <ork/alloc.h>
