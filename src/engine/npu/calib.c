@@ -62,6 +62,7 @@ struct calib_store {
     int err;                            /* the first error of a hook (reported after) */
     double e_rtn, e_gptq;               /* sum over slots of tr(D H D^T), both codes */
     uint32_t n_requant;
+    uint32_t id;                        /* ork__npu_calib_pack_id while applying */
 };
 
 static _Atomic(struct calib_store *) collecting, applying;
@@ -328,6 +329,31 @@ out:
 
 /* ---- the flow ------------------------------------------------------------------------------ */
 
+/* FNV-1a, 32 bits (offset basis 2166136261, prime 16777619: the published constants). */
+static uint32_t fnv1a(uint32_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 16777619u;
+    return h;
+}
+
+static uint32_t calib_id(const int32_t *ids, size_t n)
+{
+    uint32_t v = ORK__NPU_CALIB_ID;
+    double damp = ORK__NPU_GPTQ_DAMP;
+    uint32_t h = fnv1a(2166136261u, &v, sizeof v);
+    h = fnv1a(h, &damp, sizeof damp);
+    h = fnv1a(h, ids, n * sizeof(*ids));
+    return h ? h : 1u;
+}
+
+uint32_t ork__npu_calib_pack_id(void)
+{
+    struct calib_store *st = atomic_load(&applying);
+    return st ? st->id : 0;
+}
+
 static int read_text(const char *path, char **out, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -471,6 +497,7 @@ int ork__npu_calibrate(struct ork_model *m, const char *path, const struct ork_m
         goto out_unlock;
     if ((ret = collect(m, &st, ids, n, &n_win)) < 0)
         goto out;
+    st.id = calib_id(ids, n);
     /* 3: the executor again, every slot re-quantised (a pack rebuilt with those codes) */
     struct ork_model_params pp = *p;
     if (!(pp.npu_flags & ORK_NPU_EXEC_NO_PACK))

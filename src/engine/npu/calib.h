@@ -68,4 +68,12 @@ int ork__npu_calib_requant(const struct ork_npu_weights_opts *o, const struct pa
                            const char *name, float *row, int8_t *q, const float *scales,
                            struct ork_orkpack_coding *c);
 
+/* What a pack built now should record of the calibration (for ork_orkpack_caps, once the
+ * header has a field for it): while a calibration is being applied, a nonzero 32-bit identity
+ * of it (FNV-1a over ORK__NPU_CALIB_ID, the damping and the token ids run), else 0
+ * (round-to-nearest codes). */
+uint32_t ork__npu_calib_pack_id(void);
+/* Bump when gptq.c or calib.c changes the codes it computes from the same text. */
+#define ORK__NPU_CALIB_ID 1u
+
 #endif
