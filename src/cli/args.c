@@ -214,6 +214,11 @@ int ork_cli_npu_weights_opt(const char *cmd, int argc, char **argv, int *i,
         wo->flags |= ORK_NPU_WENC_ROTATE;
         return 1;
     }
+    /* dcomp: keep DCOMP where the decompressor cannot win (docs/dcomp.md "Fallback") */
+    if (!strcmp(a, "--npu-weights-force")) {
+        wo->force = true;
+        return 1;
+    }
     /* calibrated codes (docs/dcomp.md "Calibrated quantisation") */
     if (!strcmp(a, "--npu-weights-calib")) {
         if (!(v = ork_cli_value(cmd, argc, argv, i)))
@@ -253,6 +258,9 @@ void ork_cli_npu_weights_help(FILE *out)
             "  --npu-weights-rotate      any encoding: rotate K (Walsh-Hadamard x DCT) in the\n"
             "                            weights and, on the CPU, in each matmul's input: the\n"
             "                            same products, outliers spread before quantisation\n"
+            "  --npu-weights-force       dcomp: keep DCOMP streams where the device's\n"
+            "                            decompressor is known to be no faster than a core's\n"
+            "                            DRAM share (else int8, with a warning saying why)\n"
             "  --npu-weights-calib FILE  any encoding: run the model over the text FILE at load\n"
             "                            and choose each tensor's codes again (same grid and\n"
             "                            scales) to compensate the rounding error on the\n"

@@ -179,9 +179,32 @@ static void test_rates(void)
     rmdir(dir);
 }
 
+/* The CLI: --npu-weights-force keeps DCOMP (no line), without it the load says why. */
+static void test_cli_force(void)
+{
+    const char *path = ork_test_fixture("models/stories260K.gguf");
+    for (int force = 0; force <= 1; force++) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "%s %s/ork run -m '%s' --device sim --sim-timing only "
+                 "--no-pack --npu-weights dcomp:15 --sim-dcomp-gbps 8 %s -p a -n 1 -t 1 "
+                 "2>&1 >/dev/null", ORK_TEST_RUNNER, ORK_BINARY_DIR, path,
+                 force ? "--npu-weights-force" : "");
+        FILE *p = popen(cmd, "r");
+        REQUIRE(p);
+        static char out[16384];
+        size_t n = fread(out, 1, sizeof out - 1, p);
+        out[n] = 0;
+        int st = pclose(p);
+        CHECK(st == 0);
+        CHECK((strstr(out, WHY) != NULL) == !force);
+        CHECK(strstr(out, "dcomp:15") != NULL);     /* the load report or the warning */
+    }
+}
+
 int main(void)
 {
     RUN(test_rates);
     RUN(test_fallback_on_the_sim);
+    RUN(test_cli_force);
     return ork_test_done();
 }
