@@ -114,6 +114,12 @@ enum ork_npu_wenc_flags {
                                          * quantisation (W R) and to its input rows on the CPU
                                          * before theirs (R^T x): the same products, outliers
                                          * spread over K (docs/w4a8.md "Engine") */
+    ORK_NPU_WENC_CALIBRATED = 1u << 3,  /* set by the load on the setting its calibrated codes
+                                         * are made and packed under (--npu-weights-calib,
+                                         * src/engine/npu/calib.c): a pack records it with the
+                                         * flags, so packs of calibrated and of round-to-nearest
+                                         * codes are other settings to each other (rebuilt);
+                                         * callers leave it 0 */
 };
 /* dcomp's default bound on a tensor's rel-RMSE against its source weights (docs/dcomp.md
  * "Accuracy": chosen from the fixtures' perplexity per grid). */

@@ -267,6 +267,8 @@ int ork_cmd_pack(int argc, char **argv)
     }
     if (check) {
         /* read-only: the identity check needs the model's header only */
+        if (wo.calib_path)  /* a pack of calibrated codes records it (ORK_NPU_WENC_CALIBRATED) */
+            wo.flags |= ORK_NPU_WENC_CALIBRATED;
         ret = ork_orkpack_check_for_model(model, out, &wo);
         if (ret < 0) {
             ork_cli_error(CMD, ret);

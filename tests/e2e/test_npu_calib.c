@@ -5,9 +5,12 @@
  *     the same logits bit for bit (the calibration is deterministic); int8 takes the same path
  *     on its +-127 grid (measured in docs/bench-log/2026-12-gptq.md, not repeated here: each
  *     load is about 2 s under ASan);
+ *   - a pack built from calibrated codes records it: a later load of the same setting without
+ *     the calibration rebuilds the pack and runs round-to-nearest's codes, not the pack's;
  *   - on the CPU it has nothing to act on: the load succeeds with the model's own weights;
- *   - a missing or too short calibration text, or a model loaded without its tokenizer, is
- *     refused with a message naming what is wrong. */
+ *   - a missing or too short calibration text, a model loaded without its tokenizer, or the
+ *     engine's ORK_NPU_WENC_CALIBRATED flag set without a text, is refused with a message
+ *     naming what is wrong. */
 #include "ork_test.h"
 
 #include <ork-engine/engine.h>
@@ -42,6 +45,8 @@ static void write_calib(void)
     fclose(f);
 }
 
+static const char *pack_path;    /* NULL: no pack (ORK_NPU_EXEC_NO_PACK) */
+
 /* Logits of every prompt row (N_PROMPT x N_VOCAB) under the setting, on device dev. */
 static int run_prompt(const char *path, const char *dev, const struct ork_npu_weights_opts *wo,
                       bool no_tok, float *out)
@@ -50,7 +55,8 @@ static int run_prompt(const char *path, const char *dev, const struct ork_npu_we
     ork_model_params_default(&mp);
     mp.device = dev;
     mp.no_tokenizer = no_tok;
-    mp.npu_flags = ORK_NPU_EXEC_NO_PACK | ORK_NPU_EXEC_QUIET;
+    mp.npu_flags = (pack_path ? 0 : ORK_NPU_EXEC_NO_PACK) | ORK_NPU_EXEC_QUIET;
+    mp.npu_pack_path = pack_path;
     mp.npu_weights = *wo;
     struct ork_model *m;
     int ret = ork_model_load(path, &mp, &m);
@@ -112,6 +118,24 @@ static void test_w4a8_rotated(void)
                   false);
 }
 
+static void test_pack_records(void)
+{
+    static float cal[N_PROMPT * N_VOCAB], rtn[N_PROMPT * N_VOCAB];
+    char pk[256];
+    snprintf(pk, sizeof pk, "/tmp/ork-test-calib-%d.orkpack", (int)getpid());
+    pack_path = pk;
+    struct ork_npu_weights_opts wo = { .encoding = ORK_NPU_WENC_DCOMP, .levels = 7,
+                                       .flags = ORK_NPU_WENC_RAW_CODES,
+                                       .calib_path = calib_path, .calib_tokens = 48 };
+    int r1 = run_prompt(model(), "sim", &wo, false, cal);
+    wo.calib_path = NULL;
+    int r2 = run_prompt(model(), "sim", &wo, false, rtn);
+    pack_path = NULL;
+    remove(pk);
+    REQUIRE(r1 == 0 && r2 == 0);
+    CHECK(differs(cal, rtn));       /* the calibrated pack was not taken for round-to-nearest */
+}
+
 static void test_cpu_noop(void)
 {
     static float a[N_PROMPT * N_VOCAB], b[N_PROMPT * N_VOCAB];
@@ -142,6 +166,10 @@ static void test_refused(void)
     wo.calib_path = calib_path;
     CHECK_EQ_INT(run_prompt(model(), "sim", &wo, true, out), ORK_EINVAL);
     CHECK(strstr(ork_error_message(), "tokenizer") != NULL);
+    wo.calib_path = NULL;
+    wo.flags = ORK_NPU_WENC_CALIBRATED;
+    CHECK_EQ_INT(run_prompt(model(), "sim", &wo, false, out), ORK_EINVAL);
+    CHECK(strstr(ork_error_message(), "calibration text") != NULL);
 }
 
 int main(void)
@@ -150,6 +178,7 @@ int main(void)
     write_calib();
     RUN(test_dcomp7_raw);
     RUN(test_w4a8_rotated);
+    RUN(test_pack_records);
     RUN(test_cpu_noop);
     RUN(test_refused);
     remove(calib_path);

@@ -482,6 +482,10 @@ static int collect(struct ork_model *m, struct calib_store *st, const int32_t *i
 int ork__npu_calibrate(struct ork_model *m, const char *path, const struct ork_model_params *p)
 {
     const struct ork_npu_weights_opts *wo = &p->npu_weights;
+    if ((wo->flags & ORK_NPU_WENC_CALIBRATED) && !wo->calib_path)
+        return ork_errorf(ORK_EINVAL, "NPU weights: ORK_NPU_WENC_CALIBRATED is the engine's "
+                          "record of calibrated codes: give a calibration text "
+                          "(calib_path, --npu-weights-calib) instead");
     if (!m->npu || !wo->calib_path)
         return 0;
     uint32_t max_tok = wo->calib_tokens ? wo->calib_tokens : ORK_NPU_WENC_DEFAULT_CALIB_TOKENS;
@@ -500,6 +504,7 @@ int ork__npu_calibrate(struct ork_model *m, const char *path, const struct ork_m
     st.id = calib_id(ids, n);
     /* 3: the executor again, every slot re-quantised (a pack rebuilt with those codes) */
     struct ork_model_params pp = *p;
+    pp.npu_weights.flags |= ORK_NPU_WENC_CALIBRATED;  /* recorded by the pack (engine.h) */
     if (!(pp.npu_flags & ORK_NPU_EXEC_NO_PACK))
         pp.npu_flags |= ORK_NPU_EXEC_REBUILD_PACK;
     ork__npu_exec_destroy(m->npu);

@@ -41,8 +41,9 @@ static int grid_index(uint32_t levels)
 }
 
 /* The flags each encoding takes (the rest is ORK_EINVAL naming them). */
-#define FLAGS_ALL (ORK_NPU_WENC_RAW_CODES | ORK_NPU_WENC_CLIP | ORK_NPU_WENC_ROTATE)
-#define FLAGS_INT8 ORK_NPU_WENC_ROTATE
+#define FLAGS_ALL (ORK_NPU_WENC_RAW_CODES | ORK_NPU_WENC_CLIP | ORK_NPU_WENC_ROTATE | \
+                   ORK_NPU_WENC_CALIBRATED)
+#define FLAGS_INT8 (ORK_NPU_WENC_ROTATE | ORK_NPU_WENC_CALIBRATED)
 #define FLAGS_W4A8 FLAGS_ALL
 
 int ork__npu_wenc_check(const struct ork_npu_weights_opts *o)
