@@ -42,7 +42,8 @@ static void usage(FILE *out)
                  "  --npu-domain-bytes N  bytes per IOMMU domain for that placement (default:\n"
                  "                      the device's, 3900 MiB; as the engine's option)\n"
                  "  --npu-caps FILE     the board's capability record (`ork selftest\n"
-                 "                      --confirm-forms`): --npu-weights dcomp needs it there\n"
+                 "                      --confirm-forms`): --npu-weights dcomp and w4a8 need it\n"
+                 "                      there\n"
                  "  --force             rebuild even if the pack is valid\n"
                  "  --check             only check: exit 0 if valid, 1 if not (nothing built)\n"
                  "  -q, --quiet         no progress bar\n");

@@ -193,15 +193,13 @@ static void test_cli_values(void)
     }
 }
 
-/* On the CPU the setting has nothing to act on: the load says so instead of ignoring it. */
-static void test_cpu_note(void)
+/* On the CPU the setting has nothing to act on: the load says so instead of ignoring it --
+ * an encoding, or int8 with only a flag (the rotation). */
+static void cpu_note(const char *path, const char *weights)
 {
-    const char *path = ork_test_fixture("models/stories260K.gguf");
-    if (!path)
-        return;
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s %s/ork run -m '%s' --device cpu --npu-weights dcomp:31 -p a "
-             "-n 1 -t 1 2>&1 >/dev/null", ORK_TEST_RUNNER, ORK_BINARY_DIR, path);
+    snprintf(cmd, sizeof cmd, "%s %s/ork run -m '%s' --device cpu %s -p a -n 1 -t 1 "
+             "2>&1 >/dev/null", ORK_TEST_RUNNER, ORK_BINARY_DIR, path, weights);
     FILE *p = popen(cmd, "r");
     REQUIRE(p);
     char out[4096] = "";
@@ -210,6 +208,15 @@ static void test_cpu_note(void)
     int st = pclose(p);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     CHECK(strstr(out, "--npu-weights applies to NPU weights") != NULL);
+}
+
+static void test_cpu_note(void)
+{
+    const char *path = ork_test_fixture("models/stories260K.gguf");
+    if (!path)
+        return;
+    cpu_note(path, "--npu-weights dcomp:31");
+    cpu_note(path, "--npu-weights int8 --npu-weights-rotate");
 }
 
 int main(void)

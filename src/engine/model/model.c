@@ -669,7 +669,8 @@ int ork_model_load(const char *path, const struct ork_model_params *p, struct or
         goto err_tok;
     if ((ret = ork__npu_calibrate(m, path, p)) < 0)   /* --npu-weights-calib (npu/calib.c) */
         goto err_npu;
-    if (!m->npu && p->npu_weights.encoding != ORK_NPU_WENC_INT8)
+    if (!m->npu && (p->npu_weights.encoding != ORK_NPU_WENC_INT8 || p->npu_weights.flags ||
+                    p->npu_weights.calib_path))
         ORK_LOGN("--npu-weights applies to NPU weights: the CPU runs the model's own (device %s)",
                  p->device ? p->device : "cpu");
     if (!m->npu && m->read_in && !p->no_repack && (ret = interleave(m)) < 0)
