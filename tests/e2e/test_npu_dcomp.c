@@ -11,6 +11,7 @@
  *   - bad settings are refused with a message naming the value (engine), and the CLI names the
  *     value and the choices. */
 #include "ork_test.h"
+#include "npu_greedy.h"
 
 #include <ork-engine/engine.h>
 #include <ork/error.h>
@@ -37,34 +38,9 @@ static int run_greedy(const char *path, const struct ork_npu_weights_opts *wo, f
                       int32_t *toks, uint64_t *resident)
 {
     struct ork_model_params mp;
-    ork_model_params_default(&mp);
-    mp.device = "sim";
-    mp.no_tokenizer = true;
-    mp.npu_flags = ORK_NPU_EXEC_NO_PACK | ORK_NPU_EXEC_QUIET;
-    if (wo)
-        mp.npu_weights = *wo;
-    struct ork_model *m;
-    int ret = ork_model_load(path, &mp, &m);
-    if (ret < 0)
-        return ret;
-    struct ork_session *s;
-    if ((ret = ork_session_create(m, NULL, &s)) == 0) {
-        ret = ork_model_eval(s, prompt, N_PROMPT, 0, out, 0);
-        for (int t = 0; ret == 0 && t < N_DECODE; t++) {
-            const float *l = out + (size_t)t * N_VOCAB;
-            int32_t best = 0;
-            for (int32_t i = 1; i < N_VOCAB; i++)
-                best = l[i] > l[best] ? i : best;
-            toks[t] = best;
-            ret = ork_model_eval(s, &best, 1, N_PROMPT + t, out + (size_t)(t + 1) * N_VOCAB, 0);
-        }
-        ork_session_free(s);
-    }
-    struct ork_npu_exec_stats st;
-    if (ret == 0 && resident && ork_model_npu_stats(m, &st) == 0)
-        *resident = st.resident_bytes;
-    ork_model_free(m);
-    return ret;
+    npu_greedy_params(&mp, "sim", ORK_NPU_EXEC_NO_PACK, wo);
+    return npu_greedy_run(path, &mp, prompt, N_PROMPT, N_DECODE, N_VOCAB, NULL, out, toks,
+                          resident);
 }
 
 #define LOGITS_N ((size_t)(N_DECODE + 1) * N_VOCAB)

@@ -10,6 +10,7 @@
  *     its own: unknown without a file, with a file that lacks it or repeats the table's guess.
  * Modelled rates only; no host timing. */
 #include "ork_test.h"
+#include "npu_greedy.h"
 
 #include "engine/npu/weights_policy.h"
 
@@ -44,31 +45,9 @@ static void capture(void *user, enum ork_log_level level, const char *msg)
 static int run(const char *path, const struct ork_npu_weights_opts *wo, double gbps, float *out)
 {
     struct ork_model_params mp;
-    ork_model_params_default(&mp);
-    mp.device = "sim";
-    mp.no_tokenizer = true;
-    mp.npu_flags = ORK_NPU_EXEC_NO_PACK | ORK_NPU_EXEC_QUIET;
+    npu_greedy_params(&mp, "sim", ORK_NPU_EXEC_NO_PACK, wo);
     mp.sim_dcomp_gbps = gbps;
-    if (wo)
-        mp.npu_weights = *wo;
-    struct ork_model *m;
-    int ret = ork_model_load(path, &mp, &m);
-    if (ret < 0)
-        return ret;
-    struct ork_session *s;
-    if ((ret = ork_session_create(m, NULL, &s)) == 0) {
-        ret = ork_model_eval(s, prompt, N_PROMPT, 0, out, 0);
-        for (int t = 0; ret == 0 && t < N_DECODE; t++) {
-            const float *l = out + (size_t)t * N_VOCAB;
-            int32_t best = 0;
-            for (int32_t i = 1; i < N_VOCAB; i++)
-                best = l[i] > l[best] ? i : best;
-            ret = ork_model_eval(s, &best, 1, N_PROMPT + t, out + (size_t)(t + 1) * N_VOCAB, 0);
-        }
-        ork_session_free(s);
-    }
-    ork_model_free(m);
-    return ret;
+    return npu_greedy_run(path, &mp, prompt, N_PROMPT, N_DECODE, N_VOCAB, NULL, out, NULL, NULL);
 }
 
 static bool same(const float *a, const float *b)

@@ -12,6 +12,7 @@
  *     qwen3 variant (a 5-row prefill and 8 steps fed the CPU's greedy tokens);
  *   - bad combinations are refused naming what is wrong, in the engine and on the CLI. */
 #include "ork_test.h"
+#include "npu_greedy.h"
 
 #include "engine/npu/rotate.h"
 
@@ -178,32 +179,8 @@ static int run_greedy(const char *path, const char *device, const struct ork_npu
                       const int32_t *feed, float *out, int32_t *toks)
 {
     struct ork_model_params mp;
-    ork_model_params_default(&mp);
-    mp.device = device;
-    mp.no_tokenizer = true;
-    mp.npu_flags = ORK_NPU_EXEC_NO_PACK | ORK_NPU_EXEC_QUIET;
-    if (wo)
-        mp.npu_weights = *wo;
-    struct ork_model *m;
-    int ret = ork_model_load(path, &mp, &m);
-    if (ret < 0)
-        return ret;
-    struct ork_session *s;
-    if ((ret = ork_session_create(m, NULL, &s)) == 0) {
-        ret = ork_model_eval(s, prompt, N_PROMPT, 0, out, 0);
-        for (int t = 0; ret == 0 && t < N_DECODE; t++) {
-            const float *l = out + (size_t)t * N_VOCAB;
-            int32_t best = 0;
-            for (int32_t i = 1; i < N_VOCAB; i++)
-                best = l[i] > l[best] ? i : best;
-            toks[t] = best;
-            int32_t next = feed ? feed[t] : best;
-            ret = ork_model_eval(s, &next, 1, N_PROMPT + t, out + (size_t)(t + 1) * N_VOCAB, 0);
-        }
-        ork_session_free(s);
-    }
-    ork_model_free(m);
-    return ret;
+    npu_greedy_params(&mp, device, ORK_NPU_EXEC_NO_PACK, wo);
+    return npu_greedy_run(path, &mp, prompt, N_PROMPT, N_DECODE, N_VOCAB, feed, out, toks, NULL);
 }
 
 /* RMS of a - b over the RMS of ref. */

@@ -1,0 +1,61 @@
+/* npu_greedy.h -- the NPU weights tests' common run (header-only): the params of a model on the
+ * simulator with a weights setting, and a prompt's last logits followed by greedy decode steps.
+ * Included by tests/e2e/test_npu_{dcomp,dcomp_policy,rotate,w4a8}.c. */
+#ifndef ORK_TEST_NPU_GREEDY_H
+#define ORK_TEST_NPU_GREEDY_H
+
+#include <ork-engine/engine.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Params for `device` without a tokenizer, quiet, with executor flags `flags` (e.g.
+ * ORK_NPU_EXEC_NO_PACK) and the weights setting wo (NULL: the default). */
+static inline void npu_greedy_params(struct ork_model_params *mp, const char *device,
+                                     uint32_t flags, const struct ork_npu_weights_opts *wo)
+{
+    ork_model_params_default(mp);
+    mp->device = device;
+    mp->no_tokenizer = true;
+    mp->npu_flags = flags | ORK_NPU_EXEC_QUIET;
+    if (wo)
+        mp->npu_weights = *wo;
+}
+
+/* Load `path` with mp, evaluate prompt[0..n_prompt), then n_decode greedy steps: out gets the
+ * prompt's last logits and each step's, (n_decode + 1) x n_vocab. The token fed at step t is
+ * feed[t] when feed is given, else the greedy pick; toks (may be NULL) gets the picks and
+ * resident (may be NULL) the executor's resident bytes. 0 or an error. */
+static inline int npu_greedy_run(const char *path, const struct ork_model_params *mp,
+                                 const int32_t *prompt, int n_prompt, int n_decode,
+                                 int32_t n_vocab, const int32_t *feed, float *out,
+                                 int32_t *toks, uint64_t *resident)
+{
+    struct ork_model *m;
+    int ret = ork_model_load(path, mp, &m);
+    if (ret < 0)
+        return ret;
+    struct ork_session *s;
+    if ((ret = ork_session_create(m, NULL, &s)) == 0) {
+        ret = ork_model_eval(s, prompt, n_prompt, 0, out, 0);
+        for (int t = 0; ret == 0 && t < n_decode; t++) {
+            const float *l = out + (size_t)t * (size_t)n_vocab;
+            int32_t best = 0;
+            for (int32_t i = 1; i < n_vocab; i++)
+                best = l[i] > l[best] ? i : best;
+            if (toks)
+                toks[t] = best;
+            int32_t next = feed ? feed[t] : best;
+            ret = ork_model_eval(s, &next, 1, n_prompt + t,
+                                 out + (size_t)(t + 1) * (size_t)n_vocab, 0);
+        }
+        ork_session_free(s);
+    }
+    struct ork_npu_exec_stats st;
+    if (ret == 0 && resident && ork_model_npu_stats(m, &st) == 0)
+        *resident = st.resident_bytes;
+    ork_model_free(m);
+    return ret;
+}
+
+#endif
