@@ -298,26 +298,19 @@ static void one_job_step(struct ladder *L)
     form_done(L, d, ORK_TWIN_FORM_ONE_JOB, ok);
 }
 
-/* One int8 matmul of m rows, n x k, on weights of one K-slice (max_m = 1: K <= 8192 in one
- * program, spec §5.1), against the CPU: every row bit-exact. */
-static int rows_case(struct ladder *L, struct ork_npu *npu, uint32_t k, uint32_t n, uint32_t m)
+/* Weights wd (int8 codes wd->w, n x k) and a plan md on npu, one run of md->m rows of a into
+ * c (m x n scratch), against the CPU's int32 A.W: 0, ORK_EHAZARD naming how many outputs
+ * differ, or the run's error. */
+static int run_vs_cpu(struct ork_npu *npu, const struct ork_npu_weights_desc *wd,
+                      const struct ork_npu_matmul_desc *md, const int8_t *a, int32_t *c)
 {
-    int8_t *a = ork_malloc((size_t)m * k), *w = ork_malloc((size_t)n * k);
-    int32_t *c = ork_calloc((size_t)m * n, sizeof *c);
+    const int8_t *w = wd->w;
+    const uint32_t m = md->m, k = wd->k, n = wd->n;
     struct ork_npu_weights *wt = NULL;
     struct ork_npu_matmul *mm = NULL;
-    int ret = ORK_ENOMEM;
-    if (!a || !w || !c)
-        goto out;
-    for (size_t i = 0; i < (size_t)m * k; i++)
-        a[i] = rnd8(L);
-    for (size_t i = 0; i < (size_t)n * k; i++)
-        w[i] = rnd8(L);
-    struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8, .k = k,
-                                       .n = n, .w = w, .max_m = 1 };
-    struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = m, .cores = 1 };
-    if ((ret = ork_npu_weights_create(npu, &wd, &wt)) < 0 ||
-        (ret = ork_npu_matmul_create(wt, &md, &mm)) < 0 ||
+    int ret;
+    if ((ret = ork_npu_weights_create(npu, wd, &wt)) < 0 ||
+        (ret = ork_npu_matmul_create(wt, md, &mm)) < 0 ||
         (ret = ork_npu_matmul_run_i8(mm, a, m, c)) < 0)
         goto out;
     uint32_t bad = 0;
@@ -335,6 +328,27 @@ out:
         ret = ork_errorf(ret, "%s", ork_error_describe(ret));
     ork_npu_matmul_destroy(mm);
     ork_npu_weights_destroy(wt);
+    return ret;
+}
+
+/* One int8 matmul of m rows, n x k, on weights of one K-slice (max_m = 1: K <= 8192 in one
+ * program, spec §5.1), against the CPU: every row bit-exact. */
+static int rows_case(struct ladder *L, struct ork_npu *npu, uint32_t k, uint32_t n, uint32_t m)
+{
+    int8_t *a = ork_malloc((size_t)m * k), *w = ork_malloc((size_t)n * k);
+    int32_t *c = ork_calloc((size_t)m * n, sizeof *c);
+    int ret = ORK_ENOMEM;
+    if (!a || !w || !c)
+        goto out;
+    for (size_t i = 0; i < (size_t)m * k; i++)
+        a[i] = rnd8(L);
+    for (size_t i = 0; i < (size_t)n * k; i++)
+        w[i] = rnd8(L);
+    struct ork_npu_weights_desc wd = { .struct_size = sizeof wd, .dtype = ORK_NPU_I8, .k = k,
+                                       .n = n, .w = w, .max_m = 1 };
+    struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = m, .cores = 1 };
+    ret = run_vs_cpu(npu, &wd, &md, a, c);
+out:
     ork_free(a);
     ork_free(w);
     ork_free(c);
@@ -539,8 +553,6 @@ static int w4a8_run(struct ladder *L, struct ork_npu *d, size_t ci)
     const uint32_t span = 2 * w4a8_cases[ci].wmax + 2;
     int8_t *a = ork_malloc((size_t)m * k), *w = ork_malloc((size_t)n * k);
     int32_t *c = ork_calloc((size_t)m * n, sizeof *c);
-    struct ork_npu_weights *wt = NULL;
-    struct ork_npu_matmul *mm = NULL;
     int ret = ORK_ENOMEM;
     if (!a || !w || !c)
         goto out;
@@ -553,25 +565,8 @@ static int w4a8_run(struct ladder *L, struct ork_npu *d, size_t ci)
                                        .encoding = ORK_NPU_WEIGHTS_W4A8 };
     struct ork_npu_matmul_desc md = { .struct_size = sizeof md, .m = m,
                                       .cores = w4a8_cases[ci].cores };
-    if ((ret = ork_npu_weights_create(d, &wd, &wt)) < 0 ||
-        (ret = ork_npu_matmul_create(wt, &md, &mm)) < 0 ||
-        (ret = ork_npu_matmul_run_i8(mm, a, m, c)) < 0)
-        goto out;
-    uint32_t bad = 0;
-    for (uint32_t r = 0; r < m; r++)
-        for (uint32_t j = 0; j < n; j++) {
-            int32_t acc = 0;
-            for (uint32_t i = 0; i < k; i++)
-                acc += (int32_t)a[(size_t)r * k + i] * w[(size_t)j * k + i];
-            bad += c[(size_t)r * n + j] != acc;
-        }
-    if (bad)
-        ret = ork_errorf(ORK_EHAZARD, "%u of %u outputs differ from the CPU", bad, m * n);
+    ret = run_vs_cpu(d, &wd, &md, a, c);
 out:
-    if (ret < 0 && ret != ORK_EHAZARD)
-        ret = ork_errorf(ret, "%s", ork_error_describe(ret));
-    ork_npu_matmul_destroy(mm);
-    ork_npu_weights_destroy(wt);
     ork_free(a);
     ork_free(w);
     ork_free(c);
