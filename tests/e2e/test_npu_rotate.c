@@ -104,8 +104,8 @@ static void test_isometry(void)
         float *rx = malloc(k * sizeof(float)), *ry = malloc(k * sizeof(float));
         REQUIRE(x && y && rx && ry);
         for (uint32_t j = 0; j < k; j++) {
-            x[j] = (float)rand() / RAND_MAX - 0.5f;
-            y[j] = (float)rand() / RAND_MAX - 0.5f;
+            x[j] = (float)((double)rand() / RAND_MAX) - 0.5f;
+            y[j] = (float)((double)rand() / RAND_MAX) - 0.5f;
         }
         x[k / 3] = 40.0f;                       /* an outlier */
         ork__npu_rot_apply(&r, x, rx);
