@@ -34,8 +34,9 @@
 /* Calibration windows: the model's context or this many tokens, whichever is smaller (512:
  * every op of the fixtures and of 1.7B-7B models runs its prefill plans on them). */
 #define CALIB_MAX_WINDOW 512
-/* w4a8's codes: signed int4, the whole range (npu-weight-decompression.md §2); the other
- * encodings' grids are [-L, L] (ork_orkpack_coding.grid). */
+/* w4a8's codes (a tensor of grid ORK__NPU_W4A8_GRID): signed int4, the whole range
+ * (npu-weight-decompression.md §2); the other grids, int8's and those of a tensor kept int8
+ * under --npu-weights-int8 included, are [-L, L] (ork_orkpack_coding.grid). */
 #define W4A8_LO (-8)
 #define W4A8_HI 7
 /* A calibration text larger than this is refused (the tokens used are a few thousand). */
@@ -305,7 +306,7 @@ int ork__npu_calib_requant(const struct ork_npu_weights_opts *o, const struct pa
         goto out;
     }
     double e_rtn = 0.0, e_gptq = 0.0, err2 = 0.0, ref2 = 0.0;
-    bool w4 = o && o->encoding == ORK_NPU_WENC_W4A8;
+    bool w4 = c->grid == ORK__NPU_W4A8_GRID;
     int32_t lo = w4 ? W4A8_LO : -(int32_t)c->grid, hi = w4 ? W4A8_HI : (int32_t)c->grid;
     if ((ret = requant_rows(s, ps, lo, hi, row, q, scales, &b, &e_rtn, &e_gptq, &err2,
                             &ref2)) < 0)

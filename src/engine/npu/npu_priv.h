@@ -102,6 +102,12 @@ void ork__npu_pack_max_dims(const struct npu_plan *p, const struct ork_model *m,
 
 /* ---- the weights' encoding (weights_grid.c) ---------------------------------------------- */
 
+/* The grid a tensor's coding records (ork_orkpack_coding.grid): int8's codes [-127, 127]
+ * (ork_npu_quantize_weights_i8), and w4a8's int4 [-8, 7] (w4a8_codes.c) recorded as the
+ * bound 8 (no dcomp grid is 8: ork_dcomp_grids). */
+#define ORK__NPU_INT8_GRID 127u
+#define ORK__NPU_W4A8_GRID 8u
+
 /* 0, or ORK_EINVAL naming what is wrong with the setting. */
 int ork__npu_wenc_check(const struct ork_npu_weights_opts *o);
 /* 0, or ORK_EUNSUPPORTED naming the capability when o asks for DCOMP streams and npu has not

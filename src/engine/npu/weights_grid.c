@@ -27,10 +27,6 @@
 static const char *const class_names[ORK__NPU_N_OPS] = { ORK__LAYER_OPS(CLASS_NAME) "output" };
 #undef CLASS_NAME
 
-/* int8's grid: codes in [-127, 127] (ork_npu_quantize_weights_i8). */
-#define INT8_GRID 127u
-/* w4a8's codes: int4 [-8, 7] (w4a8_codes.c), recorded as the bound 8. */
-#define W4A8_GRID 8u
 
 static int grid_index(uint32_t levels)
 {
@@ -237,7 +233,7 @@ static int quantize_int8(const struct row_src *s, const char *name, int8_t *q, f
         add_err(x, ps->k, q + r * ps->k, scales[r], &err2, &ref2);
     }
     c->encoding = ORK_NPU_WEIGHTS_RAW;
-    c->grid = INT8_GRID;
+    c->grid = ORK__NPU_INT8_GRID;
     c->rel_rmse = (float)rel_of(err2, ref2);
     if (ork_debug(ORK_DBG_MODEL))
         ORK_LOGI("NPU weights: %s (%ux%u)%s: rel-RMSE L127 %.4f", name, ps->n, ps->k,
@@ -321,7 +317,7 @@ static int quantize_w4a8(const struct ork_npu_weights_opts *o, const struct row_
         add_err(x, ps->k, q + r * ps->k, scales[r], &err2, &ref2);
     }
     c->encoding = ork__npu_wenc_libork(o);
-    c->grid = W4A8_GRID;
+    c->grid = ORK__NPU_W4A8_GRID;
     c->rel_rmse = (float)rel_of(err2, ref2);
     if (ork_debug(ORK_DBG_MODEL))
         ORK_LOGI("NPU weights: %s (%ux%u)%s: rel-RMSE int4 %.4f", name, ps->n, ps->k,
