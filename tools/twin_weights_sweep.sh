@@ -8,7 +8,8 @@
 # takes X as the int8 tok/s of the ratios (else the first run's).
 # usage: tools/twin_weights_sweep.sh ORK MODEL.gguf OUTDIR N SETTING...
 #   SETTING = WEIGHTS[@GBPS][+FLAGS], e.g. int8 dcomp:15@8 dcomp:31@16 w4a8 w4a8+rotate
-#   FLAGS: rotate (--npu-weights-rotate), force (--npu-weights-force), joined by '+'
+#   FLAGS: rotate (--npu-weights-rotate), force (--npu-weights-force), int8=SPEC
+#   (--npu-weights-int8 SPEC, e.g. w4a8+int8=output,down:0..3), joined by '+'
 set -u
 ORK=$1 MODEL=$2 OUT=$3 N=$4
 shift 4
@@ -21,11 +22,14 @@ for s in "$@"; do
     flags=()
     case $rest in @*) gbps=${rest#@}; gbps=${gbps%%+*} ;; esac
     case $rest in *+*) IFS=+ read -r -a fl <<<"${rest#*+}"
-                       for f in "${fl[@]}"; do flags+=("--npu-weights-$f"); done ;; esac
+                       for f in "${fl[@]}"; do
+                           case $f in *=*) flags+=("--npu-weights-${f%%=*}" "${f#*=}") ;;
+                                      *) flags+=("--npu-weights-$f") ;; esac
+                       done ;; esac
     args=(bench -m "$MODEL" --device sim --sim-timing only --no-pack -t 1 -r 1 -p 0 -n "$N"
           -o json --npu-weights "$w" "${flags[@]}")
     [ -n "$gbps" ] && args+=(--sim-dcomp-gbps "$gbps")
-    name=$(basename "$MODEL" .gguf)_$(tr ':@+' '__-' <<<"$s")
+    name=$(basename "$MODEL" .gguf)_$(tr ':@+,=.' '__-_-_' <<<"$s")
     # TRACE=1: the run's modelled timeline too (tools/twin_trace_summary.py reads it)
     [ "${TRACE:-0}" = 1 ] && args+=(--trace "$OUT/$name.trace.json")
     echo "\$ $ORK ${args[*]} > $OUT/$name.json 2> $OUT/$name.err"

@@ -55,6 +55,10 @@ struct ork_orkpack_caps {
                                          * none; src/engine/npu/rotate.c's identity, bumped when
                                          * the transform changes): another one is
                                          * ORK_ORKPACK_OTHER_WEIGHTS */
+    uint32_t w_int8;                    /* the tensors kept int8 (--npu-weights-int8): an
+                                         * identity of the list (src/engine/npu/
+                                         * weights_keep.c), 0: none (header bytes 104-107,
+                                         * zero in packs made before the option) */
 };
 
 enum ork_orkpack_layout {

@@ -226,6 +226,13 @@ int ork_cli_npu_weights_opt(const char *cmd, int argc, char **argv, int *i,
         wo->calib_path = v;
         return 1;
     }
+    /* mixed precision: these tensors stay int8 (docs/w4a8.md "Mixed precision") */
+    if (!strcmp(a, "--npu-weights-int8")) {
+        if (!(v = ork_cli_value(cmd, argc, argv, i)))
+            return -1;
+        wo->int8_tensors = v;
+        return 1;
+    }
     if (!strcmp(a, "--npu-weights-calib-tokens")) {
         long long n;
         if (!(v = ork_cli_value(cmd, argc, argv, i)) ||
@@ -266,5 +273,10 @@ void ork_cli_npu_weights_help(FILE *out)
             "                            scales) to compensate the rounding error on the\n"
             "                            inputs seen (docs/dcomp.md \"Calibrated quantisation\")\n"
             "  --npu-weights-calib-tokens N  tokens of FILE to run (default: "
-            ORK_STR(ORK_NPU_WENC_DEFAULT_CALIB_TOKENS) ")\n");
+            ORK_STR(ORK_NPU_WENC_DEFAULT_CALIB_TOKENS) ")\n"
+            "  --npu-weights-int8 SPEC   dcomp, w4a8: keep these tensors on int8 codes, a list\n"
+            "                            of classes qkv, o, gate_up, down, output, all, each\n"
+            "                            optionally :L or :A..B for its layers (0-based,\n"
+            "                            negative from the last), e.g. output,down:0..1\n"
+            "                            (docs/w4a8.md \"Mixed precision\")\n");
 }

@@ -22,13 +22,14 @@
 #include <string.h>
 
 /* Whether matrix mt of op o (fused step `st`) takes a copy: one NPU matrix of plain int8 codes
- * (the quantisation ork__npu_quantize_slot repeats) whose K-slicing has more slices than
+ * (the int8 setting's, or a tensor --npu-weights-int8 keeps int8; the quantisation
+ * ork__npu_quantize_slot repeats) whose K-slicing has more slices than
  * M = 1 needs. */
 static bool wants_copy(const struct ork__npu_exec *ex, const struct npu_step *st,
                        const struct npu_opmat *o, const struct npu_mat *mt)
 {
     if (!o->on_npu || !st->fused || st->n_slots != 1 || o->k_split || o->n_mats != 1 || !mt->w ||
-        ex->wopts.encoding != ORK_NPU_WENC_INT8)
+        (ex->wopts.encoding != ORK_NPU_WENC_INT8 && !mt->kept_int8))
         return false;
     struct ork_npu_weights_dcomp_info di;
     ork_npu_weights_get_dcomp_info(mt->w, &di);

@@ -88,6 +88,7 @@ struct pack_src {
     uint32_t c0, k, n;
     enum ork__npu_op op;
     int32_t layer;
+    int32_t n_layers;                   /* the model's (negative layers of --npu-weights-int8) */
     int half;
 };
 
@@ -127,6 +128,21 @@ int ork__npu_quantize_slot(const struct ork_npu_weights_opts *o, const struct pa
                            const char *name, float *row, int8_t *q, float *scales,
                            struct ork_orkpack_coding *c);
 
+/* ---- the tensors kept int8 (weights_keep.c, --npu-weights-int8 SPEC) ------------------- */
+
+/* Layer indices of a SPEC are refused from this magnitude on (no model has so many). */
+#define ORK__NPU_KEEP_MAX_LAYERS 4096u
+/* 0, or ORK_EINVAL naming the item at fault in o->int8_tensors (syntax; a SPEC with the int8
+ * setting, where it means nothing). */
+int ork__npu_keep_check(const struct ork_npu_weights_opts *o);
+/* 0, or ORK_EINVAL naming an item whose layers lie outside 0..n_layers-1. */
+int ork__npu_keep_check_layers(const struct ork_npu_weights_opts *o, int32_t n_layers);
+/* Whether slot ps keeps int8 codes under o (a checked SPEC; false without one or for int8). */
+bool ork__npu_keep_int8(const struct ork_npu_weights_opts *o, const struct pack_src *ps);
+/* The SPEC's identity for a pack (ork_orkpack_caps.w_int8): FNV-1a 32 of it as written, never
+ * 0; 0 without one. */
+uint32_t ork__npu_keep_id(const struct ork_npu_weights_opts *o);
+
 /* One row x (k values) onto int4 [-8, 7] with one scale (w4a8_codes.c; clip: the clipped
  * scale with the least squared error): q [k], *scale. ORK_EINVAL for a value not finite. */
 int ork__npu_w4a8_quantize_row(const float *x, uint32_t k, bool clip, int8_t *q, float *scale);
@@ -138,6 +154,7 @@ struct npu_wstats {
     uint64_t stored_bytes, raw_bytes;   /* device bytes held, and as raw tiled int8 */
     uint32_t n_tensors, n_compressed;
     uint32_t grid_count[ORK__NPU_N_OPS][5]; /* per tensor class, per grid of ork_dcomp_grids */
+    uint32_t int8_count[ORK__NPU_N_OPS];    /* per tensor class, the int8 ones (w4a8 report) */
 };
 void ork__npu_wstats_add(struct npu_wstats *s, enum ork__npu_op op, uint32_t grid,
                          const struct ork_npu_weights *w, uint32_t n, uint32_t k);
@@ -177,6 +194,7 @@ struct npu_mat {
     const float *scales;                /* (n) */
     uint32_t max_m;                     /* rows of its largest plan (ork__npu_mat_rows) */
     uint32_t grid;                      /* the codes' grid L (127: int8) */
+    bool kept_int8;                     /* int8 under a coarser setting (--npu-weights-int8) */
     const struct ork__npu_rot *rot;     /* the input's rotation (ex->rot[]), NULL: none */
     /* The decode copy (docs/npu-inference.md "Decode copies"): the same int8 rows and scales
      * sliced for M = 1 (one K-slice per 8192 of K, spec §5.1) when w has more K-slices, with
@@ -211,6 +229,7 @@ struct ork__npu_exec {
     bool decode_single;                 /* make decode copies (ORK_NPU_DECODE_KSLICE_SINGLE) */
     struct ork_npu_weights_opts wopts;  /* the weights' setting (the model's params) */
     struct ork_orkpack_coding wcur;     /* coding of the tensor being placed (make_mat) */
+    bool wkept;                         /* ... and whether --npu-weights-int8 keeps it int8 */
     int32_t n_layers;
     struct npu_opmat *ops;              /* (n_layers * ORK__OPS_PER_LAYER + 1): per layer its
                                          * ops in plan order; then the LM head */

@@ -46,7 +46,7 @@ enum {
     H_MAGIC = 0, H_VERSION = 8, H_HEADER_BYTES = 12, H_SOC = 16, H_LAYOUT = 20, H_KALIGN = 24,
     H_NALIGN = 28, H_SRC_SIZE = 32, H_SRC_MTIME = 40, H_SRC_HASH = 48, H_NTENSORS = 56,
     H_TABLE_OFF = 64, H_FILE_BYTES = 72, H_MAX_M = 80, H_W_ENC = 84, H_W_LEVELS = 88,
-    H_W_FLAGS = 92, H_W_MAX_ERR = 96, H_W_ROTATION = 100, H_CHECKSUM = 120,
+    H_W_FLAGS = 92, H_W_MAX_ERR = 96, H_W_ROTATION = 100, H_W_INT8 = 104, H_CHECKSUM = 120,
 };
 /* Entry field offsets. */
 enum { E_NAME = 0, E_N = 48, E_K = 52, E_Q_OFF = 56, E_S_OFF = 64, E_SUM = 72, E_Q_BYTES = 80,
@@ -149,6 +149,7 @@ void ork_orkpack_caps_default(struct ork_orkpack_caps *c)
     c->w_encoding = c->w_levels = c->w_flags = 0;
     c->w_max_rel_rmse = 0.0f;
     c->w_rotation = 0;
+    c->w_int8 = 0;
     c->k_align = PACK_I8_K_ALIGN;
     c->n_align = PACK_I8_N_ALIGN;
 }
@@ -258,6 +259,7 @@ int ork_orkpack_writer_open(const char *path, const struct ork_orkpack_source *s
     put32(h + H_W_FLAGS, caps->w_flags);
     putf(h + H_W_MAX_ERR, caps->w_max_rel_rmse);
     put32(h + H_W_ROTATION, caps->w_rotation);
+    put32(h + H_W_INT8, caps->w_int8);
     put64(h + H_SRC_SIZE, src->size);
     put64(h + H_SRC_MTIME, (uint64_t)src->mtime_ns);
     put64(h + H_SRC_HASH, src->meta_hash);
@@ -420,15 +422,17 @@ static const char *version_note(uint32_t ver)
  * "w4a8", with its flags (ORK_NPU_WENC_* of ork-engine/engine.h) but the rotation's in hex
  * when set, then ", rotated (R<id>)" for a rotation of K. */
 static void weights_words(char *buf, size_t cap, uint32_t enc, uint32_t levels, uint32_t flags,
-                          float max_err, uint32_t rotation)
+                          float max_err, uint32_t rotation, uint32_t int8)
 {
-    char fl[64] = "";
+    char fl[96] = "";
     int at = 0;
     flags &= ~(uint32_t)ORK_NPU_WENC_ROTATE;
     if (flags)
         at = snprintf(fl, sizeof fl, ", flags 0x%x", flags);
     if (rotation && at >= 0 && (size_t)at < sizeof fl)
-        snprintf(fl + at, sizeof fl - (size_t)at, ", rotated (R%u)", rotation);
+        at += snprintf(fl + at, sizeof fl - (size_t)at, ", rotated (R%u)", rotation);
+    if (int8 && at >= 0 && (size_t)at < sizeof fl)
+        snprintf(fl + at, sizeof fl - (size_t)at, ", int8 tensors %08x", int8);
     if (enc == 0)
         snprintf(buf, cap, "int8%s", fl);
     else if (enc == 1 && levels)
@@ -445,7 +449,7 @@ static int check_pack(const char *path, const uint8_t *b, uint64_t size,
                       const struct ork_orkpack_source *expect, const struct ork_orkpack_caps *caps,
                       enum ork_orkpack_problem *why)
 {
-    char msg[320];
+    char msg[384];
     if (size < PACK_HEADER_BYTES)
         return fail(why, size >= 8 && memcmp(b, PACK_MAGIC, 8) ? ORK_ORKPACK_BAD_MAGIC
                     : ORK_ORKPACK_TRUNCATED, ORK_EFORMAT, path, "shorter than its header");
@@ -496,12 +500,14 @@ static int check_pack(const char *path, const uint8_t *b, uint64_t size,
                  get32(b + H_W_LEVELS) != caps->w_levels ||
                  get32(b + H_W_FLAGS) != caps->w_flags ||
                  getf(b + H_W_MAX_ERR) != caps->w_max_rel_rmse ||
-                 get32(b + H_W_ROTATION) != caps->w_rotation)) {
-        char had[112], want[112];
+                 get32(b + H_W_ROTATION) != caps->w_rotation ||
+                 get32(b + H_W_INT8) != caps->w_int8)) {
+        char had[144], want[144];
         weights_words(had, sizeof had, get32(b + H_W_ENC), get32(b + H_W_LEVELS),
-                      get32(b + H_W_FLAGS), getf(b + H_W_MAX_ERR), get32(b + H_W_ROTATION));
+                      get32(b + H_W_FLAGS), getf(b + H_W_MAX_ERR), get32(b + H_W_ROTATION),
+                      get32(b + H_W_INT8));
         weights_words(want, sizeof want, caps->w_encoding, caps->w_levels, caps->w_flags,
-                      caps->w_max_rel_rmse, caps->w_rotation);
+                      caps->w_max_rel_rmse, caps->w_rotation, caps->w_int8);
         snprintf(msg, sizeof msg, "built with --npu-weights %s, this run wants %s", had, want);
         return fail(why, ORK_ORKPACK_OTHER_WEIGHTS, ORK_ESTALE, path, msg);
     }

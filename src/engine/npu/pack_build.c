@@ -55,6 +55,11 @@ static int build_pack(const struct ork_model *m, const char *path,
                       uint32_t max_m, const struct ork_npu_weights_opts *wo)
 {
     struct ork_orkpack_caps caps;
+    if (wo) {
+        int kret = ork__npu_keep_check_layers(wo, m->cfg.n_layers);
+        if (kret < 0)
+            return kret;
+    }
     ork_orkpack_caps_default(&caps);
     caps.npu_max_m = max_m;
     ork__npu_wenc_caps(wo, &caps);
@@ -174,6 +179,11 @@ int ork__npu_pack_ensure(const struct ork_model *m, const char *path, const char
     bool show = !(flags & ORK_NPU_EXEC_QUIET);
     struct ork_orkpack_source sid;
     struct ork_orkpack_caps caps;
+    if (wo) {
+        int kret = ork__npu_keep_check_layers(wo, m->cfg.n_layers);
+        if (kret < 0)
+            return kret;
+    }
     ork_orkpack_caps_default(&caps);
     caps.npu_max_m = max_m;
     ork__npu_wenc_caps(wo, &caps);

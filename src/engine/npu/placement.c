@@ -208,6 +208,7 @@ static int make_mat(struct ork__npu_exec *ex, struct npu_mat *mt, int dev, const
     mt->k = k;
     mt->dev = dev;
     mt->grid = ex->wcur.grid;
+    mt->kept_int8 = ex->wkept;
     mt->scales = ork_npu_weights_scales(mt->w);
     ex->dev_bytes[dev] += ork_npu_weights_bytes(mt->w);
     ex->st.resident_bytes += ork_npu_weights_bytes(mt->w);
@@ -355,6 +356,7 @@ static int place_tensors(struct ork__npu_exec *ex, const struct ork_model *m, ui
             q = qbuf;
             sc = sbuf;
         }
+        ex->wkept = ork__npu_keep_int8(&ex->wopts, &ps);
         if ((ret = place_op(ex, &ps, o, dev, q, tiled, tiled_bytes, sc)) < 0)
             return ret;
     }
@@ -420,9 +422,12 @@ static int new_domain(struct ork__npu_exec *ex, struct placer *pc)
 /* libork's estimate of weights n x k with their plans of 1 and max_m rows: W4A8 weights' own
  * upper bound (their K-slicing, hence their int16 partials, depends on the codes: docs/w4a8.md
  * "Weights and runs"), else int8's (an upper bound for DCOMP too). */
-static uint64_t estimate(const struct ork__npu_exec *ex, uint32_t n, uint32_t k, uint32_t max_m)
+static uint64_t estimate(const struct ork__npu_exec *ex, const struct pack_src *ps,
+                         uint32_t max_m)
 {
-    if (ork__npu_wenc_libork(&ex->wopts) == ORK_NPU_WEIGHTS_W4A8)
+    uint32_t n = ps->n, k = ps->k;
+    if (ork__npu_wenc_libork(&ex->wopts) == ORK_NPU_WEIGHTS_W4A8 &&
+        !ork__npu_keep_int8(&ex->wopts, ps))
         return ork_npu_weights_estimate_bytes_w4a8(n, k, max_m);
     return ork_npu_weights_estimate_bytes(ORK_NPU_I8, n, k, max_m);
 }
@@ -441,12 +446,12 @@ static uint64_t layer_need(const struct ork__npu_exec *ex, const struct ork_mode
         if (!ps.ns)
             continue;
         uint32_t rows_max = ork__npu_mat_rows(ex->max_m, ps.k);
-        uint64_t full = estimate(ex, ps.n, ps.k, rows_max);
+        uint64_t full = estimate(ex, &ps, rows_max);
         need += full;
         /* the row-sized plans between: their A and C scale with the rows; libork's estimate
          * counts the M = 1 and M = max_m plans, so the difference of the two estimates is
          * about one max_m-row plan */
-        uint64_t dec = estimate(ex, ps.n, ps.k, 1);
+        uint64_t dec = estimate(ex, &ps, 1);
         uint64_t per_max = full > dec ? full - dec : 0, rows = 0;
         for (uint32_t i = 1; i + 1 < ex->n_prog && ex->prog_rows[i] < rows_max; i++)
             rows += ex->prog_rows[i];
@@ -607,6 +612,8 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
     bool show = !(ex->flags & ORK_NPU_EXEC_QUIET);
     struct place_src src = { 0 };
     int ret = ork__npu_wenc_check(&ex->wopts);
+    if (ret == 0)
+        ret = ork__npu_keep_check_layers(&ex->wopts, m->cfg.n_layers);
     if (ret == 0)
         ret = open_device(ex, dev_name, p);
     if (ret == 0)

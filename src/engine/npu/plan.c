@@ -216,6 +216,7 @@ void ork__npu_pack_source(const struct npu_plan *p, const struct ork_model *m, u
     int32_t l = (int32_t)(t / spl);
     memset(ps, 0, sizeof(*ps));
     ps->layer = l;
+    ps->n_layers = m->cfg.n_layers;
     ps->op = ORK__NPU_LM_HEAD;
     if (l < m->cfg.n_layers) {
         ps->op = (enum ork__npu_op)0;

@@ -65,7 +65,7 @@ int ork__npu_wenc_check(const struct ork_npu_weights_opts *o)
     if (!(o->max_rel_rmse >= 0.0 && o->max_rel_rmse < 1.0))
         return ork_errorf(ORK_EINVAL, "NPU weights: max rel-RMSE %g outside [0, 1)",
                           o->max_rel_rmse);
-    return 0;
+    return ork__npu_keep_check(o);
 }
 
 static bool rotated(const struct ork_npu_weights_opts *o)
@@ -80,6 +80,7 @@ void ork__npu_wenc_caps(const struct ork_npu_weights_opts *o, struct ork_orkpack
     caps->w_flags = o ? o->flags : 0;
     caps->w_max_rel_rmse = 0.0f;
     caps->w_rotation = rotated(o) ? ORK__NPU_ROT_ID : 0;
+    caps->w_int8 = ork__npu_keep_id(o);
     if (o && o->encoding == ORK_NPU_WENC_DCOMP && !o->levels)
         caps->w_max_rel_rmse = (float)(o->max_rel_rmse > 0.0 ? o->max_rel_rmse
                                                              : ORK_NPU_WENC_DEFAULT_MAX_ERR);
@@ -87,7 +88,9 @@ void ork__npu_wenc_caps(const struct ork_npu_weights_opts *o, struct ork_orkpack
 
 void ork__npu_wenc_name(const struct ork_npu_weights_opts *o, char *buf, size_t cap)
 {
-    const char *rot = rotated(o) ? ", rotated" : "";
+    char rot[160];
+    snprintf(rot, sizeof rot, "%s%s%s", rotated(o) ? ", rotated" : "",
+             ork__npu_keep_id(o) ? ", int8 for " : "", ork__npu_keep_id(o) ? o->int8_tensors : "");
     if (!o || o->encoding == ORK_NPU_WENC_INT8) {
         snprintf(buf, cap, "int8%s", rot);
         return;
@@ -333,7 +336,8 @@ int ork__npu_quantize_slot(const struct ork_npu_weights_opts *o, const struct pa
     int ret = row_src_init(&s, o, ps, row);
     if (ret < 0)
         return ret;
-    ret = !o || o->encoding == ORK_NPU_WENC_INT8 ? quantize_int8(&s, name, q, scales, c)
+    bool int8 = !o || o->encoding == ORK_NPU_WENC_INT8 || ork__npu_keep_int8(o, ps);
+    ret = int8                                 ? quantize_int8(&s, name, q, scales, c)
           : o->encoding == ORK_NPU_WENC_W4A8   ? quantize_w4a8(o, &s, name, q, scales, c)
                                                : quantize_grid(o, &s, name, q, scales, c);
     if (ret == 0)   /* --npu-weights-calib: the codes again at these scales (calib.c) */
@@ -357,6 +361,8 @@ void ork__npu_wstats_add(struct npu_wstats *s, enum ork__npu_op op, uint32_t gri
     s->raw_bytes += di.raw_bytes;
     s->n_tensors++;
     s->n_compressed += di.compressed;
+    if (grid == ORK__NPU_INT8_GRID && (unsigned)op < ORK__NPU_N_OPS)
+        s->int8_count[op]++;
     int g = grid_index(grid);
     if (g >= 0 && (unsigned)op < ORK__NPU_N_OPS)
         s->grid_count[op][g]++;
@@ -389,12 +395,22 @@ void ork__npu_wstats_log(const struct npu_wstats *s, const struct ork_npu_weight
                         "%s", name, bpw, (double)s->stored_bytes / (1 << 20),
                         (double)s->raw_bytes / (1 << 20), s->n_compressed, s->n_tensors, sbpw,
                         at ? grids : "-");
-    else
+    else if (o->encoding == ORK_NPU_WENC_W4A8) {
+        char kept[256] = "";    /* the tensors --npu-weights-int8 kept, per class */
+        int k = 0;
+        for (int op = 0; op < ORK__NPU_N_OPS && k < (int)sizeof kept; op++)
+            if (s->int8_count[op])
+                k += snprintf(kept + k, sizeof kept - (size_t)k, "%s%s x%u", k ? ", " : "",
+                              class_names[op], s->int8_count[op]);
         ork__npu_status(show, "NPU weights %s: %.3f bits per weight stored (%.1f MiB, %u "
-                        "tensors; +%.3f for the fp32 scales); codes: %s", name, bpw,
-                        (double)s->stored_bytes / (1 << 20), s->n_tensors, sbpw,
-                        o->encoding == ORK_NPU_WENC_W4A8 ? "int4 [-8, 7] per output channel"
-                                                         : "int8 [-127, 127] per output channel");
+                        "tensors; +%.3f for the fp32 scales); codes: int4 [-8, 7] per output "
+                        "channel%s%s", name, bpw, (double)s->stored_bytes / (1 << 20),
+                        s->n_tensors, sbpw, k ? "; int8 [-127, 127] kept for " : "", kept);
+    } else
+        ork__npu_status(show, "NPU weights %s: %.3f bits per weight stored (%.1f MiB, %u "
+                        "tensors; +%.3f for the fp32 scales); codes: int8 [-127, 127] per "
+                        "output channel", name, bpw, (double)s->stored_bytes / (1 << 20),
+                        s->n_tensors, sbpw);
 }
 
 void ork__npu_wstats_exec(const struct ork__npu_exec *ex, bool show)
