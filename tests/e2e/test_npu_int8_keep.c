@@ -9,6 +9,8 @@
  *   - a pack records the SPEC: its kept entries are raw int8 (grid 127), the rest W4A8; it
  *     loads into the in-memory logits; another SPEC or none meets it as built for other
  *     weights;
+ *   - the DCOMP fallback (a decompressor no faster than raw int8) drops the SPEC with the rest:
+ *     int8's logits;
  *   - the CLI refuses a bad SPEC naming it, exit status non-zero. */
 #include "ork_test.h"
 #include "npu_greedy.h"
@@ -174,6 +176,26 @@ static void test_logits(void)
     free(b);
 }
 
+/* A decompressor of 8 GB/s a core is slower than a core's DRAM share (docs/dcomp.md
+ * "Fallback"): dcomp:7 with a SPEC loads as int8. */
+static void test_fallback(void)
+{
+    const char *path = ork_test_fixture("models/stories260K.gguf");
+    float *i8 = malloc(LOGITS_N * sizeof(float)), *a = malloc(LOGITS_N * sizeof(float));
+    REQUIRE(i8 && a);
+    REQUIRE(run_greedy(path, ORK_NPU_EXEC_NO_PACK, NULL, NULL, i8, NULL) == 0);
+    const struct ork_npu_weights_opts wo = { .encoding = ORK_NPU_WENC_DCOMP, .levels = 7,
+                                             .int8_tensors = "output" };
+    struct ork_model_params mp;
+    npu_greedy_params(&mp, "sim", ORK_NPU_EXEC_NO_PACK, &wo);
+    mp.sim_dcomp_gbps = 8.0;
+    REQUIRE(npu_greedy_run(path, &mp, prompt, N_PROMPT, N_DECODE, N_VOCAB, NULL, a, NULL,
+                           NULL) == 0);
+    CHECK(same(a, i8));
+    free(i8);
+    free(a);
+}
+
 static char g_dir[256];
 
 static void test_pack(void)
@@ -263,6 +285,7 @@ int main(void)
     RUN(test_decision);
     RUN(test_bad_specs);
     RUN(test_logits);
+    RUN(test_fallback);
     RUN(test_pack);
     RUN(test_cli);
     rmdir(g_dir);

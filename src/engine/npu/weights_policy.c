@@ -99,5 +99,6 @@ int ork__npu_weights_policy(struct ork_npu_weights_opts *o, struct ork_npu *npu,
     o->levels = 0;
     o->max_rel_rmse = 0.0;
     o->flags &= ~(uint32_t)(ORK_NPU_WENC_RAW_CODES | ORK_NPU_WENC_CLIP); /* dcomp only */
+    o->int8_tensors = NULL;             /* every tensor is int8 now */
     return 0;
 }
