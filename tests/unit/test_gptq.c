@@ -1,8 +1,10 @@
 /* test_gptq.c -- the error-compensating per-channel quantisation (src/engine/npu/gptq.c):
- * with H = I it gives round-to-nearest's codes exactly; on correlated inputs its output error
- * ||W X - W_q X|| is well below round-to-nearest's at the same scales, on the grids the NPU
- * uses (dcomp:7, dcomp:15, w4a8's [-7, 7] with clipped scales, an asymmetric [-8, 7]); the codes
- * stay on the grid; bad arguments are refused. */
+ * with a diagonal H it gives round-to-nearest's codes exactly in either column order; on
+ * correlated inputs its output error ||W X - W_q X|| is well below round-to-nearest's at the
+ * same scales, on the grids the NPU uses (dcomp:7, dcomp:15, w4a8's [-7, 7] with clipped
+ * scales, an asymmetric [-8, 7]), in natural and in activation order, also with unequal input
+ * scales; the codes stay on the grid; activation order's permutation is one, sorted by
+ * decreasing H[j][j] with ties by index, and it is the one used; bad arguments are refused. */
 #include "ork_test.h"
 
 #include "engine/npu/calib.h"
@@ -10,7 +12,10 @@
 #include <ork/dcomp.h>
 #include <ork/error.h>
 
+#include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <stdlib.h>
 
 #define N 24                    /* output channels */
@@ -77,11 +82,23 @@ static double out_err(const float *w, const int8_t *q, const float *s, const flo
     return e;
 }
 
+/* Unequal input scales: input j times 0.25 .. 4 in a fixed scrambled pattern, so that H's
+ * diagonal is far from sorted (activation order then differs from the natural one). */
+static void scale_inputs(float *x)
+{
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < K; j++)
+            x[t * K + j] *= (float)(0.25 * pow(16.0, (double)((j * 17) % K) / (K - 1)));
+}
+
 static void make_weights(float *w)
 {
     for (int i = 0; i < N * K; i++)
         w[i] = (float)(0.05 * gauss());
 }
+
+static const enum ork__npu_gptq_order ORDERS[2] = { ORK__NPU_GPTQ_ORDER_NATURAL,
+                                                    ORK__NPU_GPTQ_ORDER_ACT };
 
 static void test_identity_is_rtn(void)
 {
@@ -94,7 +111,17 @@ static void test_identity_is_rtn(void)
     const uint32_t grids[] = { 7, 15, 127 };
     for (int g = 0; g < 3; g++) {
         REQUIRE(ork_dcomp_quantize(w, N, K, grids[g], ORK_DCOMP_QUANT_CLIP, q_rtn, s) == 0);
-        REQUIRE(ork__npu_gptq(w, N, K, h, -(int32_t)grids[g], (int32_t)grids[g], s, q) == 0);
+        for (int o = 0; o < 2; o++) {
+            REQUIRE(ork__npu_gptq(w, N, K, h, ORDERS[o], -(int32_t)grids[g], (int32_t)grids[g],
+                                  s, q) == 0);
+            CHECK(memcmp(q, q_rtn, sizeof q) == 0);
+        }
+    }
+    for (int j = 0; j < K; j++)                 /* diagonal, unequal: no update either way */
+        h[j * (K + 1)] = (float)(1 + (j * 7) % K);
+    REQUIRE(ork_dcomp_quantize(w, N, K, 7, 0, q_rtn, s) == 0);
+    for (int o = 0; o < 2; o++) {
+        REQUIRE(ork__npu_gptq(w, N, K, h, ORDERS[o], -7, 7, s, q) == 0);
         CHECK(memcmp(q, q_rtn, sizeof q) == 0);
     }
 }
@@ -102,13 +129,15 @@ static void test_identity_is_rtn(void)
 /* On grid [lo, hi] with the scales of round-to-nearest (max-abs or clipped), GPTQ's output
  * error must be below ratio * round-to-nearest's. */
 static void check_beats_rtn(uint32_t levels, uint32_t qflags, int32_t lo, int32_t hi,
-                            double ratio)
+                            enum ork__npu_gptq_order order, bool scaled, double ratio)
 {
     static float w[N * K], x[T * K], h[K * K], s[N];
     static int8_t q_rtn[N * K], q[N * K];
     rng_state = 7 + levels;
     make_weights(w);
     make_inputs(x);
+    if (scaled)
+        scale_inputs(x);
     make_h(x, h);
     REQUIRE(ork_dcomp_quantize(w, N, K, levels, qflags, q_rtn, s) == 0);
     if (lo < -(int32_t)levels)      /* an asymmetric grid: round-to-nearest on it, same scale */
@@ -117,46 +146,164 @@ static void check_beats_rtn(uint32_t levels, uint32_t qflags, int32_t lo, int32_
                 float v = roundf(w[r * K + j] * (1.0f / s[r]));
                 q_rtn[r * K + j] = (int8_t)(v < (float)lo ? lo : v > (float)hi ? hi : v);
             }
-    REQUIRE(ork__npu_gptq(w, N, K, h, lo, hi, s, q) == 0);
+    REQUIRE(ork__npu_gptq(w, N, K, h, order, lo, hi, s, q) == 0);
     int out_of_grid = 0;
     for (int i = 0; i < N * K; i++)
         out_of_grid += q[i] < lo || q[i] > hi;
     CHECK_EQ_INT(out_of_grid, 0);
     double e_rtn = out_err(w, q_rtn, s, x), e = out_err(w, q, s, x);
-    printf("     grid [%d, %d]%s: output error^2 rtn %.4g, gptq %.4g (%.3f)\n", lo, hi,
-           qflags ? " clipped" : "", e_rtn, e, e / e_rtn);
+    printf("     grid [%d, %d]%s, %s order%s: output error^2 rtn %.4g, gptq %.4g (%.3f)\n", lo,
+           hi, qflags ? " clipped" : "", order == ORK__NPU_GPTQ_ORDER_ACT ? "act" : "natural",
+           scaled ? ", scaled inputs" : "", e_rtn, e, e / e_rtn);
     CHECK(e < ratio * e_rtn);
 }
 
 static void test_beats_rtn(void)
 {
-    /* measured ratios 0.06-0.18 (printed); 0.8 leaves room and still fails round-to-nearest */
-    check_beats_rtn(7, 0, -7, 7, 0.8);
-    check_beats_rtn(15, 0, -15, 15, 0.8);
-    check_beats_rtn(7, ORK_DCOMP_QUANT_CLIP, -7, 7, 0.8);
-    check_beats_rtn(7, 0, -8, 7, 0.8);
-    check_beats_rtn(127, 0, -127, 127, 0.8);
+    /* measured ratios (printed): natural order 0.06-0.18, activation order 0.02-0.05; 0.8
+     * leaves room and still fails round-to-nearest */
+    for (int o = 0; o < 2; o++)
+        for (int sc = 0; sc < 2; sc++) {
+            check_beats_rtn(7, 0, -7, 7, ORDERS[o], sc, 0.8);
+            check_beats_rtn(15, 0, -15, 15, ORDERS[o], sc, 0.8);
+            check_beats_rtn(7, ORK_DCOMP_QUANT_CLIP, -7, 7, ORDERS[o], sc, 0.8);
+            check_beats_rtn(7, 0, -8, 7, ORDERS[o], sc, 0.8);
+            check_beats_rtn(127, 0, -127, 127, ORDERS[o], sc, 0.8);
+        }
+}
+
+static bool is_permutation(const uint32_t *perm, uint32_t k)
+{
+    static bool seen[K];
+    memset(seen, 0, sizeof seen);
+    for (uint32_t j = 0; j < k; j++) {
+        if (perm[j] >= k || seen[perm[j]])
+            return false;
+        seen[perm[j]] = true;
+    }
+    return true;
+}
+
+/* The order from the factor step: natural is 0 .. k-1; act is a permutation with H[j][j]
+ * non-increasing along it, ties (and inputs never seen, last) by increasing index. */
+static void test_order_is_permutation(void)
+{
+    static float x[T * K], h[K * K];
+    static double u[K * K];
+    static uint32_t perm[K];
+    rng_state = 3;
+    make_inputs(x);
+    scale_inputs(x);
+    make_h(x, h);
+    for (int i = 0; i < K; i++) {               /* input 5 never seen; 9 and 30 tie */
+        h[5 * K + i] = h[i * K + 5] = 0.0f;
+        h[30 * K + i] = h[i * K + 30] = h[9 * K + i];
+        h[i * K + 30] = h[30 * K + i];
+    }
+    h[30 * K + 30] = h[9 * K + 9];
+    h[9 * K + 30] = h[30 * K + 9] = 0.5f * h[9 * K + 9];
+    REQUIRE(ork__npu_gptq_factor(h, K, ORK__NPU_GPTQ_ORDER_NATURAL, u, perm) == 0);
+    int off = 0;
+    for (uint32_t j = 0; j < K; j++)
+        off += perm[j] != j;
+    CHECK_EQ_INT(off, 0);
+    REQUIRE(ork__npu_gptq_factor(h, K, ORK__NPU_GPTQ_ORDER_ACT, u, perm) == 0);
+    CHECK(is_permutation(perm, K));
+    int bad = 0, pos9 = -1, pos30 = -1;
+    for (uint32_t j = 0; j + 1 < K; j++) {
+        float a = h[perm[j] * K + perm[j]], b = h[perm[j + 1] * K + perm[j + 1]];
+        bad += a < b || (a == b && perm[j] > perm[j + 1]);
+    }
+    for (int j = 0; j < K; j++) {
+        pos9 = perm[j] == 9 ? j : pos9;
+        pos30 = perm[j] == 30 ? j : pos30;
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT((int)perm[K - 1], 5);
+    CHECK_EQ_INT(pos30, pos9 + 1);
+    off = 0;
+    for (uint32_t j = 0; j < K; j++)
+        off += perm[j] != j;
+    CHECK(off > 0);                             /* the scaled inputs are not sorted already */
+}
+
+/* The order is used: on an H whose diagonal increases with the index, activation order is the
+ * reverse, so its codes are natural order's on the mirrored problem (W's columns and H's rows
+ * and columns reversed), mirrored back -- and not natural order's on the problem itself. */
+static void test_order_is_used(void)
+{
+    static float w[N * K], x[T * K], h[K * K], wm[N * K], hm[K * K], s[N];
+    static int8_t q_act[N * K], q_nat[N * K], q_mir[N * K], q_back[N * K];
+    static double u[K * K];
+    static uint32_t perm[K];
+    rng_state = 11;
+    make_weights(w);
+    make_inputs(x);
+    for (int j = 0; j < K; j++) {               /* input j: RMS 1 + j, increasing with j */
+        double ss = 0.0;
+        for (int t = 0; t < T; t++)
+            ss += (double)x[t * K + j] * x[t * K + j];
+        double f = (1.0 + j) / sqrt(ss / T);
+        for (int t = 0; t < T; t++)
+            x[t * K + j] = (float)(f * x[t * K + j]);
+    }
+    make_h(x, h);
+    for (int j = 0; j + 1 < K; j++)
+        REQUIRE(h[j * (K + 1)] < h[(j + 1) * (K + 1)]);
+    REQUIRE(ork__npu_gptq_factor(h, K, ORK__NPU_GPTQ_ORDER_ACT, u, perm) == 0);
+    int rev = 0;
+    for (int j = 0; j < K; j++)
+        rev += perm[j] == (uint32_t)(K - 1 - j);
+    CHECK_EQ_INT(rev, K);
+    for (int r = 0; r < N; r++)
+        for (int j = 0; j < K; j++)
+            wm[r * K + j] = w[r * K + (K - 1 - j)];
+    for (int i = 0; i < K; i++)
+        for (int j = 0; j < K; j++)
+            hm[i * K + j] = h[(K - 1 - i) * K + (K - 1 - j)];
+    REQUIRE(ork_dcomp_quantize(w, N, K, 7, 0, q_nat, s) == 0);     /* the scales only */
+    REQUIRE(ork__npu_gptq(w, N, K, h, ORK__NPU_GPTQ_ORDER_ACT, -7, 7, s, q_act) == 0);
+    REQUIRE(ork__npu_gptq(w, N, K, h, ORK__NPU_GPTQ_ORDER_NATURAL, -7, 7, s, q_nat) == 0);
+    REQUIRE(ork__npu_gptq(wm, N, K, hm, ORK__NPU_GPTQ_ORDER_NATURAL, -7, 7, s, q_mir) == 0);
+    for (int r = 0; r < N; r++)
+        for (int j = 0; j < K; j++)
+            q_back[r * K + j] = q_mir[r * K + (K - 1 - j)];
+    CHECK(memcmp(q_act, q_back, sizeof q_act) == 0);
+    int differ = 0;
+    for (int i = 0; i < N * K; i++)
+        differ += q_act[i] != q_nat[i];
+    printf("     act vs natural order: %d of %d codes differ\n", differ, N * K);
+    CHECK(differ > 0);
 }
 
 static void test_refused(void)
 {
     float w[4] = { 1, 2, 3, 4 }, h[4] = { 1, 0, 0, 1 }, s[2] = { 1, 1 }, s0[2] = { 1, 0 };
     int8_t q[4];
-    CHECK_EQ_INT(ork__npu_gptq(w, 2, 2, h, 7, -7, s, q), ORK_EINVAL);
-    CHECK_EQ_INT(ork__npu_gptq(w, 2, 2, h, -200, 7, s, q), ORK_EINVAL);
-    CHECK_EQ_INT(ork__npu_gptq(w, 2, 2, h, -7, 7, s0, q), ORK_EINVAL);
-    CHECK_EQ_INT(ork__npu_gptq(NULL, 2, 2, h, -7, 7, s, q), ORK_EINVAL);
+    const enum ork__npu_gptq_order A = ORK__NPU_GPTQ_ORDER_ACT;
+    CHECK_EQ_INT(ork__npu_gptq(w, 2, 2, h, A, 7, -7, s, q), ORK_EINVAL);
+    CHECK_EQ_INT(ork__npu_gptq(w, 2, 2, h, A, -200, 7, s, q), ORK_EINVAL);
+    CHECK_EQ_INT(ork__npu_gptq(w, 2, 2, h, A, -7, 7, s0, q), ORK_EINVAL);
+    CHECK_EQ_INT(ork__npu_gptq(NULL, 2, 2, h, A, -7, 7, s, q), ORK_EINVAL);
+    CHECK_EQ_INT(ork__npu_gptq(w, 2, 2, h, (enum ork__npu_gptq_order)2, -7, 7, s, q),
+                 ORK_EINVAL);
+    double u[4];
+    CHECK_EQ_INT(ork__npu_gptq_factor(h, 2, A, u, NULL), ORK_EINVAL);
     float hneg[4] = { 1, 3, 3, 1 };             /* not positive definite even when damped */
-    CHECK_EQ_INT(ork__npu_gptq(w, 2, 2, hneg, -7, 7, s, q), ORK_ERANGE);
+    CHECK_EQ_INT(ork__npu_gptq(w, 2, 2, hneg, A, -7, 7, s, q), ORK_ERANGE);
     float hzero[4] = { 0, 0, 0, 0 };            /* no input seen: diagonal 1, round-to-nearest */
-    CHECK_EQ_INT(ork__npu_gptq(w, 2, 2, hzero, -7, 7, s, q), 0);
-    CHECK(q[0] == 1 && q[1] == 2 && q[2] == 3 && q[3] == 4);
+    for (int o = 0; o < 2; o++) {
+        CHECK_EQ_INT(ork__npu_gptq(w, 2, 2, hzero, ORDERS[o], -7, 7, s, q), 0);
+        CHECK(q[0] == 1 && q[1] == 2 && q[2] == 3 && q[3] == 4);
+    }
 }
 
 int main(void)
 {
     RUN(test_identity_is_rtn);
     RUN(test_beats_rtn);
+    RUN(test_order_is_permutation);
+    RUN(test_order_is_used);
     RUN(test_refused);
     return ork_test_done();
 }

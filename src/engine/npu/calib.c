@@ -239,6 +239,7 @@ static double out_err(const float *h, const float *w, const int8_t *q, float s, 
 
 struct requant_bufs {
     double *u, *wr, *d;
+    uint32_t *perm;
     float *w;
     int8_t *q;
     struct ork__npu_rot rot;
@@ -247,6 +248,7 @@ struct requant_bufs {
 static void bufs_free(struct requant_bufs *b)
 {
     ork_free(b->u);
+    ork_free(b->perm);
     ork_free(b->wr);
     ork_free(b->d);
     ork_free(b->w);
@@ -265,7 +267,8 @@ static int requant_rows(struct calib_slot *s, const struct pack_src *ps, int32_t
     for (size_t r = 0; r < ps->n; r++) {
         int8_t *qr = q + r * k;
         if ((ret = slot_row(ps, r, &b->rot, row, b->w)) < 0 ||
-            (ret = ork__npu_gptq_rows(b->w, 1, k, b->u, lo, hi, scales + r, b->wr, b->q)) < 0)
+            (ret = ork__npu_gptq_rows(b->w, 1, k, b->u, b->perm, lo, hi, scales + r, b->wr,
+                                      b->q)) < 0)
             return ret;
         if (!s->done) {
             *e_rtn += out_err(s->h, b->w, qr, scales[r], k, b->d);
@@ -294,6 +297,7 @@ int ork__npu_calib_requant(const struct ork_npu_weights_opts *o, const struct pa
     int ret = 0;
     if (!(b.u = ork_malloc((size_t)k * k * sizeof(double))) ||
         !(b.wr = ork_malloc((size_t)k * sizeof(double))) ||
+        !(b.perm = ork_malloc((size_t)k * sizeof(uint32_t))) ||
         !(b.d = ork_malloc((size_t)k * sizeof(double))) ||
         !(b.w = ork_malloc((size_t)k * sizeof(float))) || !(b.q = ork_malloc(k))) {
         ret = ORK_ENOMEM;
@@ -301,7 +305,7 @@ int ork__npu_calib_requant(const struct ork_npu_weights_opts *o, const struct pa
     }
     if (o && (o->flags & ORK_NPU_WENC_ROTATE) && (ret = ork__npu_rot_init(&b.rot, k)) < 0)
         goto out;
-    if ((ret = ork__npu_gptq_factor(s->h, k, b.u)) < 0) {
+    if ((ret = ork__npu_gptq_factor(s->h, k, ORK__NPU_GPTQ_ORDER_DEFAULT, b.u, b.perm)) < 0) {
         ret = ork_errorf(ret, "calibration of %s: %s", name, ork_error_message());
         goto out;
     }

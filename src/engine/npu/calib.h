@@ -15,21 +15,40 @@
  * 0.01 is the published method's default, not tuned here. */
 #define ORK__NPU_GPTQ_DAMP 0.01
 
+/* The order the columns are quantised in. NATURAL: 0 .. k-1. ACT ("activation order", the
+ * published method's variant): decreasing H[j][j], ties by the lower index, columns with
+ * H[j][j] <= 0 (inputs never seen) last. */
+enum ork__npu_gptq_order {
+    ORK__NPU_GPTQ_ORDER_NATURAL = 0,
+    ORK__NPU_GPTQ_ORDER_ACT = 1,
+};
+/* The order calib.c uses (docs/bench-log/2026-12-gptq-actorder.md measured both; a build
+ * may set it with -DORK__NPU_GPTQ_ORDER_DEFAULT=ORK__NPU_GPTQ_ORDER_NATURAL to compare). */
+#ifndef ORK__NPU_GPTQ_ORDER_DEFAULT
+#define ORK__NPU_GPTQ_ORDER_DEFAULT ORK__NPU_GPTQ_ORDER_ACT
+#endif
+
 /* Codes q [n][k] of the rows w [n][k] on the integer grid [lo, hi] at the fixed per-row scales
- * scales[n] (> 0), quantising column j = 0 .. k-1 in order and, after each, spreading every
- * row's rounding error over columns j+1 .. k-1 through the upper Cholesky factor U of
- * (H + damp I)^-1 (h: k x k, row-major, symmetric; only its values matter, not its scale):
- * w[l] -= U[j][l] * (w[j] - s q[j]) / U[j][j]. Rounding is roundf(w * (1 / s)) clamped, as
- * round-to-nearest's is (ork_dcomp_quantize), so a diagonal H gives round-to-nearest's codes
- * exactly. Columns with H[j][j] == 0 (inputs never seen) take diagonal 1. ORK_EINVAL on a bad
- * argument, ORK_ENOMEM, ORK_ERANGE when the damped H is not positive definite. */
-int ork__npu_gptq(const float *w, uint32_t n, uint32_t k, const float *h, int32_t lo,
-                  int32_t hi, const float *scales, int8_t *q);
-/* The same in two steps, for a tensor whose rows come one at a time: U [k][k] (double) from
- * h, then rows w [n][k] with it (wr: scratch of k doubles). */
-int ork__npu_gptq_factor(const float *h, uint32_t k, double *u);
-int ork__npu_gptq_rows(const float *w, uint32_t n, uint32_t k, const double *u, int32_t lo,
-                       int32_t hi, const float *scales, double *wr, int8_t *q);
+ * scales[n] (> 0), quantising the columns in the given order (step t takes column perm[t]) and,
+ * after each, spreading every row's rounding error over the columns not yet quantised through
+ * the upper Cholesky factor U of P^T (H + damp I)^-1 P, P the order's permutation (h: k x k,
+ * row-major, symmetric; only its values matter, not its scale):
+ * w[perm[l]] -= U[t][l] * (w[perm[t]] - s q[perm[t]]) / U[t][t], l > t. Rounding is
+ * roundf(w * (1 / s)) clamped, as round-to-nearest's is (ork_dcomp_quantize), so a diagonal H
+ * gives round-to-nearest's codes exactly in either order. Columns with H[j][j] == 0 (inputs
+ * never seen) take diagonal 1. ORK_EINVAL on a bad argument, ORK_ENOMEM, ORK_ERANGE when the
+ * damped H is not positive definite. */
+int ork__npu_gptq(const float *w, uint32_t n, uint32_t k, const float *h,
+                  enum ork__npu_gptq_order order, int32_t lo, int32_t hi, const float *scales,
+                  int8_t *q);
+/* The same in two steps, for a tensor whose rows come one at a time: the order perm [k] (a
+ * permutation of 0 .. k-1) and U [k][k] (double, in that order) from h, then rows w [n][k]
+ * with both (wr: scratch of k doubles). */
+int ork__npu_gptq_factor(const float *h, uint32_t k, enum ork__npu_gptq_order order,
+                         double *u, uint32_t *perm);
+int ork__npu_gptq_rows(const float *w, uint32_t n, uint32_t k, const double *u,
+                       const uint32_t *perm, int32_t lo, int32_t hi, const float *scales,
+                       double *wr, int8_t *q);
 
 /* Bytes of H (fp32) all NPU slots of a calibration may hold at once; a model needing more is
  * refused with ORK_ENOMEM naming both (e.g. Qwen2.5-7B's down projection alone, K = 18944,
@@ -74,6 +93,6 @@ int ork__npu_calib_requant(const struct ork_npu_weights_opts *o, const struct pa
  * (round-to-nearest codes). */
 uint32_t ork__npu_calib_pack_id(void);
 /* Bump when gptq.c or calib.c changes the codes it computes from the same text. */
-#define ORK__NPU_CALIB_ID 1u
+#define ORK__NPU_CALIB_ID 2u
 
 #endif
