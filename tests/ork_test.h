@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int ork_test_failures_;      /* CHECK failures in the current test */
@@ -102,6 +103,21 @@ static inline const char *ork_test_fixture(const char *rel)
     if (access(path, R_OK) != 0)
         SKIP("fixture %s not found (needs ../shared/fixtures)", path);
     return path;
+}
+
+/* Run cmd through the shell (typically `RUNNER BINARY_DIR/ork ... 2>&1`), its output (what
+ * it writes to the pipe, up to cap - 1 bytes) NUL-terminated in out; returns its exit status,
+ * or -1 when it did not exit normally (or could not be started). */
+static inline int ork_test_shell(const char *cmd, char *out, size_t cap)
+{
+    out[0] = 0;
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 /* Like ork_test_fixture but returns NULL instead of skipping. */

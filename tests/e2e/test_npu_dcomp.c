@@ -155,17 +155,13 @@ static void test_cli_values(void)
         char cmd[1024];
         snprintf(cmd, sizeof cmd, "%s %s/ork run -m x.gguf --npu-weights '%s' 2>&1",
                  ORK_TEST_RUNNER, ORK_BINARY_DIR, vals[i]);
-        FILE *p = popen(cmd, "r");
-        REQUIRE(p);
-        char out[1024] = "";
-        size_t n = fread(out, 1, sizeof out - 1, p);
-        out[n] = 0;
-        int st = pclose(p);
+        char out[1024];
+        int st = ork_test_shell(cmd, out, sizeof out);
         char want[128];
         snprintf(want, sizeof want, "invalid value '%s' for --npu-weights", vals[i]);
         CHECK(strstr(out, want) != NULL);
         CHECK(strstr(out, "int8, dcomp or dcomp:L with L one of 7, 15, 31, 63, 127") != NULL);
-        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+        CHECK_EQ_INT(st, 2);
     }
 }
 
@@ -176,13 +172,8 @@ static void cpu_note(const char *path, const char *weights)
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s %s/ork run -m '%s' --device cpu %s -p a -n 1 -t 1 "
              "2>&1 >/dev/null", ORK_TEST_RUNNER, ORK_BINARY_DIR, path, weights);
-    FILE *p = popen(cmd, "r");
-    REQUIRE(p);
-    char out[4096] = "";
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    char out[4096];
+    CHECK(ork_test_shell(cmd, out, sizeof out) == 0);
     CHECK(strstr(out, "--npu-weights applies to NPU weights") != NULL);
 }
 

@@ -168,13 +168,8 @@ static void test_cli_force(void)
                  "--no-pack --npu-weights dcomp:15 --sim-dcomp-gbps 8 %s -p a -n 1 -t 1 "
                  "2>&1 >/dev/null", ORK_TEST_RUNNER, ORK_BINARY_DIR, path,
                  force ? "--npu-weights-force" : "");
-        FILE *p = popen(cmd, "r");
-        REQUIRE(p);
         static char out[16384];
-        size_t n = fread(out, 1, sizeof out - 1, p);
-        out[n] = 0;
-        int st = pclose(p);
-        CHECK(st == 0);
+        CHECK(ork_test_shell(cmd, out, sizeof out) == 0);
         CHECK((strstr(out, WHY) != NULL) == !force);
         CHECK(strstr(out, "dcomp:15") != NULL);     /* the load report or the warning */
     }

@@ -267,13 +267,9 @@ static void test_cli(void)
         char cmd[1024];
         snprintf(cmd, sizeof cmd, "%s %s/ork run -m '%s' --device sim --no-pack %s -p a -n 1 "
                  "-t 1 2>&1 >/dev/null", ORK_TEST_RUNNER, ORK_BINARY_DIR, path, cases[i].args);
-        FILE *p = popen(cmd, "r");
-        REQUIRE(p);
-        char out[4096] = "";
-        size_t n = fread(out, 1, sizeof out - 1, p);
-        out[n] = 0;
-        int st = pclose(p);
-        CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+        char out[4096];
+        int st = ork_test_shell(cmd, out, sizeof out);
+        CHECK(st != 0);
         CHECK(strstr(out, cases[i].says) != NULL);
     }
 }
