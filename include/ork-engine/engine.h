@@ -147,7 +147,8 @@ struct ork_npu_weights_opts {
                                  * list such as "output,down:0..1,qkv:-1" of tensor classes
                                  * (qkv, o, gate_up, down, output, all) with optional layers
                                  * L or A..B (negative from the last); CLI --npu-weights-int8
-                                 * (docs/w4a8.md "Mixed precision"); NULL: none */
+                                 * (docs/w4a8.md "Mixed precision"; the load keeps a
+                                 * copy); NULL: none */
 };
 #define ORK_NPU_WENC_DEFAULT_CALIB_TOKENS 2048
 

@@ -228,6 +228,7 @@ struct ork__npu_exec {
     uint32_t flags;
     bool decode_single;                 /* make decode copies (ORK_NPU_DECODE_KSLICE_SINGLE) */
     struct ork_npu_weights_opts wopts;  /* the weights' setting (the model's params) */
+    char *wkeep_spec;                   /* its int8_tensors, the executor's copy (or NULL) */
     struct ork_orkpack_coding wcur;     /* coding of the tensor being placed (make_mat) */
     bool wkept;                         /* ... and whether --npu-weights-int8 keeps it int8 */
     int32_t n_layers;

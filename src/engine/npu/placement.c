@@ -611,7 +611,15 @@ int ork__npu_exec_create(struct ork_model *m, const char *path, const struct ork
     ex->wopts = p->npu_weights;
     bool show = !(ex->flags & ORK_NPU_EXEC_QUIET);
     struct place_src src = { 0 };
-    int ret = ork__npu_wenc_check(&ex->wopts);
+    int ret = 0;
+    if (ex->wopts.int8_tensors) {   /* the executor's own copy: the caller's may go */
+        if (!(ex->wkeep_spec = ork_strdup(ex->wopts.int8_tensors))) {
+            ret = ORK_ENOMEM;
+            goto err;
+        }
+        ex->wopts.int8_tensors = ex->wkeep_spec;
+    }
+    ret = ork__npu_wenc_check(&ex->wopts);
     if (ret == 0)
         ret = ork__npu_keep_check_layers(&ex->wopts, m->cfg.n_layers);
     if (ret == 0)
@@ -683,6 +691,7 @@ void ork__npu_exec_destroy(struct ork__npu_exec *ex)
     ork_free(ex->a8);
     ork_free(ex->a_scales);
     ork_free(ex->c32);
+    ork_free(ex->wkeep_spec);
     pthread_mutex_destroy(&ex->lock);
     ork_free(ex);
 }
