@@ -3,8 +3,9 @@
  * CPU's F32 one, with paired statistics over the same positions.
  *
  *   npu_weights_kl MODEL.gguf TEXT [--ctx N] [--chunks N] SETTING...
- *   SETTING = int8 | dcomp | dcomp:L | w4a8, with "+rotate", "+clip", "+raw" appended as wanted
- *             (e.g. w4a8+clip+rotate)
+ *   SETTING = int8 | dcomp | dcomp:L | w4a8, with "+rotate", "+clip", "+raw", "+calib=FILE"
+ *             (--npu-weights-calib FILE) and "+int8=SPEC" (--npu-weights-int8 SPEC) appended
+ *             as wanted (e.g. w4a8+clip+rotate, w4a8+rotate+calib=gen.txt+int8=output,qkv)
  *
  * The positions are ork perplexity's (src/cli/cmd_perplexity.c): chunks of N tokens (BOS first
  * when the model wants it), the first half filling the cache, rows N/2 .. N-2 scored. The CPU
@@ -19,17 +20,17 @@
  * Output: one markdown table row per setting. */
 #include <ork-engine/engine.h>
 #include <ork-engine/tokenizer.h>
+#include <ork/error.h>
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int parse_setting(const char *s, struct ork_npu_weights_opts *wo)
+/* Parse setting buf (modified in place: the calibration path and SPEC point into it). */
+static int parse_setting(char *buf, struct ork_npu_weights_opts *wo)
 {
     memset(wo, 0, sizeof(*wo));
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", s);
     char *save = NULL;
     char *tok = strtok_r(buf, "+", &save);
     if (!tok)
@@ -52,6 +53,10 @@ static int parse_setting(const char *s, struct ork_npu_weights_opts *wo)
             wo->flags |= ORK_NPU_WENC_CLIP;
         else if (!strcmp(tok, "raw"))
             wo->flags |= ORK_NPU_WENC_RAW_CODES;
+        else if (!strncmp(tok, "calib=", 6) && tok[6])
+            wo->calib_path = tok + 6;
+        else if (!strncmp(tok, "int8=", 5) && tok[5])
+            wo->int8_tensors = tok + 5;
         else
             return -1;
     }
@@ -85,7 +90,7 @@ static int eval_all(const char *path, const char *device, const struct ork_npu_w
     struct ork_model_params mp;
     ork_model_params_default(&mp);
     mp.device = device;
-    mp.no_tokenizer = true;
+    mp.no_tokenizer = !(wo && wo->calib_path);     /* a calibration tokenizes its text */
     mp.npu_flags = ORK_NPU_EXEC_NO_PACK | ORK_NPU_EXEC_QUIET;
     if (wo)
         mp.npu_weights = *wo;
@@ -183,10 +188,12 @@ int main(int argc, char **argv)
            "|\n|---|---|---|---|---|\n");
     for (int i = a; i < argc; i++) {
         struct ork_npu_weights_opts wo;
-        if (parse_setting(argv[i], &wo) < 0)
+        char buf[1024];
+        if (snprintf(buf, sizeof buf, "%s", argv[i]) >= (int)sizeof buf ||
+            parse_setting(buf, &wo) < 0)
             return fprintf(stderr, "bad setting '%s'\n", argv[i]), 2;
         if (eval_all(path, "sim", &wo, ids, n_ctx, n_chunks, bos, got) < 0)
-            return fprintf(stderr, "%s: run failed\n", argv[i]), 1;
+            return fprintf(stderr, "%s: run failed: %s\n", argv[i], ork_error_message()), 1;
         double sn = 0, skl = 0, skl2 = 0, sd = 0, sd2 = 0;
         size_t top = 0;
         for (size_t p = 0; p < n_pos; p++) {
