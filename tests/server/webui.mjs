@@ -63,8 +63,51 @@ async function originChecks(s) {
   check('an origin other than the Host: 403', other.status === 403, other.status);
 }
 
+// The server writes a stories260K reply in a few milliseconds, and a loaded machine may hand
+// the page all of its events in one read, so the bubble would grow once however well the page
+// streams. Inside the page, before its scripts run, fetch's event-stream bodies are passed on
+// one SSE event ("data: ...\n\n") per macrotask, PACE_MS apart: what the page does with
+// separate events is then what the test sees, whatever the network coalesced.
+const PACE_MS = 5;
+async function paceEventStreams(page) {
+  await page.addInitScript((ms) => {
+    const real = window.fetch;
+    window.fetch = async (...args) => {
+      const r = await real(...args);
+      if (!r.body || !(r.headers.get('content-type') || '').startsWith('text/event-stream')) return r;
+      const reader = r.body.getReader(), enc = new TextEncoder(), dec = new TextDecoder();
+      let buf = '';
+      const body = new ReadableStream({
+        async pull(ctl) {
+          for (;;) {
+            const i = buf.indexOf('\n\n');
+            if (i >= 0) {
+              const ev = buf.slice(0, i + 2);
+              buf = buf.slice(i + 2);
+              await new Promise((res) => setTimeout(res, ms));
+              ctl.enqueue(enc.encode(ev));
+              return;
+            }
+            const { done, value } = await reader.read();
+            if (done) {
+              if (buf) ctl.enqueue(enc.encode(buf));
+              buf = '';
+              ctl.close();
+              return;
+            }
+            buf += dec.decode(value, { stream: true });
+          }
+        },
+        cancel(reason) { return reader.cancel(reason); },
+      });
+      return new Response(body, { status: r.status, statusText: r.statusText, headers: r.headers });
+    };
+  }, PACE_MS);
+}
+
 async function openPage(base) {
   const page = await browser.newPage();
+  await paceEventStreams(page);
   page.setDefaultTimeout(10000);
   const foreign = [], errors = [];
   page.on('request', (q) => { if (!q.url().startsWith(base)) foreign.push(q.url()); });
