@@ -1,10 +1,14 @@
-/* npu_greedy.h -- the NPU weights tests' common run (header-only): the params of a model on the
- * simulator with a weights setting, and a prompt's last logits followed by greedy decode steps.
- * Included by tests/e2e/test_npu_{dcomp,dcomp_policy,rotate,w4a8}.c. */
+/* npu_greedy.h -- the NPU weights tests' common parts (header-only): the params of a model on
+ * the simulator with a weights setting, a prompt's last logits followed by greedy decode steps,
+ * and the checks of a refused setting (CLI values, a load). Included by
+ * tests/e2e/test_npu_{dcomp,dcomp_policy,int8_keep,rotate,w4a8}.c. */
 #ifndef ORK_TEST_NPU_GREEDY_H
 #define ORK_TEST_NPU_GREEDY_H
 
+#include "ork_test.h"
+
 #include <ork-engine/engine.h>
+#include <ork/error.h>
 
 #include <stddef.h>
 #include <stdint.h>
@@ -56,6 +60,34 @@ static inline int npu_greedy_run(const char *path, const struct ork_model_params
         *resident = st.resident_bytes;
     ork_model_free(m);
     return ret;
+}
+
+/* The CLI refuses each --npu-weights value of vals[0..n) with exit status 2, naming the value
+ * and the choices (the message holds `choices`). */
+static inline void npu_check_bad_weights_values(const char *const *vals, size_t n,
+                                                const char *choices)
+{
+    for (size_t i = 0; i < n; i++) {
+        char cmd[1024], out[1024], want[128];
+        snprintf(cmd, sizeof cmd, "%s %s/ork run -m x.gguf --npu-weights '%s' 2>&1",
+                 ORK_TEST_RUNNER, ORK_BINARY_DIR, vals[i]);
+        int st = ork_test_shell(cmd, out, sizeof out);
+        snprintf(want, sizeof want, "invalid value '%s' for --npu-weights", vals[i]);
+        CHECK(strstr(out, want) != NULL);
+        CHECK(strstr(out, choices) != NULL);
+        CHECK_EQ_INT(st, 2);
+    }
+}
+
+/* A load of the fixture at rel on the simulator with setting wo fails with ORK_EINVAL and
+ * leaves no model (no silent int8). */
+static inline void npu_check_load_refused(const char *rel, const struct ork_npu_weights_opts *wo)
+{
+    struct ork_model_params mp;
+    npu_greedy_params(&mp, "sim", ORK_NPU_EXEC_NO_PACK, wo);
+    struct ork_model *m = NULL;
+    CHECK(ork_model_load(ork_test_fixture(rel), &mp, &m) == ORK_EINVAL);
+    CHECK(m == NULL);
 }
 
 #endif

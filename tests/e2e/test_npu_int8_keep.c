@@ -114,12 +114,9 @@ static void test_bad_specs(void)
     CHECK(ork__npu_wenc_check(&ok) == 0);
     CHECK(ork__npu_keep_check_layers(&ok, N_LAYERS) == 0);
     /* the load refuses it too: no silent w4a8 */
-    struct ork_model_params mp;
-    struct ork_npu_weights_opts wo = { .encoding = ORK_NPU_WENC_W4A8, .int8_tensors = "down:7" };
-    npu_greedy_params(&mp, "sim", ORK_NPU_EXEC_NO_PACK, &wo);
-    struct ork_model *m = NULL;
-    CHECK(ork_model_load(ork_test_fixture("models/stories260K.gguf"), &mp, &m) == ORK_EINVAL);
-    CHECK(m == NULL);
+    const struct ork_npu_weights_opts wo = { .encoding = ORK_NPU_WENC_W4A8,
+                                             .int8_tensors = "down:7" };
+    npu_check_load_refused("models/stories260K.gguf", &wo);
 }
 
 static int run_greedy(const char *path, uint32_t flags, const char *pack_path,

@@ -194,35 +194,15 @@ static void test_bad_settings(void)
         CHECK(ork__npu_wenc_check(&bad[i].wo) == ORK_EINVAL);
         CHECK(strstr(ork_error_message(), bad[i].says) != NULL);
     }
-    /* the engine refuses it at load (no silent int8) */
-    struct ork_model_params mp;
-    ork_model_params_default(&mp);
-    mp.device = "sim";
-    mp.no_tokenizer = true;
-    mp.npu_flags = ORK_NPU_EXEC_NO_PACK | ORK_NPU_EXEC_QUIET;
-    mp.npu_weights = bad[1].wo;
-    struct ork_model *m = NULL;
-    CHECK(ork_model_load(ork_test_fixture("models/stories260K.gguf"), &mp, &m) == ORK_EINVAL);
-    CHECK(m == NULL);
+    npu_check_load_refused("models/stories260K.gguf", &bad[1].wo);  /* no silent int8 */
 }
 
 /* The CLI: a bad --npu-weights value names the value and the choices (exit 2); w4a8 with a
  * dcomp-only option fails the load naming it. */
 static void test_cli_values(void)
 {
-    const char *vals[] = { "w4a8:7", "w4", "W4A8", "w4a8 " };
-    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
-        char cmd[1024];
-        snprintf(cmd, sizeof cmd, "%s %s/ork run -m x.gguf --npu-weights '%s' 2>&1",
-                 ORK_TEST_RUNNER, ORK_BINARY_DIR, vals[i]);
-        char out[1024];
-        int st = ork_test_shell(cmd, out, sizeof out);
-        char want[128];
-        snprintf(want, sizeof want, "invalid value '%s' for --npu-weights", vals[i]);
-        CHECK(strstr(out, want) != NULL);
-        CHECK(strstr(out, "63, 127, or w4a8") != NULL);
-        CHECK_EQ_INT(st, 2);
-    }
+    static const char *const vals[] = { "w4a8:7", "w4", "W4A8", "w4a8 " };
+    npu_check_bad_weights_values(vals, sizeof vals / sizeof vals[0], "63, 127, or w4a8");
     const char *path = ork_test_fixture("models/stories260K.gguf");
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s %s/ork run -m '%s' --device sim --no-pack --npu-weights w4a8 "

@@ -23,14 +23,7 @@
 
 static struct ork_npu *npu;
 static uint64_t rng = 0x2545f4914f6cdd1dull;
-
-static uint32_t next_u32(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 11);
-}
+#include "test_rand_mm.h"
 
 /* Codes on the grid [-L, L], peaked at 0 like quantised weights (so blocks compress): the sum
  * of four uniforms over [-L/4, L/4], clamped. */
@@ -43,26 +36,6 @@ static void gen_codes(int8_t *w, size_t count, uint32_t L)
         v = v > (int32_t)L ? (int32_t)L : v < -(int32_t)L ? -(int32_t)L : v;
         w[i] = (int8_t)v;
     }
-}
-
-static void gen_any(int8_t *a, size_t count)
-{
-    for (size_t i = 0; i < count; i++)
-        a[i] = (int8_t)(next_u32() & 0xff);
-}
-
-static uint64_t ref_mismatches(const int8_t *a, const int8_t *w, const int32_t *c, uint32_t m,
-                               uint32_t k, uint32_t n)
-{
-    uint64_t bad = 0;
-    for (uint32_t i = 0; i < m; i++)
-        for (uint32_t j = 0; j < n; j++) {
-            int32_t acc = 0;
-            for (uint32_t x = 0; x < k; x++)
-                acc += (int32_t)a[(size_t)i * k + x] * w[(size_t)j * k + x];
-            bad += c[(size_t)i * n + j] != acc;
-        }
-    return bad;
 }
 
 static int make_weights(const int8_t *w, uint32_t k, uint32_t n, uint32_t max_m, uint32_t enc,

@@ -27,39 +27,12 @@
 
 static struct ork_npu *npu;
 static uint64_t rng = 0x853c49e6748fea9bull;
-
-static uint32_t next_u32(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 11);
-}
+#include "test_rand_mm.h"
 
 static void gen_codes(int8_t *w, size_t count, int lo, int hi)
 {
     for (size_t i = 0; i < count; i++)
         w[i] = (int8_t)(lo + (int)(next_u32() % (uint32_t)(hi - lo + 1)));
-}
-
-static void gen_any(int8_t *a, size_t count)
-{
-    for (size_t i = 0; i < count; i++)
-        a[i] = (int8_t)(next_u32() & 0xff);
-}
-
-static uint64_t ref_mismatches(const int8_t *a, const int8_t *w, const int32_t *c, uint32_t m,
-                               uint32_t k, uint32_t n)
-{
-    uint64_t bad = 0;
-    for (uint32_t i = 0; i < m; i++)
-        for (uint32_t j = 0; j < n; j++) {
-            int32_t acc = 0;
-            for (uint32_t x = 0; x < k; x++)
-                acc += (int32_t)a[(size_t)i * k + x] * w[(size_t)j * k + x];
-            bad += c[(size_t)i * n + j] != acc;
-        }
-    return bad;
 }
 
 static int make_w4(struct ork_npu *dev, const int8_t *w, uint32_t k, uint32_t n, uint32_t max_m,
