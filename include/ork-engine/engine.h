@@ -143,6 +143,9 @@ struct ork_npu_weights_opts {
                                  * compensate each column's rounding error on the inputs seen
                                  * (docs/dcomp.md "Calibrated quantisation"); NULL: none */
     uint32_t calib_tokens;      /* tokens of it to run; 0: ORK_NPU_WENC_DEFAULT_CALIB_TOKENS */
+    uint64_t calib_mem_bytes;   /* bound on the bytes of input statistics one pass over the
+                                 * text holds (more passes when they do not fit); 0: 1 GiB;
+                                 * CLI --npu-weights-calib-mem MIB */
     const char *int8_tensors;   /* dcomp, w4a8: the tensors kept on per-channel int8 codes, a
                                  * list such as "output,down:0..1,qkv:-1" of tensor classes
                                  * (qkv, o, gate_up, down, output, all) with optional layers

@@ -241,6 +241,14 @@ int ork_cli_npu_weights_opt(const char *cmd, int argc, char **argv, int *i,
         wo->calib_tokens = (uint32_t)n;
         return 1;
     }
+    if (!strcmp(a, "--npu-weights-calib-mem")) {
+        long long n;
+        if (!(v = ork_cli_value(cmd, argc, argv, i)) ||
+            !ork_cli_parse_int(cmd, a, v, 1, 1 << 24, &n))
+            return -1;
+        wo->calib_mem_bytes = (uint64_t)n << 20;
+        return 1;
+    }
     return 0;
 }
 
@@ -274,6 +282,8 @@ void ork_cli_npu_weights_help(FILE *out)
             "                            inputs seen (docs/dcomp.md \"Calibrated quantisation\")\n"
             "  --npu-weights-calib-tokens N  tokens of FILE to run (default: "
             ORK_STR(ORK_NPU_WENC_DEFAULT_CALIB_TOKENS) ")\n"
+            "  --npu-weights-calib-mem MIB  memory for the inputs' statistics per pass over\n"
+            "                            FILE (default: 1024; more passes when short)\n"
             "  --npu-weights-int8 SPEC   dcomp, w4a8: keep these tensors on int8 codes, a list\n"
             "                            of classes qkv, o, gate_up, down, output, all, each\n"
             "                            optionally :L or :A..B for its layers (0-based,\n"

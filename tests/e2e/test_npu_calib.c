@@ -7,11 +7,16 @@
  *     load is about 2 s under ASan);
  *   - a pack built from calibrated codes records it: a later load of the same setting without
  *     the calibration rebuilds the pack and runs round-to-nearest's codes, not the pack's;
+ *   - with a memory bound too small for all the inputs' statistics at once the slots are
+ *     collected in several passes over the text, and the logits are those of one pass bit for
+ *     bit; a bound below one tensor's statistics is refused naming the tensor;
  *   - on the CPU it has nothing to act on: the load succeeds with the model's own weights;
  *   - a missing or too short calibration text, a model loaded without its tokenizer, or the
  *     engine's ORK_NPU_WENC_CALIBRATED flag set without a text, is refused with a message
  *     naming what is wrong. */
 #include "ork_test.h"
+
+#include "engine/npu/calib.h"
 
 #include <ork-engine/engine.h>
 #include <ork/error.h>
@@ -76,7 +81,12 @@ static bool differs(const float *a, const float *b)
     return memcmp(a, b, sizeof(float) * N_PROMPT * N_VOCAB) != 0;
 }
 
-static void check_changes(const char *path, struct ork_npu_weights_opts wo, bool repeat)
+/* w4a8 rotated's calibrated logits (one pass), for test_passes */
+static float w4a8_cal[N_PROMPT * N_VOCAB];
+static bool w4a8_cal_set;
+
+static void check_changes(const char *path, struct ork_npu_weights_opts wo, bool repeat,
+                          float *keep)
 {
     static float rtn[N_PROMPT * N_VOCAB], cal[N_PROMPT * N_VOCAB], cal2[N_PROMPT * N_VOCAB];
     REQUIRE(run_prompt(path, "sim", &wo, false, rtn) == 0);
@@ -87,6 +97,8 @@ static void check_changes(const char *path, struct ork_npu_weights_opts wo, bool
         fprintf(stderr, "calibrated load: %s\n", ork_error_message());
     REQUIRE(ret == 0);
     CHECK(differs(rtn, cal));
+    if (keep)
+        memcpy(keep, cal, sizeof cal);
     if (repeat) {
         REQUIRE(run_prompt(path, "sim", &wo, false, cal2) == 0);
         CHECK(!differs(cal, cal2));
@@ -108,14 +120,41 @@ static void test_dcomp7_raw(void)
     check_changes(model(), (struct ork_npu_weights_opts){ .encoding = ORK_NPU_WENC_DCOMP,
                                                           .levels = 7,
                                                           .flags = ORK_NPU_WENC_RAW_CODES },
-                  true);
+                  true, NULL);
 }
 
 static void test_w4a8_rotated(void)
 {
     check_changes(model(), (struct ork_npu_weights_opts){ .encoding = ORK_NPU_WENC_W4A8,
                                                           .flags = ORK_NPU_WENC_ROTATE },
-                  false);
+                  false, w4a8_cal);
+    CHECK_EQ_INT((int)ork__npu_calib_last_passes(), 1);
+    w4a8_cal_set = true;
+}
+
+/* stories260K's slots: K = 64 (16 KiB of H each) and the down projections' K = 172
+ * (115.6 KiB), 0.8 MiB in all. */
+#define DOWN_H_BYTES (172u * 172u * 4u)
+
+static void test_passes(void)
+{
+    static float cal[N_PROMPT * N_VOCAB];
+    REQUIRE(w4a8_cal_set);
+    struct ork_npu_weights_opts wo = { .encoding = ORK_NPU_WENC_W4A8,
+                                       .flags = ORK_NPU_WENC_ROTATE, .calib_path = calib_path,
+                                       .calib_tokens = 48,
+                                       .calib_mem_bytes = DOWN_H_BYTES + 4096 };
+    int ret = run_prompt(model(), "sim", &wo, false, cal);
+    if (ret < 0)
+        fprintf(stderr, "calibrated load in passes: %s\n", ork_error_message());
+    REQUIRE(ret == 0);
+    printf("     %u passes\n", ork__npu_calib_last_passes());
+    CHECK(ork__npu_calib_last_passes() >= 5);     /* each down projection in its own */
+    CHECK(!differs(cal, w4a8_cal));
+    wo.calib_mem_bytes = DOWN_H_BYTES - 1;
+    CHECK_EQ_INT(run_prompt(model(), "sim", &wo, false, cal), ORK_ENOMEM);
+    CHECK(strstr(ork_error_message(), "npu down of layer 0") != NULL);
+    CHECK(strstr(ork_error_message(), "calib-mem") != NULL);
 }
 
 static void test_pack_records(void)
@@ -178,6 +217,7 @@ int main(void)
     write_calib();
     RUN(test_dcomp7_raw);
     RUN(test_w4a8_rotated);
+    RUN(test_passes);
     RUN(test_pack_records);
     RUN(test_cpu_noop);
     RUN(test_refused);

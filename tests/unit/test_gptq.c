@@ -4,7 +4,11 @@
  * same scales, on the grids the NPU uses (dcomp:7, dcomp:15, w4a8's [-7, 7] with clipped
  * scales, an asymmetric [-8, 7]), in natural and in activation order, also with unequal input
  * scales; the codes stay on the grid; activation order's permutation is one, sorted by
- * decreasing H[j][j] with ties by index, and it is the one used; bad arguments are refused. */
+ * decreasing H[j][j] with ties by index, and it is the one used; bad arguments are refused.
+ * The factorisation and updates (loops reordered to vectorise) give bit for bit the codes of
+ * the textbook row-by-row form written out here; on a blocked H (calib.h), K <= B is exactly
+ * the full GPTQ, and K > B gives on each block's columns exactly GPTQ run on that block alone
+ * (and not the full H's codes). */
 #include "ork_test.h"
 
 #include "engine/npu/calib.h"
@@ -276,6 +280,241 @@ static void test_order_is_used(void)
     CHECK(differ > 0);
 }
 
+
+/* ---- the textbook form, for bit-exactness ------------------------------------------------ */
+
+/* Lower Cholesky factor, row by row with dot products (a: k x k, in place). */
+static int ref_cholesky(double *a, uint32_t k)
+{
+    for (uint32_t j = 0; j < k; j++) {
+        double d = a[j * k + j];
+        for (uint32_t p = 0; p < j; p++)
+            d -= a[j * k + p] * a[j * k + p];
+        if (!(d > 0.0))
+            return -1;
+        double ljj = sqrt(d);
+        a[j * k + j] = ljj;
+        for (uint32_t i = j + 1; i < k; i++) {
+            double v = a[i * k + j];
+            for (uint32_t p = 0; p < j; p++)
+                v -= a[i * k + p] * a[j * k + p];
+            a[i * k + j] = v / ljj;
+        }
+        for (uint32_t i = 0; i < j; i++)
+            a[i * k + j] = 0.0;
+    }
+    return 0;
+}
+
+/* Codes by the method's description (calib.h), every step a plain loop: damping, activation
+ * order, Cholesky, L^-1 column by column, M^T M by dot products, U = the upper factor. */
+static void ref_gptq(const float *w, uint32_t n, uint32_t k, const float *h, int32_t lo,
+                     int32_t hi, const float *s, int8_t *q)
+{
+    size_t kk = (size_t)k * k;
+    double *a = malloc(kk * sizeof(double)), *u = malloc(kk * sizeof(double));
+    double *m = calloc(kk, sizeof(double)), *inv = malloc(kk * sizeof(double));
+    double *wr = malloc(k * sizeof(double));
+    uint32_t *perm = malloc(k * sizeof(uint32_t));
+    REQUIRE(a && u && m && inv && wr && perm);
+    for (uint32_t t = 0; t < k; t++) {          /* selection sort: decreasing diag, by index */
+        perm[t] = t;
+    }
+    for (uint32_t t = 0; t < k; t++) {
+        uint32_t best = t;
+        for (uint32_t c = t + 1; c < k; c++) {
+            float db = h[perm[best] * k + perm[best]], dc = h[perm[c] * k + perm[c]];
+            double xb = db > 0.0f ? db : 0.0, xc = dc > 0.0f ? dc : 0.0;
+            if (xc > xb || (xc == xb && perm[c] < perm[best]))
+                best = c;
+        }
+        uint32_t x = perm[t];
+        perm[t] = perm[best];
+        perm[best] = x;
+    }
+    double mean = 0.0;
+    for (uint32_t i = 0; i < kk; i++)
+        a[i] = (double)h[i];
+    for (uint32_t j = 0; j < k; j++) {
+        if (!(a[j * k + j] > 0.0)) {
+            for (uint32_t i = 0; i < k; i++)
+                a[i * k + j] = a[j * k + i] = 0.0;
+            a[j * k + j] = 1.0;
+        }
+        mean += a[j * k + j];
+    }
+    mean /= (double)k;
+    for (uint32_t j = 0; j < k; j++)
+        a[j * k + j] += ORK__NPU_GPTQ_DAMP * mean;
+    for (uint32_t i = 0; i < k; i++)
+        for (uint32_t j = 0; j < k; j++)
+            u[i * k + j] = a[perm[i] * k + perm[j]];
+    REQUIRE(ref_cholesky(u, k) == 0);
+    for (uint32_t c = 0; c < k; c++) {
+        m[c * k + c] = 1.0 / u[c * k + c];
+        for (uint32_t i = c + 1; i < k; i++) {
+            double v = 0.0;
+            for (uint32_t p = c; p < i; p++)
+                v -= u[i * k + p] * m[p * k + c];
+            m[i * k + c] = v / u[i * k + i];
+        }
+    }
+    for (uint32_t i = 0; i < k; i++)
+        for (uint32_t j = 0; j <= i; j++) {
+            double v = 0.0;
+            for (uint32_t p = i; p < k; p++)
+                v += m[p * k + i] * m[p * k + j];
+            inv[i * k + j] = inv[j * k + i] = v;
+        }
+    REQUIRE(ref_cholesky(inv, k) == 0);
+    for (uint32_t i = 0; i < k; i++)
+        for (uint32_t j = 0; j < k; j++)
+            u[i * k + j] = inv[j * k + i];
+    for (uint32_t r = 0; r < n; r++) {
+        const float is = 1.0f / s[r];
+        for (uint32_t j = 0; j < k; j++)
+            wr[j] = (double)w[r * k + perm[j]];
+        for (uint32_t j = 0; j < k; j++) {
+            float v = roundf((float)wr[j] * is);
+            v = v > (float)hi ? (float)hi : (v < (float)lo ? (float)lo : v);
+            q[r * k + perm[j]] = (int8_t)v;
+            double e = (wr[j] - (double)s[r] * (double)v) / u[j * k + j];
+            for (uint32_t l = j + 1; l < k; l++)
+                wr[l] -= e * u[j * k + l];
+        }
+    }
+    free(a);
+    free(u);
+    free(m);
+    free(inv);
+    free(wr);
+    free(perm);
+}
+
+/* A correlated H of k inputs from t rows (make_inputs' construction at any k), and weights. */
+static void make_big(uint32_t k, uint32_t t, float *h, float *w, uint32_t n)
+{
+    float *x = malloc((size_t)t * k * sizeof(float)), *a = malloc((size_t)k * 8 * sizeof(float));
+    REQUIRE(x && a);
+    for (uint32_t j = 0; j < k * 8; j++)
+        a[j] = (float)gauss();
+    for (uint32_t r = 0; r < t; r++) {
+        double z[8];
+        for (int f = 0; f < 8; f++)
+            z[f] = gauss();
+        for (uint32_t j = 0; j < k; j++) {
+            double v = 0.3 * gauss();
+            for (int f = 0; f < 8; f++)
+                v += a[j * 8 + f] * z[f];
+            x[r * k + j] = (float)(v * (0.25 + (double)((j * 37) % 97) / 24.0));
+        }
+    }
+    memset(h, 0, (size_t)k * k * sizeof(float));
+    for (uint32_t r = 0; r < t; r++)            /* row-outer: O(t k^2), float sums */
+        for (uint32_t i = 0; i < k; i++) {
+            float xi = x[r * k + i];
+            for (uint32_t j = 0; j < k; j++)
+                h[i * k + j] += xi * x[r * k + j];
+        }
+    for (uint32_t i = 0; i < n * k; i++)
+        w[i] = (float)(0.05 * gauss());
+    free(x);
+    free(a);
+}
+
+/* Scales of round-to-nearest on [-7, 7] (max-abs). */
+static void maxabs_scales(const float *w, uint32_t n, uint32_t k, float *s)
+{
+    for (uint32_t r = 0; r < n; r++) {
+        float mx = 0.0f;
+        for (uint32_t j = 0; j < k; j++)
+            mx = fabsf(w[r * k + j]) > mx ? fabsf(w[r * k + j]) : mx;
+        s[r] = mx / 7.0f;
+    }
+}
+
+/* The reordered loops are the textbook form's bits, at the fixtures' K (64, 172) and with a
+ * row count that is not a multiple of the rows taken together. */
+static void test_matches_textbook(void)
+{
+    const uint32_t ks[2] = { 64, 172 }, n = 23;
+    for (int c = 0; c < 2; c++) {
+        uint32_t k = ks[c];
+        float *h = malloc((size_t)k * k * sizeof(float)), *w = malloc(n * k * sizeof(float));
+        float s[23];
+        int8_t *q = malloc(n * k), *qr = malloc(n * k), *qb = malloc(n * k);
+        REQUIRE(h && w && q && qr && qb);
+        rng_state = 101 + k;
+        make_big(k, 300, h, w, n);
+        maxabs_scales(w, n, k, s);
+        ref_gptq(w, n, k, h, -8, 7, s, qr);
+        REQUIRE(ork__npu_gptq(w, n, k, h, ORK__NPU_GPTQ_ORDER_ACT, -8, 7, s, q) == 0);
+        REQUIRE(ork__npu_gptq_blocked(w, n, k, h, ORK__NPU_GPTQ_ORDER_ACT, -8, 7, s, qb) == 0);
+        CHECK(memcmp(q, qr, n * k) == 0);
+        CHECK(memcmp(qb, qr, n * k) == 0);      /* k <= B: one block, the full H */
+        CHECK_EQ_INT((int)ork__npu_gptq_hb_floats(k), (int)(k * k));
+        free(h);
+        free(w);
+        free(q);
+        free(qr);
+        free(qb);
+    }
+}
+
+/* K = B + 77: two blocks (B and 77); the blocked H holds H's two diagonal blocks, and the
+ * codes of each block's columns are ork__npu_gptq's on those columns with that block of H. */
+static void test_blocks_independent(void)
+{
+    const uint32_t B = ORK__NPU_GPTQ_BLOCK, k = B + 77, n = 9;
+    float *h = malloc((size_t)k * k * sizeof(float)), *w = malloc(n * k * sizeof(float));
+    float *hb = malloc(ork__npu_gptq_hb_floats(k) * sizeof(float));
+    float *wb = malloc(n * B * sizeof(float)), *hblk = malloc((size_t)B * B * sizeof(float));
+    float s[9];
+    int8_t *q = malloc(n * k), *qf = malloc(n * k), *qb = malloc(n * B);
+    REQUIRE(h && w && hb && wb && hblk && q && qf && qb);
+    CHECK_EQ_INT((int)ork__npu_gptq_n_blocks(k), 2);
+    CHECK_EQ_INT((int)ork__npu_gptq_block_k(k, 1), 77);
+    CHECK_EQ_INT((int)ork__npu_gptq_hb_floats(k), (int)(B * B + 77 * 77));
+    rng_state = 55;
+    make_big(k, 200, h, w, n);
+    maxabs_scales(w, n, k, s);
+    for (uint32_t b = 0; b < 2; b++) {
+        uint32_t c0 = b * B, kb = ork__npu_gptq_block_k(k, b);
+        float *dst = hb + ork__npu_gptq_block_off(k, b);
+        for (uint32_t i = 0; i < kb; i++)
+            for (uint32_t j = 0; j < kb; j++)
+                dst[i * kb + j] = h[(size_t)(c0 + i) * k + c0 + j];
+    }
+    REQUIRE(ork__npu_gptq_blocked(w, n, k, hb, ORK__NPU_GPTQ_ORDER_ACT, -8, 7, s, q) == 0);
+    int bad = 0;
+    for (uint32_t b = 0; b < 2; b++) {
+        uint32_t c0 = b * B, kb = ork__npu_gptq_block_k(k, b);
+        for (uint32_t r = 0; r < n; r++)
+            memcpy(wb + r * kb, w + r * k + c0, kb * sizeof(float));
+        for (uint32_t i = 0; i < kb; i++)
+            for (uint32_t j = 0; j < kb; j++)
+                hblk[i * kb + j] = h[(size_t)(c0 + i) * k + c0 + j];
+        REQUIRE(ork__npu_gptq(wb, n, kb, hblk, ORK__NPU_GPTQ_ORDER_ACT, -8, 7, s, qb) == 0);
+        for (uint32_t r = 0; r < n; r++)
+            bad += memcmp(qb + r * kb, q + r * k + c0, kb) != 0;
+    }
+    CHECK_EQ_INT(bad, 0);
+    REQUIRE(ork__npu_gptq(w, n, k, h, ORK__NPU_GPTQ_ORDER_ACT, -8, 7, s, qf) == 0);
+    int differ = 0;
+    for (uint32_t i = 0; i < n * k; i++)
+        differ += q[i] != qf[i];
+    printf("     K = %u in blocks vs the full H: %d of %u codes differ\n", k, differ, n * k);
+    CHECK(differ > 0);
+    free(h);
+    free(w);
+    free(hb);
+    free(wb);
+    free(hblk);
+    free(q);
+    free(qf);
+    free(qb);
+}
+
 static void test_refused(void)
 {
     float w[4] = { 1, 2, 3, 4 }, h[4] = { 1, 0, 0, 1 }, s[2] = { 1, 1 }, s0[2] = { 1, 0 };
@@ -304,6 +543,8 @@ int main(void)
     RUN(test_beats_rtn);
     RUN(test_order_is_permutation);
     RUN(test_order_is_used);
+    RUN(test_matches_textbook);
+    RUN(test_blocks_independent);
     RUN(test_refused);
     return ork_test_done();
 }

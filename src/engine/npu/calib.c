@@ -5,12 +5,17 @@
  * 2. The model runs over the calibration text in windows; at each NPU op the executor hands
  *    its input rows to ork__npu_calib_observe, which takes, per NPU slot, the columns the slot
  *    reads and rotates them exactly as the executor does before quantising them (the same
- *    rotation object, ork__npu_rot_rows), and adds y^T y to the slot's H (fp32, k x k).
+ *    rotation object, ork__npu_rot_rows), and adds y^T y to the slot's blocked H (fp32, the
+ *    diagonal blocks of ORK__NPU_GPTQ_BLOCK x ORK__NPU_GPTQ_BLOCK, calib.h). When all slots'
+ *    H do not fit the memory bound at once, the slots are grouped into passes that do: every
+ *    pass runs the whole text again on the same round-to-nearest executor and collects only
+ *    its slots' H (so each H is the one a single pass would collect), then writes them to a
+ *    temporary file (unlinked at once) and frees them.
  * 3. The executor is destroyed and created again while the collected H are applied: each
  *    slot's codes come from the setting's own quantiser first (grid and per-channel scales:
  *    max-abs or the clip search), then ork__npu_calib_requant replaces the codes with
- *    ork__npu_gptq's at those scales. A pack is rebuilt from them (it then holds calibrated
- *    codes), unless the run has no pack.
+ *    ork__npu_gptq_blocked's at those scales (an H written out is read back for it). A pack
+ *    is rebuilt from them (it then holds calibrated codes), unless the run has no pack.
  *
  * The hooks find the collection through one process-wide pointer, set only for the duration
  * of one model's calibration (loads of other models meanwhile see their own executor and
@@ -29,7 +34,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 /* Calibration windows: the model's context or this many tokens, whichever is smaller (512:
  * every op of the fixtures and of 1.7B-7B models runs its prefill plans on them). */
@@ -41,6 +49,13 @@
 #define W4A8_HI 7
 /* A calibration text larger than this is refused (the tokens used are a few thousand). */
 #define CALIB_MAX_TEXT_BYTES (256u << 20)
+/* Rows of a tensor re-quantised together (dequantised, then ork__npu_gptq_plan_rows on them:
+ * 16 rows of K = 18944 are 1.2 MiB of fp32). */
+#define CALIB_ROWS_AT_ONCE 16u
+/* The load's output-error figure (tr(D H D^T), both codes) is summed over at most this many
+ * rows of a tensor, evenly spaced (every row of the fixtures' tensors, n <= 512): each row
+ * costs K x B multiply-adds per code set, twice the row's GPTQ updates. */
+#define CALIB_ERR_ROWS 512u
 
 /* One NPU slot's input statistics: the op's input columns [c0, c0 + k) (rotated by rot). */
 struct calib_slot {
@@ -49,7 +64,13 @@ struct calib_slot {
     const struct ork_mat *src[3];       /* the op's model matrices (identify the model) */
     uint32_t c0, k, ldx;                /* ldx: the op's whole input width */
     const struct ork__npu_rot *rot;     /* the executor's rotation (collecting only) */
-    float *h;                           /* (k, k): sum y y^T, upper triangle while collecting */
+    float *h;                           /* blocked H (calib.h): sum y y^T, each block's upper
+                                         * triangle while collecting; NULL outside its pass
+                                         * and once written out */
+    uint64_t bytes;                     /* of h */
+    uint32_t pass;
+    bool spilled;                       /* h is at spill_off in the store's spill file */
+    off_t spill_off;
     uint64_t rows;
     bool done;                          /* re-quantised (decode copies repeat the slot) */
 };
@@ -58,16 +79,28 @@ struct calib_store {
     const struct ork__npu_exec *ex;     /* collecting on this executor */
     uint32_t n;
     struct calib_slot *s;
+    uint32_t n_pass;
+    uint64_t budget, pass_bytes;        /* the bound; the largest pass's H */
+    FILE *spill;                        /* the H of every pass when there are several */
     float *y;                           /* scratch (y_rows, max k) */
     size_t y_cap;
     int err;                            /* the first error of a hook (reported after) */
     double e_rtn, e_gptq;               /* sum over slots of tr(D H D^T), both codes */
+    double t_requant;                   /* seconds in ork__npu_calib_requant */
     uint32_t n_requant;
     uint32_t id;                        /* ork__npu_calib_pack_id while applying */
 };
 
 static _Atomic(struct calib_store *) collecting, applying;
+static _Atomic uint32_t last_passes;
 static pthread_mutex_t calib_lock = PTHREAD_MUTEX_INITIALIZER;  /* one calibration at a time */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static void store_free(struct calib_store *st)
 {
@@ -75,6 +108,8 @@ static void store_free(struct calib_store *st)
         ork_free(st->s[i].h);
     ork_free(st->s);
     ork_free(st->y);
+    if (st->spill)
+        fclose(st->spill);
     memset(st, 0, sizeof(*st));
 }
 
@@ -83,14 +118,15 @@ static int32_t op_layer_key(int op, int32_t layer, int32_t n_layers)
     return op == ORK__NPU_LM_HEAD ? n_layers : layer;
 }
 
-/* The slots of ex's NPU ops: one per distinct input column range of each op. */
-static int store_init(struct calib_store *st, struct ork__npu_exec *ex, const struct ork_model *m)
+/* The slots of ex's NPU ops: one per distinct input column range of each op; grouped in
+ * order into passes whose H fit budget bytes. */
+static int store_init(struct calib_store *st, struct ork__npu_exec *ex, const struct ork_model *m,
+                      uint64_t budget)
 {
     memset(st, 0, sizeof(*st));
     uint32_t nt = (uint32_t)ex->n_layers * ORK__OPS_PER_LAYER + 1, cap = nt * 2;
     if (!(st->s = ork_calloc(cap, sizeof(*st->s))))
         return ORK_ENOMEM;
-    uint64_t bytes = 0;
     for (uint32_t t = 0; t < nt; t++) {
         int op = t + 1 == nt ? ORK__NPU_LM_HEAD : (int)(t % ORK__OPS_PER_LAYER);
         int32_t layer = t + 1 == nt ? ex->n_layers : (int32_t)(t / ORK__OPS_PER_LAYER);
@@ -115,40 +151,58 @@ static int store_init(struct calib_store *st, struct ork__npu_exec *ex, const st
             s->k = mt->k;
             s->ldx = ldx;
             s->rot = mt->rot;
-            bytes += (uint64_t)mt->k * mt->k * sizeof(float);
+            s->bytes = (uint64_t)ork__npu_gptq_hb_floats(mt->k) * sizeof(float);
         }
     }
-    if (bytes > ORK__NPU_CALIB_MAX_H_BYTES) {
-        int ret = ork_errorf(ORK_ENOMEM, "--npu-weights-calib: the inputs' second moments of "
-                             "the %u NPU tensors need %.2f GiB (K x K fp32 each), above the "
-                             "bound of %.2f GiB (ORK__NPU_CALIB_MAX_H_BYTES): calibrate a "
-                             "smaller model, or run without --npu-weights-calib", st->n,
-                             (double)bytes / (1u << 30),
-                             (double)ORK__NPU_CALIB_MAX_H_BYTES / (1u << 30));
-        store_free(st);
-        return ret;
-    }
-    for (uint32_t i = 0; i < st->n; i++)
-        if (!(st->s[i].h = ork_calloc((size_t)st->s[i].k * st->s[i].k, sizeof(float)))) {
+    uint64_t in_pass = 0;
+    st->budget = budget;
+    for (uint32_t i = 0; i < st->n; i++) {
+        struct calib_slot *s = &st->s[i];
+        if (s->bytes > budget) {
+            char where[32] = "";
+            if (s->op != ORK__NPU_LM_HEAD)
+                snprintf(where, sizeof where, " of layer %d", (int)s->layer);
+            int ret = ork_errorf(ORK_ENOMEM, "--npu-weights-calib: the NPU tensor %s%s "
+                                 "(inputs %u..%u of %u) needs %.1f MiB of input second moments "
+                                 "(%u diagonal blocks of up to %u x %u fp32), above the bound of "
+                                 "%.1f MiB per pass (--npu-weights-calib-mem, calib_mem_bytes)",
+                                 ork__npu_op_trace_name((enum ork__npu_op)s->op), where, s->c0,
+                                 s->c0 + s->k - 1, s->ldx, (double)s->bytes / (1u << 20),
+                                 ork__npu_gptq_n_blocks(s->k), ORK__NPU_GPTQ_BLOCK,
+                                 ORK__NPU_GPTQ_BLOCK, (double)budget / (1u << 20));
             store_free(st);
-            return ORK_ENOMEM;
+            return ret;
         }
+        if (st->n_pass == 0 || in_pass + s->bytes > budget) {
+            st->n_pass++;
+            in_pass = 0;
+        }
+        in_pass += s->bytes;
+        s->pass = st->n_pass - 1;
+        if (in_pass > st->pass_bytes)
+            st->pass_bytes = in_pass;
+    }
     st->ex = ex;
     return 0;
 }
 
-/* h (upper triangle) += y^T y over rows of y [rows][k]. */
+/* Each block of the blocked h (upper triangle) += y_b^T y_b over rows of y [rows][k]. */
 static void add_moments(float *h, const float *y, uint32_t rows, uint32_t k)
 {
+    const uint32_t nb = ork__npu_gptq_n_blocks(k);
     for (uint32_t t = 0; t < rows; t++) {
-        const float *yt = y + (size_t)t * k;
-        for (uint32_t i = 0; i < k; i++) {
-            float a = yt[i];
-            if (a == 0.0f)
-                continue;
-            float *hi = h + (size_t)i * k;
-            for (uint32_t j = i; j < k; j++)
-                hi[j] += a * yt[j];
+        for (uint32_t b = 0; b < nb; b++) {
+            const uint32_t kb = ork__npu_gptq_block_k(k, b);
+            const float *restrict yt = y + (size_t)t * k + (size_t)b * ORK__NPU_GPTQ_BLOCK;
+            float *restrict hb = h + ork__npu_gptq_block_off(k, b);
+            for (uint32_t i = 0; i < kb; i++) {
+                float a = yt[i];
+                if (a == 0.0f)
+                    continue;
+                float *restrict hi = hb + (size_t)i * kb;
+                for (uint32_t j = i; j < kb; j++)
+                    hi[j] += a * yt[j];
+            }
         }
     }
 }
@@ -162,7 +216,7 @@ void ork__npu_calib_observe(const struct ork__npu_exec *ex, int op, int32_t laye
     int32_t key = op_layer_key(op, layer, ex->n_layers);
     for (uint32_t i = 0; i < st->n; i++) {
         struct calib_slot *s = &st->s[i];
-        if (s->op != op || s->layer != key)
+        if (s->op != op || s->layer != key || !s->h)
             continue;
         size_t need = (size_t)m * s->k;
         if (need > st->y_cap) {
@@ -221,66 +275,110 @@ static int slot_row(const struct pack_src *ps, size_t r, const struct ork__npu_r
     return ork_errorf(ORK_ERANGE, "calibration: row past the tensor");
 }
 
-/* d^T H d for the row's error d = w - s q (H symmetric, full). */
+/* d^T H d for the row's error d = w - s q, H blocked (calib.h; each block symmetric, full):
+ * the sum over the blocks of d_b^T H_b d_b. H_b d_b is summed in increasing column for each
+ * entry, from H_b's rows (the same values as its columns): contiguous, so vectorised. d, hd:
+ * scratch of k and of one block. */
 static double out_err(const float *h, const float *w, const int8_t *q, float s, uint32_t k,
-                      double *d)
+                      double *restrict d, double *restrict hd)
 {
     for (uint32_t j = 0; j < k; j++)
         d[j] = (double)w[j] - (double)s * q[j];
     double e = 0.0;
-    for (uint32_t i = 0; i < k; i++) {
-        double v = 0.0;
-        for (uint32_t j = 0; j < k; j++)
-            v += (double)h[(size_t)i * k + j] * d[j];
-        e += d[i] * v;
+    for (uint32_t b = 0, nb = ork__npu_gptq_n_blocks(k); b < nb; b++) {
+        const uint32_t kb = ork__npu_gptq_block_k(k, b);
+        const float *hb = h + ork__npu_gptq_block_off(k, b);
+        const double *db = d + (size_t)b * ORK__NPU_GPTQ_BLOCK;
+        for (uint32_t i = 0; i < kb; i++)
+            hd[i] = 0.0;
+        for (uint32_t j = 0; j < kb; j++) {
+            const float *restrict hj = hb + (size_t)j * kb;
+            const double dj = db[j];
+            for (uint32_t i = 0; i < kb; i++)
+                hd[i] += (double)hj[i] * dj;
+        }
+        for (uint32_t i = 0; i < kb; i++)
+            e += db[i] * hd[i];
     }
     return e;
 }
 
 struct requant_bufs {
-    double *u, *wr, *d;
-    uint32_t *perm;
-    float *w;
-    int8_t *q;
+    struct ork__npu_gptq_plan plan;
+    double *d, *hd;
+    float *w;                           /* (CALIB_ROWS_AT_ONCE, k) */
+    int8_t *q;                          /* (CALIB_ROWS_AT_ONCE, k) */
+    float *h_read;                      /* the slot's H read back from the spill file */
     struct ork__npu_rot rot;
 };
 
 static void bufs_free(struct requant_bufs *b)
 {
-    ork_free(b->u);
-    ork_free(b->perm);
-    ork_free(b->wr);
+    ork__npu_gptq_plan_fini(&b->plan);
     ork_free(b->d);
+    ork_free(b->hd);
     ork_free(b->w);
     ork_free(b->q);
+    ork_free(b->h_read);
     if (b->rot.k)
         ork__npu_rot_fini(&b->rot);
 }
 
-static int requant_rows(struct calib_slot *s, const struct pack_src *ps, int32_t lo,
-                        int32_t hi, float *row, int8_t *q, const float *scales,
+static int requant_rows(const struct calib_slot *s, const float *h, const struct pack_src *ps,
+                        int32_t lo, int32_t hi, float *row, int8_t *q, const float *scales,
                         struct requant_bufs *b, double *e_rtn, double *e_gptq, double *err2,
                         double *ref2)
 {
     const uint32_t k = ps->k;
+    const size_t err_step = ps->n <= CALIB_ERR_ROWS ? 1 : (ps->n + CALIB_ERR_ROWS - 1) /
+                                                           CALIB_ERR_ROWS;
     int ret;
-    for (size_t r = 0; r < ps->n; r++) {
-        int8_t *qr = q + r * k;
-        if ((ret = slot_row(ps, r, &b->rot, row, b->w)) < 0 ||
-            (ret = ork__npu_gptq_rows(b->w, 1, k, b->u, b->perm, lo, hi, scales + r, b->wr,
-                                      b->q)) < 0)
+    for (size_t r0 = 0; r0 < ps->n; r0 += CALIB_ROWS_AT_ONCE) {
+        uint32_t nr = ps->n - r0 < CALIB_ROWS_AT_ONCE ? (uint32_t)(ps->n - r0)
+                                                      : CALIB_ROWS_AT_ONCE;
+        for (uint32_t i = 0; i < nr; i++)
+            if ((ret = slot_row(ps, r0 + i, &b->rot, row, b->w + (size_t)i * k)) < 0)
+                return ret;
+        if ((ret = ork__npu_gptq_plan_rows(&b->plan, b->w, nr, lo, hi, scales + r0, b->q)) < 0)
             return ret;
-        if (!s->done) {
-            *e_rtn += out_err(s->h, b->w, qr, scales[r], k, b->d);
-            *e_gptq += out_err(s->h, b->w, b->q, scales[r], k, b->d);
-        }
-        memcpy(qr, b->q, k);
-        for (uint32_t j = 0; j < k; j++) {
-            double dd = (double)b->w[j] - (double)scales[r] * b->q[j];
-            *err2 += dd * dd;
-            *ref2 += (double)b->w[j] * b->w[j];
+        for (uint32_t i = 0; i < nr; i++) {
+            const size_t r = r0 + i;
+            const float *w = b->w + (size_t)i * k;
+            const int8_t *qn = b->q + (size_t)i * k;
+            int8_t *qr = q + r * k;
+            if (!s->done && r % err_step == 0) {
+                *e_rtn += out_err(h, w, qr, scales[r], k, b->d, b->hd);
+                *e_gptq += out_err(h, w, qn, scales[r], k, b->d, b->hd);
+            }
+            memcpy(qr, qn, k);
+            for (uint32_t j = 0; j < k; j++) {
+                double dd = (double)w[j] - (double)scales[r] * qn[j];
+                *err2 += dd * dd;
+                *ref2 += (double)w[j] * w[j];
+            }
         }
     }
+    return 0;
+}
+
+/* The slot's H: in memory, or read back from the spill file into b->h_read. */
+static int slot_h(struct calib_store *st, const struct calib_slot *s, struct requant_bufs *b,
+                  const float **h)
+{
+    if (s->h) {
+        *h = s->h;
+        return 0;
+    }
+    size_t nf = (size_t)(s->bytes / sizeof(float));
+    if (!s->spilled || !st->spill)
+        return ork_errorf(ORK_EINVAL, "calibration: no H for a slot of k = %u", s->k);
+    if (!(b->h_read = ork_malloc(nf * sizeof(float))))
+        return ORK_ENOMEM;
+    if (fseeko(st->spill, s->spill_off, SEEK_SET) != 0 ||
+        fread(b->h_read, sizeof(float), nf, st->spill) != nf)
+        return ork_errorf(ORK_EIO, "calibration: reading the inputs' second moments back from "
+                          "the temporary file: %s", strerror(errno));
+    *h = b->h_read;
     return 0;
 }
 
@@ -292,27 +390,30 @@ int ork__npu_calib_requant(const struct ork_npu_weights_opts *o, const struct pa
     struct calib_slot *s = st ? slot_for(st, ps) : NULL;
     if (!s || !s->rows)
         return 0;
+    double t0 = now_s();
     struct requant_bufs b = { 0 };
-    const uint32_t k = ps->k;
+    const uint32_t k = ps->k, b0 = ork__npu_gptq_block_k(k, 0);
+    const float *h = NULL;
     int ret = 0;
-    if (!(b.u = ork_malloc((size_t)k * k * sizeof(double))) ||
-        !(b.wr = ork_malloc((size_t)k * sizeof(double))) ||
-        !(b.perm = ork_malloc((size_t)k * sizeof(uint32_t))) ||
-        !(b.d = ork_malloc((size_t)k * sizeof(double))) ||
-        !(b.w = ork_malloc((size_t)k * sizeof(float))) || !(b.q = ork_malloc(k))) {
+    if (!(b.d = ork_malloc((size_t)k * sizeof(double))) ||
+        !(b.hd = ork_malloc((size_t)b0 * sizeof(double))) ||
+        !(b.w = ork_malloc((size_t)CALIB_ROWS_AT_ONCE * k * sizeof(float))) ||
+        !(b.q = ork_malloc((size_t)CALIB_ROWS_AT_ONCE * k))) {
         ret = ORK_ENOMEM;
         goto out;
     }
     if (o && (o->flags & ORK_NPU_WENC_ROTATE) && (ret = ork__npu_rot_init(&b.rot, k)) < 0)
         goto out;
-    if ((ret = ork__npu_gptq_factor(s->h, k, ORK__NPU_GPTQ_ORDER_DEFAULT, b.u, b.perm)) < 0) {
+    if ((ret = slot_h(st, s, &b, &h)) < 0)
+        goto out;
+    if ((ret = ork__npu_gptq_plan_init(&b.plan, h, k, ORK__NPU_GPTQ_ORDER_DEFAULT)) < 0) {
         ret = ork_errorf(ret, "calibration of %s: %s", name, ork_error_message());
         goto out;
     }
     double e_rtn = 0.0, e_gptq = 0.0, err2 = 0.0, ref2 = 0.0;
     bool w4 = c->grid == ORK__NPU_W4A8_GRID;
     int32_t lo = w4 ? W4A8_LO : -(int32_t)c->grid, hi = w4 ? W4A8_HI : (int32_t)c->grid;
-    if ((ret = requant_rows(s, ps, lo, hi, row, q, scales, &b, &e_rtn, &e_gptq, &err2,
+    if ((ret = requant_rows(s, h, ps, lo, hi, row, q, scales, &b, &e_rtn, &e_gptq, &err2,
                             &ref2)) < 0)
         goto out;
     c->rel_rmse = (float)(ref2 > 0.0 ? sqrt(err2 / ref2) : 0.0);
@@ -329,6 +430,7 @@ int ork__npu_calib_requant(const struct ork_npu_weights_opts *o, const struct pa
     s->done = true;
 out:
     bufs_free(&b);
+    st->t_requant += now_s() - t0;
     return ret;
 }
 
@@ -351,6 +453,11 @@ static uint32_t calib_id(const int32_t *ids, size_t n)
     h = fnv1a(h, &damp, sizeof damp);
     h = fnv1a(h, ids, n * sizeof(*ids));
     return h ? h : 1u;
+}
+
+uint32_t ork__npu_calib_last_passes(void)
+{
+    return atomic_load(&last_passes);
 }
 
 uint32_t ork__npu_calib_pack_id(void)
@@ -464,23 +571,75 @@ static int run_windows(struct ork_model *m, const int32_t *ids, size_t n, int32_
     return ret;
 }
 
-static int collect(struct ork_model *m, struct calib_store *st, const int32_t *ids, size_t n,
-                   uint32_t *n_win)
+/* The spill file: in $TMPDIR (else /tmp), removed from the directory at once. */
+static int spill_open(struct calib_store *st)
+{
+    const char *dir = getenv("TMPDIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/ork-calib-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return ork_errorf(ORK_EIO, "calibration: a temporary file in %s: %s",
+                          dir && *dir ? dir : "/tmp", strerror(errno));
+    unlink(path);
+    if (!(st->spill = fdopen(fd, "w+b"))) {
+        close(fd);
+        return ork_errorf(ORK_EIO, "calibration: a temporary file: %s", strerror(errno));
+    }
+    return 0;
+}
+
+/* Pass p: its slots' H allocated, the text run, each block's lower triangle from its upper;
+ * with several passes the H are then written to the spill file and freed. */
+static int collect_pass(struct ork_model *m, struct calib_store *st, uint32_t p,
+                        const int32_t *ids, size_t n, uint32_t *n_win)
 {
     int32_t w = m->cfg.n_ctx_train > 0 && m->cfg.n_ctx_train < CALIB_MAX_WINDOW
                     ? m->cfg.n_ctx_train : CALIB_MAX_WINDOW;
+    for (uint32_t i = 0; i < st->n; i++)
+        if (st->s[i].pass == p &&
+            !(st->s[i].h = ork_calloc(st->s[i].bytes / sizeof(float), sizeof(float))))
+            return ORK_ENOMEM;
     atomic_store(&collecting, st);
     int ret = run_windows(m, ids, n, w, n_win);
     atomic_store(&collecting, NULL);
     if (ret == 0 && st->err)
         ret = st->err;
-    for (uint32_t i = 0; i < st->n; i++) {     /* the lower triangle from the upper */
-        uint32_t k = st->s[i].k;
-        float *h = st->s[i].h;
-        for (uint32_t r = 1; r < k; r++)
-            for (uint32_t c = 0; c < r; c++)
-                h[(size_t)r * k + c] = h[(size_t)c * k + r];
+    for (uint32_t i = 0; ret == 0 && i < st->n; i++) {
+        struct calib_slot *s = &st->s[i];
+        if (s->pass != p)
+            continue;
+        for (uint32_t bl = 0, nb = ork__npu_gptq_n_blocks(s->k); bl < nb; bl++) {
+            uint32_t kb = ork__npu_gptq_block_k(s->k, bl);
+            float *h = s->h + ork__npu_gptq_block_off(s->k, bl);
+            for (uint32_t r = 1; r < kb; r++)
+                for (uint32_t c = 0; c < r; c++)
+                    h[(size_t)r * kb + c] = h[(size_t)c * kb + r];
+        }
+        if (st->n_pass == 1)
+            continue;
+        size_t nf = (size_t)(s->bytes / sizeof(float));
+        if ((s->spill_off = ftello(st->spill)) < 0 ||
+            fwrite(s->h, sizeof(float), nf, st->spill) != nf) {
+            ret = ork_errorf(ORK_EIO, "calibration: writing the inputs' second moments to a "
+                             "temporary file: %s", strerror(errno));
+            break;
+        }
+        s->spilled = true;
+        ork_free(s->h);
+        s->h = NULL;
     }
+    if (ret == 0 && st->spill && fflush(st->spill) != 0)
+        ret = ork_errorf(ORK_EIO, "calibration: a temporary file: %s", strerror(errno));
+    return ret;
+}
+
+static int collect(struct ork_model *m, struct calib_store *st, const int32_t *ids, size_t n,
+                   uint32_t *n_win)
+{
+    int ret = st->n_pass > 1 ? spill_open(st) : 0;
+    for (uint32_t p = 0; ret == 0 && p < st->n_pass; p++)
+        ret = collect_pass(m, st, p, ids, n, n_win);
     return ret;
 }
 
@@ -502,10 +661,14 @@ int ork__npu_calibrate(struct ork_model *m, const char *path, const struct ork_m
     if (ret < 0)
         return ret;
     pthread_mutex_lock(&calib_lock);
-    if ((ret = store_init(&st, m->npu, m)) < 0)
+    if ((ret = store_init(&st, m->npu, m, wo->calib_mem_bytes ? wo->calib_mem_bytes
+                                                             : ORK__NPU_CALIB_MAX_H_BYTES)) < 0)
         goto out_unlock;
+    double t0 = now_s();
     if ((ret = collect(m, &st, ids, n, &n_win)) < 0)
         goto out;
+    double t1 = now_s();
+    atomic_store(&last_passes, st.n_pass);
     st.id = calib_id(ids, n);
     /* 3: the executor again, every slot re-quantised (a pack rebuilt with those codes) */
     struct ork_model_params pp = *p;
@@ -519,11 +682,15 @@ int ork__npu_calibrate(struct ork_model *m, const char *path, const struct ork_m
     atomic_store(&applying, NULL);
     if (ret < 0)
         goto out;
+    double t2 = now_s();
     ork_model_twin_stats_reset(m);
     ork__npu_status(!(p->npu_flags & ORK_NPU_EXEC_QUIET), "NPU weights calibrated on %zu "
-                    "tokens of %s (%u window%s): %u tensors re-quantised; their output error "
-                    "on those inputs x%.3f of round-to-nearest's", n, wo->calib_path, n_win,
-                    n_win == 1 ? "" : "s", st.n_requant,
+                    "tokens of %s (%u window%s, %u pass%s holding up to %.1f MiB of input "
+                    "statistics; %.1f s): %u tensors re-quantised (%.1f s, of which GPTQ %.1f s); "
+                    "their output error on those inputs x%.3f of round-to-nearest's", n,
+                    wo->calib_path, n_win, n_win == 1 ? "" : "s", st.n_pass,
+                    st.n_pass == 1 ? "" : "es", (double)st.pass_bytes / (1u << 20), t1 - t0,
+                    st.n_requant, t2 - t1, st.t_requant,
                     st.e_rtn > 0.0 ? st.e_gptq / st.e_rtn : 1.0);
 out:
     store_free(&st);

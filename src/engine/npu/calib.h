@@ -50,10 +50,62 @@ int ork__npu_gptq_rows(const float *w, uint32_t n, uint32_t k, const double *u,
                        const uint32_t *perm, int32_t lo, int32_t hi, const float *scales,
                        double *wr, int8_t *q);
 
-/* Bytes of H (fp32) all NPU slots of a calibration may hold at once; a model needing more is
- * refused with ORK_ENOMEM naming both (e.g. Qwen2.5-7B's down projection alone, K = 18944,
- * is 18944^2 * 4 B = 1.34 GiB per layer, 28 layers 37.5 GiB). Our choice: well inside the
- * host memory of a 16 GB board next to a small model. */
+/* Block-diagonal H: a slot of K inputs keeps only the diagonal blocks of H, B x B each over
+ * inputs [b B, min(K, (b + 1) B)) (the last block shorter), and GPTQ runs on each block
+ * independently (in its own activation order): a column's rounding error is spread over the
+ * not yet quantised columns of its own block only. B = 512: H then costs K x 512 x 4 B per
+ * slot (Qwen2.5-7B's down projection, K = 18944: 37 MiB instead of 1.34 GiB; the whole 7B
+ * about 1.7 GiB instead of 80 GiB), the factorisation O(K B^2) and the row updates B / 2
+ * multiply-adds per weight (docs/bench-log/2026-12-calib-scale.md measured a 1.7B model's
+ * calibration at this B); every slot of the fixtures (K <= 172) is one block, i.e. the full H
+ * as before. */
+#define ORK__NPU_GPTQ_BLOCK 512u
+
+static inline uint32_t ork__npu_gptq_n_blocks(uint32_t k)
+{
+    return (k + ORK__NPU_GPTQ_BLOCK - 1) / ORK__NPU_GPTQ_BLOCK;
+}
+
+/* Inputs of block b of a slot of k. */
+static inline uint32_t ork__npu_gptq_block_k(uint32_t k, uint32_t b)
+{
+    uint32_t c0 = b * ORK__NPU_GPTQ_BLOCK;
+    return k - c0 < ORK__NPU_GPTQ_BLOCK ? k - c0 : ORK__NPU_GPTQ_BLOCK;
+}
+
+/* The blocked H of a slot of k ("hb"): its blocks one after the other, block b (kb x kb,
+ * row-major, symmetric) at float offset ork__npu_gptq_block_off(k, b); ork__npu_gptq_hb_floats
+ * in all (k <= B: the whole k x k H). */
+size_t ork__npu_gptq_block_off(uint32_t k, uint32_t b);
+size_t ork__npu_gptq_hb_floats(uint32_t k);
+
+/* A blocked H factored for rows: per block b its order (perm + b B, block-local indices) and
+ * U (u + ork__npu_gptq_block_off(k, b), kb x kb), as ork__npu_gptq_factor gives them. */
+struct ork__npu_gptq_plan {
+    uint32_t k, nb;
+    double *u;
+    uint32_t *perm;
+    double *wr;                 /* scratch of the rows */
+};
+int ork__npu_gptq_plan_init(struct ork__npu_gptq_plan *p, const float *hb, uint32_t k,
+                            enum ork__npu_gptq_order order);
+/* Codes q [n][k] of rows w [n][k]: each block's columns by ork__npu_gptq_rows' rule with that
+ * block's order and U (the same bits as ork__npu_gptq on the block's columns and H; rows taken
+ * a few at a time, each U row read once for them). */
+int ork__npu_gptq_plan_rows(struct ork__npu_gptq_plan *p, const float *w, uint32_t n,
+                            int32_t lo, int32_t hi, const float *scales, int8_t *q);
+void ork__npu_gptq_plan_fini(struct ork__npu_gptq_plan *p);
+/* ork__npu_gptq on a blocked H (k <= B: exactly ork__npu_gptq). */
+int ork__npu_gptq_blocked(const float *w, uint32_t n, uint32_t k, const float *hb,
+                          enum ork__npu_gptq_order order, int32_t lo, int32_t hi,
+                          const float *scales, int8_t *q);
+
+/* The default bound on the bytes of H (fp32, blocked) one calibration pass holds
+ * (ork_npu_weights_opts.calib_mem_bytes 0; --npu-weights-calib-mem): the slots are grouped
+ * into passes whose H fit it, each pass running the calibration text once (H of earlier
+ * passes wait in a temporary file); a slot whose H alone is above it is refused with
+ * ORK_ENOMEM naming it. Our choice: well inside the host memory of a 16 GB board next to a
+ * 7B model (whose H at B = 512, about 1.7 GiB, then takes two passes). */
 #define ORK__NPU_CALIB_MAX_H_BYTES (1024ull << 20)
 
 struct ork_model;
@@ -65,24 +117,27 @@ struct ork_npu_weights_opts;
 
 /* The calibration flow (--npu-weights-calib FILE): with m's executor placed as p says, run m
  * over the first p->npu_weights.calib_tokens tokens of the file (windows of the model's context
- * or 512 tokens, whichever is smaller), collecting H per NPU slot (ork__npu_calib_observe), then
- * destroy the executor and create it again with every slot's codes from ork__npu_gptq on the
- * grid and scales its setting gives (ork__npu_calib_requant). No-op without a calibration file
- * or an executor. */
+ * or 512 tokens, whichever is smaller), collecting the blocked H per NPU slot
+ * (ork__npu_calib_observe; in as many passes over the text as the memory bound needs), then
+ * destroy the executor and create it again with every slot's codes from ork__npu_gptq_blocked
+ * on the grid and scales its setting gives (ork__npu_calib_requant). No-op without a
+ * calibration file or an executor. */
 int ork__npu_calibrate(struct ork_model *m, const char *path, const struct ork_model_params *p);
 
 /* The executor hook: m rows of x (the op's whole input, row-major, as ork__npu_exec_run gets
  * it) for op at layer: when a calibration is collecting on ex, each of the op's NPU matrices'
- * input columns, rotated as the executor rotates them before quantising, are added to its slot's
- * H. Cheap no-op otherwise. op is an enum ork__npu_op. */
+ * input columns, rotated as the executor rotates them before quantising, are added to its
+ * slot's blocked H (the slots of the pass running). Cheap no-op otherwise. op is an enum
+ * ork__npu_op. */
 void ork__npu_calib_observe(const struct ork__npu_exec *ex, int op, int32_t layer,
                             const float *x, int32_t m);
 
 /* The quantisation hook: after ork__npu_quantize_slot put ps's codes q [n][k] and scales in
  * place, when a calibration is being applied and holds H for ps, the codes are replaced with
- * ork__npu_gptq's on the grid of c (c->grid: -L..L) at the same scales, from ps's rows (rotated
- * under o's ORK_NPU_WENC_ROTATE; row: scratch of one whole source row), and c->rel_rmse is the
- * new codes'. w4a8's codes take int4's whole [-8, 7]. 0 when there is nothing to do. */
+ * ork__npu_gptq_blocked's on the grid of c (c->grid: -L..L) at the same scales, from ps's
+ * rows (rotated under o's ORK_NPU_WENC_ROTATE; row: scratch of one whole source row), and
+ * c->rel_rmse is the new codes'. w4a8's codes take int4's whole [-8, 7]. 0 when there is
+ * nothing to do. */
 int ork__npu_calib_requant(const struct ork_npu_weights_opts *o, const struct pack_src *ps,
                            const char *name, float *row, int8_t *q, const float *scales,
                            struct ork_orkpack_coding *c);
@@ -92,7 +147,10 @@ int ork__npu_calib_requant(const struct ork_npu_weights_opts *o, const struct pa
  * of it (FNV-1a over ORK__NPU_CALIB_ID, the damping and the token ids run), else 0
  * (round-to-nearest codes). */
 uint32_t ork__npu_calib_pack_id(void);
+/* The passes over the text the last calibration of the process ran (0: none yet; tests). */
+uint32_t ork__npu_calib_last_passes(void);
+
 /* Bump when gptq.c or calib.c changes the codes it computes from the same text. */
-#define ORK__NPU_CALIB_ID 2u
+#define ORK__NPU_CALIB_ID 3u
 
 #endif
