@@ -24,6 +24,7 @@
 #include "npu_priv.h"
 
 #include <ork-kernels/kernels.h>
+#include <ork-kernels/pool.h>
 #include <ork/alloc.h>
 #include <ork/debug.h>
 #include <ork/error.h>
@@ -87,6 +88,7 @@ struct calib_store {
     int err;                            /* the first error of a hook (reported after) */
     double e_rtn, e_gptq;               /* sum over slots of tr(D H D^T), both codes */
     double t_requant;                   /* seconds in ork__npu_calib_requant */
+    struct ork_pool *pool;              /* the rows' threads while applying (NULL: this one) */
     uint32_t n_requant;
     uint32_t id;                        /* ork__npu_calib_pack_id while applying */
 };
@@ -303,59 +305,153 @@ static double out_err(const float *h, const float *w, const int8_t *q, float s, 
     return e;
 }
 
-struct requant_bufs {
-    struct ork__npu_gptq_plan plan;
-    double *d, *hd;
+/* One thread's scratch for the rows of a tensor. */
+struct requant_tls {
+    float *row;                         /* one whole source row */
     float *w;                           /* (CALIB_ROWS_AT_ONCE, k) */
     int8_t *q;                          /* (CALIB_ROWS_AT_ONCE, k) */
+    double *d, *hd, *wr;                /* k, one block, the plan's row scratch */
+};
+
+struct requant_bufs {
+    struct ork__npu_gptq_plan plan;
+    struct requant_tls *tls;            /* one per pool thread (or one) */
+    int n_tls;
+    double *er, *eg;                    /* per scored row: its output error, both codes */
     float *h_read;                      /* the slot's H read back from the spill file */
     struct ork__npu_rot rot;
 };
 
+static void tls_free(struct requant_tls *t)
+{
+    ork_free(t->row);
+    ork_free(t->w);
+    ork_free(t->q);
+    ork_free(t->d);
+    ork_free(t->hd);
+    ork_free(t->wr);
+}
+
+static int tls_init(struct requant_tls *t, const struct pack_src *ps)
+{
+    const uint32_t k = ps->k, b0 = ork__npu_gptq_block_k(k, 0);
+    size_t cols = 0;
+    for (int i = 0; i < ps->ns; i++)
+        if ((size_t)ps->src[i]->n_cols > cols)
+            cols = (size_t)ps->src[i]->n_cols;
+    memset(t, 0, sizeof(*t));
+    if (!(t->row = ork_malloc(cols * sizeof(float))) ||
+        !(t->w = ork_malloc((size_t)CALIB_ROWS_AT_ONCE * k * sizeof(float))) ||
+        !(t->q = ork_malloc((size_t)CALIB_ROWS_AT_ONCE * k)) ||
+        !(t->d = ork_malloc((size_t)k * sizeof(double))) ||
+        !(t->hd = ork_malloc((size_t)b0 * sizeof(double))) ||
+        !(t->wr = ork_malloc((size_t)ORK__NPU_GPTQ_ROWS_SCRATCH_ROWS * b0 * sizeof(double)))) {
+        tls_free(t);
+        return ORK_ENOMEM;
+    }
+    return 0;
+}
+
 static void bufs_free(struct requant_bufs *b)
 {
     ork__npu_gptq_plan_fini(&b->plan);
-    ork_free(b->d);
-    ork_free(b->hd);
-    ork_free(b->w);
-    ork_free(b->q);
+    for (int i = 0; i < b->n_tls; i++)
+        tls_free(&b->tls[i]);
+    ork_free(b->tls);
+    ork_free(b->er);
+    ork_free(b->eg);
     ork_free(b->h_read);
     if (b->rot.k)
         ork__npu_rot_fini(&b->rot);
 }
 
-static int requant_rows(const struct calib_slot *s, const float *h, const struct pack_src *ps,
-                        int32_t lo, int32_t hi, float *row, int8_t *q, const float *scales,
-                        struct requant_bufs *b, double *e_rtn, double *e_gptq, double *err2,
-                        double *ref2)
+/* The codes of a tensor's rows, CALIB_ROWS_AT_ONCE at a time, taken from a shared counter by
+ * the pool's threads (ork_pool_run_shared): each item's codes replace the round-to-nearest
+ * ones in q, and a scored row's output errors (both codes) go to er/eg at its own index, so
+ * the result does not depend on which thread did what. */
+struct requant_job {
+    const struct calib_slot *s;
+    const float *h;
+    const struct pack_src *ps;
+    struct requant_bufs *b;
+    int32_t lo, hi;
+    int8_t *q;
+    const float *scales;
+    size_t err_step;
+    atomic_size_t next;
+    atomic_int err;
+};
+
+static void requant_worker(void *ctx, int ith, int nth)
 {
-    const uint32_t k = ps->k;
-    const size_t err_step = ps->n <= CALIB_ERR_ROWS ? 1 : (ps->n + CALIB_ERR_ROWS - 1) /
-                                                           CALIB_ERR_ROWS;
-    int ret;
-    for (size_t r0 = 0; r0 < ps->n; r0 += CALIB_ROWS_AT_ONCE) {
-        uint32_t nr = ps->n - r0 < CALIB_ROWS_AT_ONCE ? (uint32_t)(ps->n - r0)
-                                                      : CALIB_ROWS_AT_ONCE;
-        for (uint32_t i = 0; i < nr; i++)
-            if ((ret = slot_row(ps, r0 + i, &b->rot, row, b->w + (size_t)i * k)) < 0)
-                return ret;
-        if ((ret = ork__npu_gptq_plan_rows(&b->plan, b->w, nr, lo, hi, scales + r0, b->q)) < 0)
-            return ret;
+    (void)nth;
+    struct requant_job *j = ctx;
+    struct requant_tls *t = &j->b->tls[ith];
+    const uint32_t k = j->ps->k;
+    for (;;) {
+        size_t r0 = atomic_fetch_add(&j->next, CALIB_ROWS_AT_ONCE);
+        if (r0 >= j->ps->n || atomic_load(&j->err))
+            return;
+        uint32_t nr = j->ps->n - r0 < CALIB_ROWS_AT_ONCE ? (uint32_t)(j->ps->n - r0)
+                                                         : CALIB_ROWS_AT_ONCE;
+        int ret = 0;
+        for (uint32_t i = 0; ret == 0 && i < nr; i++)
+            ret = slot_row(j->ps, r0 + i, &j->b->rot, t->row, t->w + (size_t)i * k);
+        if (ret == 0)
+            ret = ork__npu_gptq_plan_rows_wr(&j->b->plan, t->w, nr, j->lo, j->hi,
+                                             j->scales + r0, t->wr, t->q);
+        if (ret < 0) {
+            atomic_store(&j->err, ret);
+            return;
+        }
         for (uint32_t i = 0; i < nr; i++) {
             const size_t r = r0 + i;
-            const float *w = b->w + (size_t)i * k;
-            const int8_t *qn = b->q + (size_t)i * k;
-            int8_t *qr = q + r * k;
-            if (!s->done && r % err_step == 0) {
-                *e_rtn += out_err(h, w, qr, scales[r], k, b->d, b->hd);
-                *e_gptq += out_err(h, w, qn, scales[r], k, b->d, b->hd);
+            const float *w = t->w + (size_t)i * k;
+            int8_t *qr = j->q + r * k;
+            if (!j->s->done && r % j->err_step == 0) {
+                j->b->er[r / j->err_step] = out_err(j->h, w, qr, j->scales[r], k, t->d, t->hd);
+                j->b->eg[r / j->err_step] = out_err(j->h, w, t->q + (size_t)i * k,
+                                                    j->scales[r], k, t->d, t->hd);
             }
-            memcpy(qr, qn, k);
-            for (uint32_t j = 0; j < k; j++) {
-                double dd = (double)w[j] - (double)scales[r] * qn[j];
-                *err2 += dd * dd;
-                *ref2 += (double)w[j] * w[j];
-            }
+            memcpy(qr, t->q + (size_t)i * k, k);
+        }
+    }
+}
+
+/* The new codes of every row into q (on pool's threads when there is one), then, in row
+ * order on this thread, the sums: the scored rows' output errors and the weights' squared
+ * error and norm (each row dequantised again, so no n x k copy is held). */
+static int requant_rows(const struct calib_slot *s, const float *h, const struct pack_src *ps,
+                        int32_t lo, int32_t hi, int8_t *q, const float *scales,
+                        struct requant_bufs *b, struct ork_pool *pool, double *e_rtn,
+                        double *e_gptq, double *err2, double *ref2)
+{
+    const uint32_t k = ps->k;
+    struct requant_job j = { .s = s, .h = h, .ps = ps, .b = b, .lo = lo, .hi = hi, .q = q,
+                             .scales = scales };
+    j.err_step = ps->n <= CALIB_ERR_ROWS ? 1 : (ps->n + CALIB_ERR_ROWS - 1) / CALIB_ERR_ROWS;
+    atomic_init(&j.next, 0);
+    atomic_init(&j.err, 0);
+    if (pool && b->n_tls > 1)
+        ork_pool_run_shared(pool, requant_worker, &j);
+    else
+        requant_worker(&j, 0, 1);
+    int ret = atomic_load(&j.err);
+    if (ret < 0)
+        return ork_errorf(ret, "calibration: re-quantising rows of a tensor of k = %u", k);
+    struct requant_tls *t = &b->tls[0];
+    for (size_t r = 0; r < ps->n; r++) {
+        if ((ret = slot_row(ps, r, &b->rot, t->row, t->w)) < 0)
+            return ret;
+        const int8_t *qn = q + r * k;
+        if (!s->done && r % j.err_step == 0) {
+            *e_rtn += b->er[r / j.err_step];
+            *e_gptq += b->eg[r / j.err_step];
+        }
+        for (uint32_t c = 0; c < k; c++) {
+            double dd = (double)t->w[c] - (double)scales[r] * qn[c];
+            *err2 += dd * dd;
+            *ref2 += (double)t->w[c] * t->w[c];
         }
     }
     return 0;
@@ -392,16 +488,20 @@ int ork__npu_calib_requant(const struct ork_npu_weights_opts *o, const struct pa
         return 0;
     double t0 = now_s();
     struct requant_bufs b = { 0 };
-    const uint32_t k = ps->k, b0 = ork__npu_gptq_block_k(k, 0);
+    const uint32_t k = ps->k;
+    const size_t n_err = ps->n <= CALIB_ERR_ROWS ? ps->n : CALIB_ERR_ROWS + 1;
     const float *h = NULL;
-    int ret = 0;
-    if (!(b.d = ork_malloc((size_t)k * sizeof(double))) ||
-        !(b.hd = ork_malloc((size_t)b0 * sizeof(double))) ||
-        !(b.w = ork_malloc((size_t)CALIB_ROWS_AT_ONCE * k * sizeof(float))) ||
-        !(b.q = ork_malloc((size_t)CALIB_ROWS_AT_ONCE * k))) {
+    int n_tls = st->pool ? ork_pool_threads(st->pool) : 1, ret = 0;
+    (void)row;
+    if (!(b.tls = ork_calloc((size_t)(n_tls > 0 ? n_tls : 1), sizeof(*b.tls))) ||
+        !(b.er = ork_calloc(n_err, sizeof(double))) ||
+        !(b.eg = ork_calloc(n_err, sizeof(double)))) {
         ret = ORK_ENOMEM;
         goto out;
     }
+    for (; b.n_tls < (n_tls > 0 ? n_tls : 1); b.n_tls++)
+        if ((ret = tls_init(&b.tls[b.n_tls], ps)) < 0)
+            goto out;
     if (o && (o->flags & ORK_NPU_WENC_ROTATE) && (ret = ork__npu_rot_init(&b.rot, k)) < 0)
         goto out;
     if ((ret = slot_h(st, s, &b, &h)) < 0)
@@ -413,8 +513,8 @@ int ork__npu_calib_requant(const struct ork_npu_weights_opts *o, const struct pa
     double e_rtn = 0.0, e_gptq = 0.0, err2 = 0.0, ref2 = 0.0;
     bool w4 = c->grid == ORK__NPU_W4A8_GRID;
     int32_t lo = w4 ? W4A8_LO : -(int32_t)c->grid, hi = w4 ? W4A8_HI : (int32_t)c->grid;
-    if ((ret = requant_rows(s, h, ps, lo, hi, row, q, scales, &b, &e_rtn, &e_gptq, &err2,
-                            &ref2)) < 0)
+    if ((ret = requant_rows(s, h, ps, lo, hi, q, scales, &b, st->pool, &e_rtn, &e_gptq,
+                            &err2, &ref2)) < 0)
         goto out;
     c->rel_rmse = (float)(ref2 > 0.0 ? sqrt(err2 / ref2) : 0.0);
     if (!s->done) {
@@ -677,9 +777,14 @@ int ork__npu_calibrate(struct ork_model *m, const char *path, const struct ork_m
         pp.npu_flags |= ORK_NPU_EXEC_REBUILD_PACK;
     ork__npu_exec_destroy(m->npu);
     m->npu = NULL;
+    if (ork_pool_create(0, &st.pool) < 0)     /* none: the rows on this thread */
+        st.pool = NULL;
     atomic_store(&applying, &st);
     ret = ork__npu_exec_create(m, path, &pp, &m->npu);
     atomic_store(&applying, NULL);
+    if (st.pool)
+        ork_pool_destroy(st.pool);
+    st.pool = NULL;
     if (ret < 0)
         goto out;
     double t2 = now_s();

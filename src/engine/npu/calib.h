@@ -55,7 +55,7 @@ int ork__npu_gptq_rows(const float *w, uint32_t n, uint32_t k, const double *u,
  * independently (in its own activation order): a column's rounding error is spread over the
  * not yet quantised columns of its own block only. B = 512: H then costs K x 512 x 4 B per
  * slot (Qwen2.5-7B's down projection, K = 18944: 37 MiB instead of 1.34 GiB; the whole 7B
- * about 1.7 GiB instead of 80 GiB), the factorisation O(K B^2) and the row updates B / 2
+ * about 1.6 GiB instead of 41 GiB), the factorisation O(K B^2) and the row updates B / 2
  * multiply-adds per weight (docs/bench-log/2026-12-calib-scale.md measured a 1.7B model's
  * calibration at this B); every slot of the fixtures (K <= 172) is one block, i.e. the full H
  * as before. */
@@ -94,6 +94,12 @@ int ork__npu_gptq_plan_init(struct ork__npu_gptq_plan *p, const float *hb, uint3
  * a few at a time, each U row read once for them). */
 int ork__npu_gptq_plan_rows(struct ork__npu_gptq_plan *p, const float *w, uint32_t n,
                             int32_t lo, int32_t hi, const float *scales, int8_t *q);
+/* The same with the caller's scratch wr of ORK__NPU_GPTQ_ROWS_SCRATCH_ROWS x min(k, B)
+ * doubles (p is then only read: threads may share it, each with its own wr). */
+#define ORK__NPU_GPTQ_ROWS_SCRATCH_ROWS 4u
+int ork__npu_gptq_plan_rows_wr(const struct ork__npu_gptq_plan *p, const float *w, uint32_t n,
+                               int32_t lo, int32_t hi, const float *scales, double *wr,
+                               int8_t *q);
 void ork__npu_gptq_plan_fini(struct ork__npu_gptq_plan *p);
 /* ork__npu_gptq on a blocked H (k <= B: exactly ork__npu_gptq). */
 int ork__npu_gptq_blocked(const float *w, uint32_t n, uint32_t k, const float *hb,
@@ -105,7 +111,7 @@ int ork__npu_gptq_blocked(const float *w, uint32_t n, uint32_t k, const float *h
  * into passes whose H fit it, each pass running the calibration text once (H of earlier
  * passes wait in a temporary file); a slot whose H alone is above it is refused with
  * ORK_ENOMEM naming it. Our choice: well inside the host memory of a 16 GB board next to a
- * 7B model (whose H at B = 512, about 1.7 GiB, then takes two passes). */
+ * 7B model (whose H at B = 512, about 1.6 GiB, then takes two passes). */
 #define ORK__NPU_CALIB_MAX_H_BYTES (1024ull << 20)
 
 struct ork_model;

@@ -132,6 +132,8 @@ static void damped(const float *h, uint32_t k, double *a)
 /* Rows quantised together by gptq_rows4: each step's update row U[j] is read once for all of
  * them (4: four running rows of a 512-column block, 16 KiB, stay in L1 next to U's row). */
 #define GPTQ_ROWS_AT_ONCE 4
+_Static_assert(GPTQ_ROWS_AT_ONCE <= ORK__NPU_GPTQ_ROWS_SCRATCH_ROWS,
+               "ork__npu_gptq_plan_rows_wr's scratch holds the rows taken together");
 
 /* One step's code of wr[j] at scale s on [lo, hi], and the error to spread, over U[j][j]. */
 static inline double gptq_step(double *wr, uint32_t j, const double *uj, float s, float inv,
@@ -355,7 +357,7 @@ int ork__npu_gptq_plan_init(struct ork__npu_gptq_plan *p, const float *hb, uint3
     uint32_t b0 = ork__npu_gptq_block_k(k, 0);
     if (!(p->u = ork_malloc(nh * sizeof(double))) ||
         !(p->perm = ork_malloc((size_t)k * sizeof(uint32_t))) ||
-        !(p->wr = ork_malloc((size_t)GPTQ_ROWS_AT_ONCE * b0 * sizeof(double)))) {
+        !(p->wr = ork_malloc((size_t)ORK__NPU_GPTQ_ROWS_SCRATCH_ROWS * b0 * sizeof(double)))) {
         ork__npu_gptq_plan_fini(p);
         return ORK_ENOMEM;
     }
@@ -374,7 +376,14 @@ int ork__npu_gptq_plan_init(struct ork__npu_gptq_plan *p, const float *hb, uint3
 int ork__npu_gptq_plan_rows(struct ork__npu_gptq_plan *p, const float *w, uint32_t n,
                             int32_t lo, int32_t hi, const float *scales, int8_t *q)
 {
-    if (!p || !p->u || !w || !scales || !q)
+    return ork__npu_gptq_plan_rows_wr(p, w, n, lo, hi, scales, p ? p->wr : NULL, q);
+}
+
+int ork__npu_gptq_plan_rows_wr(const struct ork__npu_gptq_plan *p, const float *w, uint32_t n,
+                               int32_t lo, int32_t hi, const float *scales, double *wr,
+                               int8_t *q)
+{
+    if (!p || !p->u || !w || !scales || !wr || !q)
         return ork_errorf(ORK_EINVAL, "gptq: bad arguments (%u rows)", n);
     int ret = check_rows(n, p->k, lo, hi, scales);
     if (ret < 0)
@@ -383,7 +392,7 @@ int ork__npu_gptq_plan_rows(struct ork__npu_gptq_plan *p, const float *w, uint32
         size_t c0 = (size_t)b * ORK__NPU_GPTQ_BLOCK;
         gptq_rows_ld(w + c0, p->k, n, ork__npu_gptq_block_k(p->k, b),
                      p->u + ork__npu_gptq_block_off(p->k, b), p->perm + c0, lo, hi, scales,
-                     p->wr, q + c0);
+                     wr, q + c0);
     }
     return 0;
 }
