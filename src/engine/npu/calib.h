@@ -56,8 +56,8 @@ int ork__npu_gptq_rows(const float *w, uint32_t n, uint32_t k, const double *u,
  * not yet quantised columns of its own block only. B = 512: H then costs K x 512 x 4 B per
  * slot (Qwen2.5-7B's down projection, K = 18944: 37 MiB instead of 1.34 GiB; the whole 7B
  * about 1.6 GiB instead of 41 GiB), the factorisation O(K B^2) and the row updates B / 2
- * multiply-adds per weight (docs/bench-log/2026-12-calib-scale.md measured a 1.7B model's
- * calibration at this B); every slot of the fixtures (K <= 172) is one block, i.e. the full H
+ * multiply-adds per weight (docs/bench-log/2026-12-calib-scale.md times it on Qwen3-1.7B's
+ * shapes); every slot of the fixtures (K <= 172) is one block, i.e. the full H
  * as before. */
 #define ORK__NPU_GPTQ_BLOCK 512u
 
