@@ -62,6 +62,20 @@ static inline int npu_greedy_run(const char *path, const struct ork_model_params
     return ret;
 }
 
+/* A model path `dir`/m.gguf linked to the fixture at rel (skipped when absent) and its pack path
+ * `dir`/m.orkpack with no pack there yet (model, pack: cap bytes each). 0, or -1. */
+static inline int npu_pack_paths(const char *dir, const char *rel, char *model, char *pack,
+                                 size_t cap)
+{
+    const char *fx = ork_test_fixture(rel);
+    snprintf(model, cap, "%s/m.gguf", dir);
+    snprintf(pack, cap, "%s/m.orkpack", dir);
+    if (symlink(fx, model) != 0 && access(model, R_OK) != 0)
+        return -1;
+    unlink(pack);
+    return 0;
+}
+
 /* The CLI refuses each --npu-weights value of vals[0..n) with exit status 2, naming the value
  * and the choices (the message holds `choices`). */
 static inline void npu_check_bad_weights_values(const char *const *vals, size_t n,

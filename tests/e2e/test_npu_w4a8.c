@@ -108,12 +108,8 @@ static char g_dir[256];
  * as built for other NPU weights and rebuilds it. */
 static void test_pack(void)
 {
-    const char *fx = ork_test_fixture("models/stories260K.gguf");
     char model[512], pack[512];
-    snprintf(model, sizeof model, "%s/m.gguf", g_dir);
-    snprintf(pack, sizeof pack, "%s/m.orkpack", g_dir);
-    REQUIRE(symlink(fx, model) == 0 || access(model, R_OK) == 0);
-    unlink(pack);
+    REQUIRE(npu_pack_paths(g_dir, "models/stories260K.gguf", model, pack, sizeof model) == 0);
     const struct ork_npu_weights_opts w4 = { .encoding = ORK_NPU_WENC_W4A8,
                                              .flags = ORK_NPU_WENC_ROTATE };
     float *ref = malloc(LOGITS_N * sizeof(float)), *got = malloc(LOGITS_N * sizeof(float));
